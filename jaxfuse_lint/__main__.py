@@ -1,0 +1,3 @@
+from jaxfuse_lint.cli import main
+
+main()

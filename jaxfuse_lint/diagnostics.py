@@ -1,0 +1,127 @@
+"""What the pipeline produces: diagnostics, fixes and their edits.
+
+Everything a reporter, the fixer, the flake8 plugin or the language server needs
+is here, already located (1-based rows and columns, as users see them) and free
+of libcst objects, so the output side never reaches back into the analysis.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+DOCS_URL = "https://github.com/jaxfuse-lint/jaxfuse-lint/blob/main/docs/rules/{name}.md"
+
+
+class Applicability(str, enum.Enum):
+    """ruff's meaning: safe fixes never change results; unsafe ones may."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A position in a file: row and column both 1-based (column counts characters)."""
+
+    row: int
+    column: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"row": self.row, "column": self.column}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two locations (end exclusive) with `content`."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "location": self.location.to_json(),
+            "end_location": self.end_location.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability.value,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    noqa_row: int | None = None
+    # Free-form facts for richer reporters (verify evidence, trace reasons...).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str | None:
+        if not self.name:
+            return None
+        return DOCS_URL.format(name=self.name, code=self.code)
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        """ruff's JSON schema, field for field."""
+        return {
+            "cell": None,
+            "code": self.code,
+            "end_location": self.end_location.to_json(),
+            "filename": self.filename,
+            "fix": self.fix.to_json() if self.fix else None,
+            "location": self.location.to_json(),
+            "message": self.message,
+            "noqa_row": self.noqa_row,
+            "url": self.url,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
+        """Inverse of to_json (the cache stores diagnostics as JSON)."""
+        fix = None
+        if data.get("fix"):
+            f = data["fix"]
+            fix = Fix(
+                Applicability(f["applicability"]),
+                f["message"],
+                tuple(
+                    Edit(e["content"], Location(**e["location"]), Location(**e["end_location"]))
+                    for e in f["edits"]
+                ),
+            )
+        url = data.get("url") or ""
+        name = url.rsplit("/", 1)[-1].removesuffix(".md") if url else ""
+        return cls(
+            code=data["code"],
+            name=name,
+            message=data["message"],
+            filename=data["filename"],
+            location=Location(**data["location"]),
+            end_location=Location(**data["end_location"]),
+            fix=fix,
+            noqa_row=data.get("noqa_row"),
+            extra=dict(data.get("extra") or {}),
+        )

@@ -1,0 +1,89 @@
+"""Name resolution: which binding a name refers to, and the qualified name of an expression.
+
+Resolution follows Python's rules closely enough for linting: function scopes
+chain outward, class bodies are skipped from inside methods, names bound
+nowhere are builtins. It is flow-insensitive: a name bound anywhere in a scope
+belongs to that scope (which is also what Python's compiler decides).
+"""
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, Scope
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+class NameResolver:
+    def __init__(self, module_scope: Scope, jax_modules: tuple[str, ...]) -> None:
+        self.module_scope = module_scope
+        self.jax_roots = frozenset(jax_modules) | {"jax"}
+        self._qn_cache: dict[int, str | None] = {}
+
+    def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+        """The innermost scope that binds `name`, seen from `scope`, and its bindings there."""
+        s: Scope | None = scope
+        first = True
+        while s is not None:
+            if isinstance(s, Function) and name in s.globals:
+                s = self.module_scope
+            if isinstance(s, ClassInfo) and not first:
+                s = s.parent  # class bodies are invisible to the functions inside them
+                continue
+            bindings = s.bindings.get(name)
+            if bindings:
+                return s, bindings
+            first = False
+            s = s.parent
+        return None
+
+    def canonical(self, qualified: str) -> str:
+        """Rewrite a configured JAX root (a fork, a vendored copy) to `jax`."""
+        root, _, rest = qualified.partition(".")
+        if root in self.jax_roots and root != "jax":
+            return "jax" + ("." + rest if rest else "")
+        return qualified
+
+    def qualified_name(self, expr: cst.CSTNode, scope: Scope) -> str | None:
+        """`jnp.sum` -> `jax.numpy.sum`; `np.fft.fftfreq` -> `numpy.fft.fftfreq`; None if not an import."""
+        key = id(expr) ^ (id(scope) << 1)
+        if key in self._qn_cache:
+            return self._qn_cache[key]
+        result = self._qualified_name(expr, scope)
+        self._qn_cache[key] = result
+        return result
+
+    def _qualified_name(self, expr: cst.CSTNode, scope: Scope) -> str | None:
+        if isinstance(expr, cst.Name):
+            found = self.lookup(expr.value, scope)
+            if found is None:
+                return f"builtins.{expr.value}" if expr.value in _BUILTINS else None
+            _, bindings = found
+            imports = [b for b in bindings if b.kind == "import"]
+            if len(imports) != len(bindings) or not imports:
+                return None
+            names = {b.qualified_name for b in imports}
+            if len(names) != 1:
+                return None
+            qn = names.pop()
+            if not qn or qn.startswith("."):
+                return None
+            return self.canonical(qn)
+        if isinstance(expr, cst.Attribute):
+            base = self.qualified_name(expr.value, scope)
+            if base is None or base.startswith("builtins."):
+                return None
+            return f"{base}.{expr.attr.value}"
+        return None
+
+    def is_jax(self, qn: str | None, *prefixes: str) -> bool:
+        return qn is not None and any(qn == p or qn.startswith(p + ".") for p in prefixes)
+
+    def module_alias(self, module: str) -> str | None:
+        """The module-level name bound to `import module as X` / `from a import b as X`, if any."""
+        for name, bindings in self.module_scope.bindings.items():
+            if len(bindings) == 1 and bindings[0].kind == "import" and self.canonical(bindings[0].qualified_name or "") == module:
+                return name
+        return None

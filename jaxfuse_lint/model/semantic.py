@@ -1,0 +1,176 @@
+"""The JAX semantic model of one module: the single object every rule queries."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import LOOPS
+from jaxfuse_lint.model.names import NameResolver
+from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, ModuleIndex, Scope, build_index
+from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
+from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason, keyword, positional
+from jaxfuse_lint.model.values import Kind, ValueAnalysis
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.numpy_values import NumpyArrays
+
+
+@dataclass(eq=False)
+class LoopSite:
+    """A lax loop call and the functions it runs once per iteration."""
+
+    call: cst.Call
+    qualified_name: str
+    scope: Scope
+    bodies: list[Function]
+
+
+class SemanticModel:
+    def __init__(self, module: cst.Module, jax_modules: tuple[str, ...] = ("jax",),
+                 external_traced: dict[str, str] | None = None) -> None:
+        self.module = module
+        self.index: ModuleIndex = build_index(module)
+        self.resolver = NameResolver(self.index.scope, jax_modules)
+        self.values = ValueAnalysis(self)
+        self.shapes = ShapeAnalysis(self)
+        # Functions traced from other modules of the project: {function name: why}.
+        self.external_traced = external_traced or {}
+
+    # -- structure ------------------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.index.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.index.parents.get(node)
+        while p is not None:
+            yield p
+            p = self.index.parents.get(p)
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        return self.index.scope_of_node.get(node, self.index.scope)
+
+    def function_of(self, node: cst.CSTNode) -> Function | None:
+        """The innermost def/lambda whose body contains node."""
+        s: Scope | None = self.scope_of(node)
+        while s is not None and not isinstance(s, Function):
+            s = s.parent
+        return s
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost statement (simple or compound) that contains node."""
+        n: cst.CSTNode | None = node
+        while n is not None and not isinstance(n, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            n = self.index.parents.get(n)
+        return n
+
+    # -- names ----------------------------------------------------------------------------------
+    def qn(self, expr: cst.CSTNode | None, scope: Scope) -> str | None:
+        if expr is None:
+            return None
+        return self.resolver.qualified_name(expr, scope)
+
+    def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+        return self.resolver.lookup(name, scope)
+
+    def function_named(self, name: str, scope: Scope) -> Function | None:
+        """The def (or lambda assigned to a name) that `name` refers to from `scope`, if unique."""
+        found = self.resolver.lookup(name, scope)
+        if found is None:
+            return None
+        _, bindings = found
+        fns = [b.function for b in bindings if b.function is not None]
+        if len(fns) == 1 and len(bindings) == 1:
+            return fns[0]
+        if fns and all(b.kind == "def" for b in bindings):
+            return fns[-1]  # redefinitions: the last one wins at call time
+        return None
+
+    def method_of(self, scope: Scope, name: str) -> Function | None:
+        s: Scope | None = scope
+        while s is not None and not isinstance(s, ClassInfo):
+            s = s.parent
+        if s is None:
+            return None
+        bindings = s.bindings.get(name, [])
+        fns = [b.function for b in bindings if b.function is not None]
+        return fns[-1] if fns else None
+
+    def argument_for(self, call: cst.Call, fn: Function, name: str) -> cst.BaseExpression | None:
+        """The argument expression a call passes for fn's parameter `name`."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return a.value
+        params = fn.params
+        if fn.cls is not None and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+            params = params[1:]
+        if name not in params:
+            return None
+        idx = params.index(name)
+        if name in fn.star_params:
+            return None
+        return positional(call, idx)
+
+    # -- tracing ----------------------------------------------------------------------------------
+    @cached_property
+    def traced(self) -> TracedRegions:
+        return TracedAnalysis(self).run(self.external_traced)
+
+    def is_traced(self, fn: Function | None) -> bool:
+        return fn is not None and fn in self.traced.reasons
+
+    def is_traced_scope(self, scope: Scope) -> bool:
+        s: Scope | None = scope
+        while s is not None and not isinstance(s, Function):
+            s = s.parent
+        return s is not None and s in self.traced.reasons
+
+    def traced_function_of(self, node: cst.CSTNode) -> Function | None:
+        fn = self.function_of(node)
+        return fn if self.is_traced(fn) else None
+
+    def trace_reason(self, fn: Function) -> TraceReason | None:
+        reasons = self.traced.reasons.get(fn)
+        if not reasons:
+            return None
+        order = {"decorator": 0, "transform": 1, "control-flow": 2, "external": 3, "called": 4, "passed": 5}
+        return min(reasons, key=lambda r: order.get(r.kind, 9))
+
+    # -- loops -----------------------------------------------------------------------------------
+    @cached_property
+    def loop_sites(self) -> list[LoopSite]:
+        from jaxfuse_lint.model.traced import TracedAnalysis as _TA
+
+        helper = _TA(self)
+        out = []
+        for site in self.index.calls:
+            qn = self.qn(site.call.func, site.scope)
+            if qn in LOOPS:
+                bodies = []
+                for arg in helper.control_flow_functions(site.call, qn):
+                    for fn, _ in helper.callables(arg, site.scope):
+                        bodies.append(fn)
+                out.append(LoopSite(site.call, qn, site.scope, bodies))
+        return out
+
+    @cached_property
+    def numpy_arrays(self) -> "NumpyArrays":
+        from jaxfuse_lint.model.numpy_values import NumpyArrays
+
+        return NumpyArrays(self)
+
+    # -- values -----------------------------------------------------------------------------------
+    def kind(self, expr: cst.CSTNode, scope: Scope) -> Kind:
+        return self.values.kind(expr, scope)
+
+    def shape(self, expr: cst.CSTNode, scope: Scope) -> Shape | None:
+        return self.shapes.shape(expr, scope)
+
+    def axis_size(self, expr: cst.CSTNode, scope: Scope, axis: int) -> int | None:
+        s = self.shapes.shape(expr, scope)
+        return s.size(axis) if s is not None else None
+
+
+__all__ = ["SemanticModel", "LoopSite", "Kind", "Shape", "keyword", "positional"]

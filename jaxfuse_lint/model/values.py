@@ -1,0 +1,260 @@
+"""Static or traced: what a value is while a function is being traced.
+
+STATIC values are ordinary Python values at trace time (literals, shapes,
+`len(x)`, static arguments, module globals). TRACED values are tracers
+(non-static parameters of a traced function and everything jnp/lax computes
+from them). UNKNOWN is everything the model cannot decide; rules that must not
+raise false positives treat it as "not traced".
+"""
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
+from jaxfuse_lint.model.traced import positional
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Binding, Function, Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+
+
+class Kind(enum.Enum):
+    STATIC = "static"
+    TRACED = "traced"
+    UNKNOWN = "unknown"
+
+
+STATIC, TRACED, UNKNOWN = Kind.STATIC, Kind.TRACED, Kind.UNKNOWN
+
+_STATIC_BUILTINS = frozenset({
+    "builtins.len", "builtins.isinstance", "builtins.issubclass", "builtins.type", "builtins.callable",
+    "builtins.hasattr", "builtins.id", "builtins.repr", "builtins.str", "builtins.int", "builtins.float",
+    "builtins.bool", "builtins.complex",
+})
+_PASSTHROUGH_BUILTINS = frozenset({
+    "builtins.range", "builtins.tuple", "builtins.list", "builtins.max", "builtins.min", "builtins.abs",
+    "builtins.sum", "builtins.round", "builtins.divmod", "builtins.pow", "builtins.sorted", "builtins.reversed",
+    "builtins.enumerate", "builtins.zip",
+})
+_STATIC_METHODS = frozenset({"item", "tolist", "__len__", "index", "count", "keys", "startswith", "endswith", "format"})
+
+
+def combine(kinds) -> Kind:
+    seen_unknown = False
+    for k in kinds:
+        if k is TRACED:
+            return TRACED
+        if k is UNKNOWN:
+            seen_unknown = True
+    return UNKNOWN if seen_unknown else STATIC
+
+
+class ValueAnalysis:
+    MAX_DEPTH = 40
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+        self._memo: dict[tuple[int, int], Kind] = {}
+        self._param_memo: dict[tuple[int, str], Kind] = {}
+        self._active: set[tuple[int, int]] = set()
+        self._active_params: set[tuple[int, str]] = set()
+
+    # -- parameters ---------------------------------------------------------------------------
+    def param_kind(self, fn: "Function", name: str) -> Kind:
+        key = (id(fn), name)
+        if key in self._param_memo:
+            return self._param_memo[key]
+        if key in self._active_params:
+            return UNKNOWN
+        self._active_params.add(key)
+        try:
+            result = self._param_kind(fn, name)
+        finally:
+            self._active_params.discard(key)
+        self._param_memo[key] = result
+        return result
+
+    def _param_kind(self, fn: "Function", name: str) -> Kind:
+        m = self.model
+        reasons = m.traced.reasons.get(fn)
+        if not reasons:
+            return UNKNOWN
+        if name in ("self", "cls") and fn.cls is not None and fn.params and fn.params[0] == name:
+            return STATIC
+        if name in fn.star_params:
+            return UNKNOWN
+        kinds = []
+        for r in reasons:
+            if r.kind in ("decorator", "transform"):
+                if self._is_static_param(fn, name, r):
+                    return STATIC
+                # A parameter with a default may be left out and stay a Python value.
+                kinds.append(UNKNOWN if name in fn.params_with_default else TRACED)
+            elif r.kind == "control-flow":
+                kinds.append(TRACED)
+            elif r.kind == "called" and r.caller is not None and isinstance(r.node, cst.Call):
+                arg = m.argument_for(r.node, fn, name)
+                if arg is None:
+                    kinds.append(STATIC if name in fn.params_with_default else UNKNOWN)
+                else:
+                    kinds.append(self.kind(arg, r.caller))
+            else:
+                kinds.append(UNKNOWN)
+        return combine(kinds)
+
+    def _is_static_param(self, fn: "Function", name: str, r) -> bool:
+        if name in r.static_argnames:
+            return True
+        if r.static_argnums:
+            params = fn.params
+            if r.bound_method and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            n = len(params)
+            for i in r.static_argnums:
+                if -n <= i < n and params[i] == name:
+                    return True
+        return False
+
+    # -- expressions --------------------------------------------------------------------------
+    def kind(self, expr: cst.CSTNode, scope: "Scope", depth: int = 0) -> Kind:
+        key = (id(expr), id(scope))
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo
+        if key in self._active or depth > self.MAX_DEPTH:
+            return UNKNOWN
+        self._active.add(key)
+        try:
+            result = self._kind(expr, scope, depth + 1)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def binding_kind(self, b: "Binding", owner: "Scope", depth: int = 0) -> Kind:
+        from jaxfuse_lint.model.scopes import Function
+
+        if b.kind == "param":
+            return self.param_kind(owner, b.name) if isinstance(owner, Function) else UNKNOWN
+        if b.kind in ("import", "def", "class"):
+            return STATIC
+        if b.value is None:
+            return UNKNOWN
+        value = b.value
+        if b.index is not None and isinstance(value, (cst.Tuple, cst.List)) and b.index < len(value.elements):
+            value = value.elements[b.index].value
+        if b.kind == "for":
+            # `for i in range(n)`: i is static when n is; `for row in x`: like x.
+            return self.kind(value, owner, depth)
+        return self.kind(value, owner, depth)
+
+    def _kind(self, e: cst.CSTNode, scope: "Scope", depth: int) -> Kind:
+        from jaxfuse_lint.model.scopes import Function
+
+        m = self.model
+        if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                          cst.FormattedString, cst.Lambda, cst.Ellipsis)):
+            return STATIC
+        if isinstance(e, cst.Name):
+            if e.value in ("True", "False", "None"):
+                return STATIC
+            found = m.resolver.lookup(e.value, scope)
+            if found is None:
+                return STATIC  # a builtin
+            owner, bindings = found
+            if not isinstance(owner, Function):
+                return STATIC  # module globals and class attributes are Python values at trace time
+            return combine(self.binding_kind(b, owner, depth) for b in bindings)
+        if isinstance(e, cst.Attribute):
+            if e.attr.value in STATIC_ATTRIBUTES:
+                return STATIC
+            if m.qn(e, scope) is not None:
+                return STATIC  # jnp.pi, np.float32, jax.numpy.inf
+            base = self.kind(e.value, scope, depth)
+            if e.attr.value in ARRAY_VIEW_ATTRIBUTES or base is TRACED:
+                return base
+            return UNKNOWN if base is not STATIC else STATIC
+        if isinstance(e, cst.Subscript):
+            base = self.kind(e.value, scope, depth)
+            if base is TRACED:
+                return TRACED
+            idx = combine(self.kind(s.slice.value, scope, depth) for s in e.slice if isinstance(s.slice, cst.Index))
+            if base is STATIC and idx is STATIC:
+                return STATIC
+            return TRACED if idx is TRACED else UNKNOWN
+        if isinstance(e, cst.Call):
+            return self._call_kind(e, scope, depth)
+        if isinstance(e, cst.BinaryOperation):
+            return combine((self.kind(e.left, scope, depth), self.kind(e.right, scope, depth)))
+        if isinstance(e, cst.UnaryOperation):
+            return self.kind(e.expression, scope, depth)
+        if isinstance(e, cst.BooleanOperation):
+            return combine((self.kind(e.left, scope, depth), self.kind(e.right, scope, depth)))
+        if isinstance(e, cst.Comparison):
+            return combine([self.kind(e.left, scope, depth)] + [self.kind(c.comparator, scope, depth) for c in e.comparisons])
+        if isinstance(e, cst.IfExp):
+            return combine((self.kind(e.body, scope, depth), self.kind(e.orelse, scope, depth), self.kind(e.test, scope, depth)))
+        if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+            return combine(self.kind(el.value, scope, depth) for el in e.elements)
+        if isinstance(e, cst.NamedExpr):
+            return self.kind(e.value, scope, depth)
+        return UNKNOWN
+
+    def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
+        m = self.model
+        args = [a.value for a in e.args]
+        qn = m.qn(e.func, scope)
+        if qn is not None:
+            if qn in _STATIC_BUILTINS or qn in JNP_STATIC_FUNCTIONS:
+                return STATIC
+            if qn in _PASSTHROUGH_BUILTINS:
+                return combine(self.kind(a, scope, depth) for a in args)
+            if qn.startswith("jax.") and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes")):
+                # Under jit every jnp/lax operation is staged out: its result is a tracer.
+                if m.is_traced_scope(scope):
+                    return TRACED
+                return combine(self.kind(a, scope, depth) for a in args)
+            if qn.startswith("numpy.") or qn.startswith("math."):
+                return combine(self.kind(a, scope, depth) for a in args)
+            if qn.startswith("builtins."):
+                return UNKNOWN
+        # A method call: `x.sum()` is traced when x is; `x.item()` forces a Python value.
+        if isinstance(e.func, cst.Attribute):
+            if e.func.attr.value in _STATIC_METHODS:
+                return STATIC
+            base = self.kind(e.func.value, scope, depth)
+            if base is TRACED:
+                return TRACED
+        # A call of one of the module's functions: what its returns are, given these arguments.
+        callee = m.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
+        if callee is not None and callee.returns:
+            arg_kinds = [self.kind(a, scope, depth) for a in args]
+            if callee in m.traced.reasons or TRACED in arg_kinds:
+                with_args = self._with_call_args(callee, e, scope, depth)
+                return with_args
+        return UNKNOWN
+
+    def _with_call_args(self, callee: "Function", call: cst.Call, scope: "Scope", depth: int) -> Kind:
+        """The kind of callee's return values when its parameters take this call's argument kinds."""
+        m = self.model
+        kinds = []
+        saved = dict(self._param_memo)
+        try:
+            for name in callee.params:
+                arg = m.argument_for(call, callee, name)
+                if arg is not None:
+                    self._param_memo[(id(callee), name)] = self.kind(arg, scope, depth)
+                elif name in callee.params_with_default:
+                    self._param_memo[(id(callee), name)] = STATIC
+            # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
+            sub = ValueAnalysis(m)
+            sub._param_memo = self._param_memo
+            sub._active = self._active
+            for r in callee.returns:
+                kinds.append(sub.kind(r, callee, depth))
+        finally:
+            self._param_memo = saved
+        return combine(kinds)

@@ -1,0 +1,52 @@
+"""Message, the source lines with the range marked, and the fix as a diff (ruff's `full`)."""
+from __future__ import annotations
+
+import difflib
+
+from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.report import ReportContext
+from jaxfuse_lint.report.concise import fix_marker
+from jaxfuse_lint.report.paths import display_path
+
+
+def _excerpt(d: Diagnostic, lines: list[str]) -> list[str]:
+    out = []
+    first, last = d.location.row, max(d.end_location.row, d.location.row)
+    last = min(last, first + 5)
+    width = len(str(last + 1))
+    for row in range(max(1, first - 1), min(len(lines), last + 1) + 1):
+        text = lines[row - 1].rstrip("\r\n")
+        out.append(f" {row:>{width}} | {text}")
+        if first <= row <= last:
+            start = d.location.column if row == first else 1
+            end = d.end_location.column if row == d.end_location.row else len(text) + 1
+            end = max(end, start + 1)
+            out.append(f" {'':>{width}} | {' ' * (start - 1)}{'^' * (end - start)}")
+    return out
+
+
+def _fix_diff(d: Diagnostic, source: str) -> list[str]:
+    if d.fix is None:
+        return []
+    lines = source.splitlines(keepends=True)
+    new = list(lines)
+    for e in sorted(d.fix.edits, key=lambda e: (e.location.row, e.location.column), reverse=True):
+        new[e.location.row - 1:e.end_location.row - 1] = e.content.splitlines(keepends=True)
+    diff = difflib.unified_diff(lines, new, "before", "after", n=1)
+    body = [l.rstrip("\r\n") for l in list(diff)[2:]]
+    return [f"  {d.fix.applicability.value} fix: {d.fix.message}"] + ["    " + l for l in body]
+
+
+def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    blocks = []
+    for d in diagnostics:
+        path = display_path(d.filename, context.root)
+        block = [f"{path}:{d.location.row}:{d.location.column}: {d.code} {fix_marker(d, context)}{d.message}"]
+        source = context.sources.get(d.filename)
+        if source is not None:
+            block += _excerpt(d, source.splitlines(keepends=True))
+            block += _fix_diff(d, source)
+        if d.url:
+            block.append(f"  = help: {d.url}")
+        blocks.append("\n".join(block))
+    return "\n\n".join(blocks) + ("\n" if blocks else "")

@@ -1,0 +1,20 @@
+"""ruff's JSON output: a list of diagnostics with code, message, locations, fix, noqa_row and url."""
+from __future__ import annotations
+
+import json
+import os
+
+from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.report import ReportContext
+
+
+def as_json(d: Diagnostic) -> dict:
+    data = d.to_json()
+    # ruff reports absolute paths; so do we, so consumers can open them from anywhere.
+    if d.filename not in ("-", "<stdin>"):
+        data["filename"] = os.path.abspath(d.filename)
+    return data
+
+
+def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    return json.dumps([as_json(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,86 @@
+"""What a rule is: a code, a name, its documentation and examples, and a check over the model."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Union
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.config import Settings
+    from jaxfuse_lint.model import SemanticModel
+
+
+@dataclass(frozen=True)
+class LineOf:
+    """A message part rendered as the line number of a node, once positions are known."""
+
+    node: cst.CSTNode
+
+
+MessagePart = Union[str, LineOf]
+
+
+@dataclass(eq=False)
+class Violation:
+    node: cst.CSTNode
+    message: tuple[MessagePart, ...]
+    # What the rule found, for the codemod that rewrites it (nodes, sizes, axes...).
+    data: dict[str, Any] = field(default_factory=dict)
+    # Optional: a node whose range is the diagnostic's (default: node).
+    range_node: cst.CSTNode | None = None
+
+    def render(self, line_of) -> str:
+        return "".join(p if isinstance(p, str) else str(line_of(p.node)) for p in self.message)
+
+    def line_refs(self) -> list[cst.CSTNode]:
+        return [p.node for p in self.message if isinstance(p, LineOf)]
+
+
+class Rule:
+    """One rule. Subclasses set the class attributes and implement `check`.
+
+    `doc` is the rule's page (ruff's sections: What it does, Why is this bad?,
+    Known problems, Example, Use instead, Fix safety). `valid` and `invalid`
+    are small programs next to the rule (Fixit's habit): the tests run them, so
+    the examples can never drift from what the rule does.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    fixable: ClassVar[str] = "never"  # always | sometimes | never
+    doc: ClassVar[str] = ""
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, model: "SemanticModel", settings: "Settings") -> Iterator[Violation]:
+        raise NotImplementedError
+
+    @classmethod
+    def documentation(cls) -> str:
+        fix = {"always": "Fix is always available.", "sometimes": "Fix is sometimes available.",
+               "never": "No automatic fix."}[cls.fixable]
+        return f"# {cls.name} ({cls.code})\n\n{fix}\n\n{textwrap.dedent(cls.doc).strip()}\n"
+
+
+def message(*parts: MessagePart) -> tuple[MessagePart, ...]:
+    return parts
+
+
+def code_of(model: "SemanticModel", node: cst.CSTNode, limit: int = 60) -> str:
+    """Source text of a node on one line, shortened for messages."""
+    text = " ".join(model.module.code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def reason_parts(reason) -> tuple[MessagePart, ...]:
+    """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
+    if reason is None:
+        return ("traced",)
+    if reason.kind == "external":
+        return (reason.description,)
+    text = reason.describe(lambda n: "\x00")
+    before, _, after = text.partition("\x00")
+    return (before, LineOf(reason.node), after)

@@ -1,0 +1,251 @@
+"""JF101 small-axis-reduction."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import SemanticModel, keyword, positional
+from jaxfuse_lint.model.api import REDUCTION_METHODS, REDUCTIONS
+from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.shapes import Shape
+from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
+
+
+def _int(e: cst.BaseExpression | None) -> int | None:
+    if isinstance(e, cst.Integer):
+        return int(e.value, 0)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value, 0)
+    return None
+
+
+class SmallAxisReduction(Rule):
+    code = "JF101"
+    name = "small-axis-reduction"
+    summary = "Reduction (sum/mean/prod/max/min/norm/dot/einsum) over a small, statically known axis in traced code"
+    fixable = "sometimes"
+    doc = """
+    ## What it does
+    Flags, in traced code, a reduction — `sum`, `mean`, `prod`, `max`, `min`,
+    `linalg.norm`, `dot`, `vdot`, `einsum`, as functions or methods — over an axis
+    whose size is statically known and at most `small-axis-max` (default 4).
+
+    ## Why is this bad?
+    XLA compiles a reduction into its own kernel on GPU, and a reduction is a
+    fusion barrier: the elementwise work before it is materialised as a temporary
+    array in device memory, then read back. Over an axis of two or three elements
+    the reduction does almost no work, yet it costs a kernel launch and a full
+    read and write of the operand. Written as explicit indexing and arithmetic,
+    everything fuses into the surrounding kernel (the fusion notebook's
+    `f_sum_jax`: 2 kernels and a 1 MiB temporary; `f_sum_explicit`: 1 kernel, no
+    temporary — the same on CPU).
+
+    Sizes come from `jnp.stack([...], axis=k)`, `jnp.array([...])`,
+    `jnp.column_stack`, literal shapes (`zeros((n, 3))`, `reshape(-1, 2)`), slices
+    (`x[..., :3]`), `assert x.shape[-1] == 3` and jaxtyping annotations
+    (`Float[Array, "n 3"]`), through names, arithmetic and the module's own
+    functions. Unknown sizes are never flagged.
+
+    ## Known problems
+    When an operand of unknown rank is broadcast against one of known rank, the
+    model assumes the result has the known rank (a positive `axis` is then
+    resolved against it). `vdot` and `einsum` are flagged but not fixed.
+
+    ## Example
+    ```python
+    @jax.jit
+    def f(x):
+        v = jnp.stack([x, 2 * x], axis=-1)
+        return jnp.sum(v * v, axis=-1)
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def f(x):
+        v = jnp.stack([x, 2 * x], axis=-1)
+        return (v * v)[..., 0] + (v * v)[..., 1]
+    ```
+
+    ## Fix safety
+    The fix is safe when the size is known: the reduction is unrolled along the
+    same axis (positive axes index with leading `:`, negative with `...`),
+    `keepdims` becomes a `None` index, `mean` divides by the size, `max`/`min`
+    become nested `jnp.maximum`/`jnp.minimum`, `norm` becomes the square root of
+    the sum of `abs(x)**2`. A compound operand is indexed as a whole (never split
+    into its factors, which could differ in rank or broadcast along the axis) —
+    jnp arithmetic is pure, so repeating it changes no result and XLA's CSE
+    computes it once. Calls with `dtype=`, `where=`, `initial=`, `out=`, an
+    `ord=` for `norm`, or a tuple of axes get no fix. Results can differ from
+    the reduction in the last bit (a different summation order).
+    """
+    valid = (
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    return jnp.sum(x, axis=0)\n",
+        "import jax.numpy as jnp\ndef host(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    v = jnp.zeros((x.shape[0], 16))\n    return v.sum(axis=1)\n",
+    )
+    invalid = (
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    return x[..., :3].max(axis=-1)\n",
+        "import jax\nfrom jax.numpy.linalg import norm\n@jax.jit\ndef f(x):\n    assert x.shape[-1] == 3\n    return norm(x, axis=-1)\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        limit = settings.small_axis_max
+        for site in model.index.calls:
+            scope = site.scope
+            if not isinstance(scope, Function) or not model.is_traced(scope):
+                continue
+            call = site.call
+            qn = model.qn(call.func, scope)
+            found = None
+            if qn in REDUCTIONS:
+                found = self._function_form(model, call, scope, REDUCTIONS[qn], qn, limit)
+            elif qn in ("jax.numpy.dot", "jax.numpy.vdot", "jax.numpy.einsum"):
+                found = self._contraction(model, call, scope, qn, limit)
+            elif qn is None and isinstance(call.func, cst.Attribute):
+                attr = call.func.attr.value
+                if attr in REDUCTION_METHODS:
+                    found = self._method_form(model, call, scope, REDUCTION_METHODS[attr], limit)
+                elif attr == "dot" and call.args:
+                    found = self._dot(model, call, scope, call.func.value, positional(call, 0), "method", limit)
+            if found is not None:
+                yield found
+
+    # -- sum / mean / prod / max / min / norm ----------------------------------------------------
+    def _function_form(self, model, call, scope, kind, qn, limit):
+        operand = positional(call, 0) or keyword(call, "a") or keyword(call, "x")
+        if operand is None:
+            return None
+        axis_expr = keyword(call, "axis") or positional(call, 2 if kind == "norm" else 1)
+        short = qn.replace("jax.numpy.", "jnp.")
+        return self._reduction(model, call, scope, kind, operand, axis_expr, short, limit, "function")
+
+    def _method_form(self, model, call, scope, kind, limit):
+        operand = call.func.value
+        axis_expr = keyword(call, "axis") or positional(call, 0)
+        return self._reduction(model, call, scope, kind, operand, axis_expr, f".{call.func.attr.value}()", limit, "method")
+
+    def _reduction(self, model, call, scope, kind, operand, axis_expr, short, limit, form):
+        shape = model.shape(operand, scope)
+        if shape is None:
+            return None
+        if axis_expr is None or (isinstance(axis_expr, cst.Name) and axis_expr.value == "None"):
+            if shape.rank != 1:
+                return None
+            axis = None
+            size = shape.size(0)
+        else:
+            axis = _int(axis_expr)
+            if axis is None:
+                return None
+            if shape.normalize_axis(axis) is None:
+                return None
+            size = shape.size(axis)
+        if size is None or not 1 <= size <= limit:
+            return None
+        where = "the only axis" if axis is None else f"axis {axis}"
+        return Violation(
+            call,
+            message(
+                f"`{short}` reduces {where} of `{code_of(model, operand, 40)}`, which has size {size}: "
+                f"a separate kernel and a fusion barrier; write it as {size} explicit terms",
+            ),
+            data={"kind": kind, "operand": operand, "axis": axis, "size": size, "form": form, "shape": shape},
+        )
+
+    # -- dot / vdot / einsum ---------------------------------------------------------------------
+    def _contraction(self, model, call, scope, qn, limit):
+        if qn == "jax.numpy.dot":
+            return self._dot(model, call, scope, positional(call, 0) or keyword(call, "a"),
+                             positional(call, 1) or keyword(call, "b"), "function", limit)
+        if qn == "jax.numpy.vdot":
+            a, b = positional(call, 0), positional(call, 1)
+            for operand in (a, b):
+                if operand is None:
+                    continue
+                s = model.shape(operand, scope)
+                total = _total(s)
+                if total is not None and 1 <= total <= limit:
+                    return Violation(call, message(
+                        f"`jnp.vdot` contracts {total} elements: a separate kernel and a fusion barrier; "
+                        f"write the {total} products out explicitly"), data={"kind": "vdot"})
+            return None
+        subscripts = positional(call, 0)
+        if not isinstance(subscripts, cst.SimpleString) or not isinstance(subscripts.evaluated_value, str):
+            return None
+        spec = subscripts.evaluated_value.replace(" ", "")
+        operands = [a.value for a in call.args[1:] if a.keyword is None and not a.star]
+        sizes = _einsum_contracted_sizes(spec, [model.shape(o, scope) for o in operands])
+        small = {letter: n for letter, n in sizes.items() if n is not None and 1 <= n <= limit}
+        if not small:
+            return None
+        letters = ", ".join(f"`{k}` (size {v})" for k, v in sorted(small.items()))
+        return Violation(call, message(
+            f"`jnp.einsum('{spec}')` contracts {letters}: a separate kernel and a fusion barrier; "
+            f"write the few products out explicitly"), data={"kind": "einsum"})
+
+    def _dot(self, model, call, scope, a, b, form, limit):
+        if a is None or b is None:
+            return None
+        sa, sb = model.shape(a, scope), model.shape(b, scope)
+        if (sa is not None and sa.rank == 0) or (sb is not None and sb.rank == 0):
+            return None  # a scalar operand: a multiplication, no contraction
+        size = sa.size(-1) if sa is not None else None
+        if size is None and sb is not None and sb.rank is not None:
+            size = sb.size(0) if sb.rank == 1 else sb.size(-2)
+        if size is None or not 1 <= size <= limit:
+            return None
+        name = "`jnp.dot`" if form == "function" else "`.dot()`"
+        return Violation(call, message(
+            f"{name} contracts an axis of size {size} (`{code_of(model, a, 30)}` · `{code_of(model, b, 30)}`): "
+            f"a separate kernel and a fusion barrier; write it as {size} explicit products"),
+            data={"kind": "dot", "a": a, "b": b, "size": size, "form": form, "shape_a": sa, "shape_b": sb})
+
+
+def _total(s: Shape | None) -> int | None:
+    if s is None or s.rank is None:
+        return None
+    total = 1
+    for i in range(s.rank):
+        d = s.size(i)
+        if d is None:
+            return None
+        total *= d
+    return total
+
+
+def _einsum_contracted_sizes(spec: str, shapes: list[Shape | None]) -> dict[str, int | None]:
+    if "->" in spec:
+        inputs, output = spec.split("->", 1)
+    else:
+        inputs = spec
+        letters = [c for c in inputs if c.isalpha()]
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        return {}
+    contracted = {c for c in inputs if c.isalpha() and c not in output}
+    sizes: dict[str, int | None] = {c: None for c in contracted}
+    for term, shape in zip(terms, shapes):
+        if shape is None:
+            continue
+        if "..." in term:
+            before, after = term.split("...", 1)
+            for i, c in enumerate(before):
+                if c in contracted and sizes[c] is None:
+                    sizes[c] = shape.size(i)
+            for i, c in enumerate(after):
+                if c in contracted and sizes[c] is None:
+                    sizes[c] = shape.size(i - len(after))
+        else:
+            if shape.rank is not None and shape.rank != len(term):
+                continue
+            for i, c in enumerate(term):
+                if c in contracted and sizes[c] is None:
+                    sizes[c] = shape.size(i) if shape.rank is not None else shape.size(i - len(term))
+    return sizes
+
+
+RULE = SmallAxisReduction

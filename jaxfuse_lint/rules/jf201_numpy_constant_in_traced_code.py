@@ -1,0 +1,127 @@
+"""JF201 numpy-constant-in-traced-code."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+
+
+class NumpyConstantInTracedCode(Rule):
+    code = "JF201"
+    name = "numpy-constant-in-traced-code"
+    summary = "NumPy call that builds an array inside traced code (folded into the program as a constant)"
+    fixable = "sometimes"
+    doc = """
+    ## What it does
+    Flags, in traced code, a NumPy call that builds an array from static
+    arguments: `np.arange`, `linspace`, `ones`, `zeros`, `full`, `eye`,
+    `meshgrid`, `indices`, `fft.fftfreq`, `random.*`, and NumPy array math on
+    such results (`np.sin(np.arange(n))`, reported once, at the outermost call).
+
+    ## Why is this bad?
+    NumPy runs on the host while the function is traced; the array it returns
+    is a concrete value, so XLA embeds it in the program as a constant. The
+    constant occupies device memory for as long as the executable lives, swells
+    the HLO, and can make compilation dramatically slower (constant folding of
+    large arrays). The same expression written with `jax.numpy` is an `iota`
+    plus arithmetic that XLA fuses into its consumer and never materialises
+    (the fusion notebook's `f_numpy` against `f`).
+
+    Static shape arithmetic is fine and is not flagged: `np.prod(x.shape)`,
+    `np.pi`, `np.float32(2.0)`, dtypes, and `np.array` of a literal list (a
+    handful of numbers costs nothing to fold).
+
+    ## Example
+    ```python
+    @jax.jit
+    def f(x):
+        return x + np.arange(x.size).reshape(x.shape) ** 2.3
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def f(x):
+        return x + jnp.arange(x.size).reshape(x.shape) ** 2.3
+    ```
+
+    ## Fix safety
+    Safe where `jax.numpy` has the same function with the same meaning
+    (`arange`, `linspace`, `zeros`, `ones`, `full`, `eye`, `indices`,
+    `meshgrid`, `fft.fftfreq`, elementwise math...): the call is rewritten to
+    `jnp.` (reusing the module's alias for `jax.numpy`, or adding
+    `import jax.numpy as jnp`). With x64 disabled (JAX's default) NumPy's
+    64-bit results are canonicalised to 32 bits when they enter the traced
+    program, so dtypes agree; values computed in float32 instead of float64 may
+    differ in the last bit. `np.random.*` has no fix (JAX's random numbers need
+    keys and differ in value), nor has any call without a `jnp` equivalent.
+    """
+    valid = (
+        "import jax, numpy as np\n@jax.jit\ndef f(x):\n    return x.reshape(np.prod(x.shape)) * np.pi\n",
+        "import numpy as np\ndef host(n):\n    return np.arange(n) ** 2\n",
+        "import jax, numpy as np\n@jax.jit\ndef f(x):\n    return x * np.array([1.0, 2.0])\n",
+    )
+    invalid = (
+        "import jax, numpy as np\n@jax.jit\ndef f(x):\n    return x + np.arange(x.size).reshape(x.shape)\n",
+        "import jax, numpy as onp\ndef helper(x):\n    return onp.linspace(0, 1, x.shape[0])\nf = jax.jit(lambda x: x * helper(x))\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        arrays = model.numpy_arrays
+        candidates: dict[cst.CSTNode, str] = {}
+        for node_scope_pairs in _numpy_nodes(model):
+            node, scope, qn = node_scope_pairs
+            if not arrays.is_array(node, scope):
+                continue
+            args = node.args if isinstance(node, cst.Call) else ()
+            if any(model.kind(a.value, scope) is Kind.TRACED for a in args):
+                continue  # a tracer handed to NumPy is an error, not a constant
+            candidates[node] = qn
+        for node, qn in candidates.items():
+            # Report the outermost NumPy computation only.
+            if any(a in candidates for a in _expression_ancestors(model, node)):
+                continue
+            fn = model.function_of(node)
+            reason = model.trace_reason(fn)
+            short = qn.replace("numpy.", "np.", 1)
+            yield Violation(
+                node,
+                message(
+                    f"`{short}` builds a NumPy array while `{fn.display_name}` is traced (",
+                    *reason_parts(reason),
+                    "): it is folded into the compiled program as a constant; use `jax.numpy`",
+                ),
+                data={"qualified_name": qn},
+            )
+
+
+def _numpy_nodes(model: SemanticModel):
+    for site in model.index.calls:
+        scope = site.scope
+        if isinstance(scope, Function) and model.is_traced(scope):
+            qn = model.numpy_arrays.is_numpy_call(site.call, scope)
+            if qn is not None:
+                yield site.call, scope, qn
+    for fn in model.traced.reasons:
+        for read in fn.reads:
+            parent = model.parent(read.name)
+            if isinstance(parent, cst.Attribute) and parent.value is read.name:
+                sub = model.parent(parent)
+                if isinstance(sub, cst.Subscript) and sub.value is parent:
+                    qn = model.numpy_arrays.is_numpy_call(sub, fn)
+                    if qn is not None:
+                        yield sub, fn, qn
+
+
+def _expression_ancestors(model: SemanticModel, node: cst.CSTNode):
+    p = model.parent(node)
+    while p is not None and not isinstance(p, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda, cst.FunctionDef)):
+        yield p
+        p = model.parent(p)
+
+
+RULE = NumpyConstantInTracedCode

@@ -1,0 +1,109 @@
+"""JF202 captured-numpy-array."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
+from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+
+
+class CapturedNumpyArray(Rule):
+    code = "JF202"
+    name = "captured-numpy-array"
+    summary = "Traced function reads a module-level or enclosing NumPy array (baked in as a constant)"
+    fixable = "never"
+    doc = """
+    ## What it does
+    Flags a read, inside a traced function, of a name bound outside any traced
+    code — at module level or in an enclosing function that is not traced — to
+    a NumPy array (`K = np.fft.fftfreq(256)`, `W = np.load("w.npy")`).
+
+    ## Why is this bad?
+    A traced function cannot take a closed-over NumPy array as an input: JAX
+    embeds its value in the compiled program as a constant. It sits in device
+    memory for the life of the executable, bloats the HLO, slows compilation,
+    and any later change to the array is silently ignored by the cached
+    program. Passed as an argument instead, it is a device buffer like any other
+    input; built with `jax.numpy` inside the function, it fuses into its consumer.
+
+    Reading only static facts about the array (`K.shape`, `K.ndim`, `K.dtype`,
+    `len(K)`) captures nothing and is not flagged; neither is `np.array` of a
+    literal list.
+
+    ## Example
+    ```python
+    K = np.fft.fftfreq(4096)
+
+    @jax.jit
+    def smooth(x):
+        return jnp.fft.ifft(jnp.fft.fft(x) * np.exp(-K**2))
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def smooth(x):
+        k = jnp.fft.fftfreq(x.shape[-1])
+        return jnp.fft.ifft(jnp.fft.fft(x) * jnp.exp(-k**2))
+    ```
+    or pass the array as an argument: `smooth(x, K)`.
+
+    ## Fix safety
+    No automatic fix: whether to pass the array in or rebuild it with
+    `jax.numpy` is a design decision the message leaves to you.
+    """
+    valid = (
+        "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
+        "import jax, numpy as np\nK = np.arange(8)\ndef host(x):\n    return x + K\n",
+        "import jax\nCOEFFS = (0.5, 0.25)\n@jax.jit\ndef f(x):\n    return x * COEFFS[0]\n",
+    )
+    invalid = (
+        "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x + K\n",
+        "import jax, numpy as np\ndef make(n):\n    grid = np.linspace(0, 1, n)\n    return jax.jit(lambda x: x * grid)\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        arrays = model.numpy_arrays
+        for fn in model.traced.reasons:
+            for read in fn.reads:
+                name = read.name
+                found = model.lookup(name.value, fn)
+                if found is None:
+                    continue
+                owner, bindings = found
+                if isinstance(owner, Function) and model.is_traced(owner):
+                    continue  # a value of traced code: JF201/JF203 territory
+                if not arrays.binding_is_array(bindings, owner):
+                    continue
+                if _static_use(model, name):
+                    continue
+                where = "at module level" if not isinstance(owner, Function) else f"in `{owner.display_name}`"
+                first = bindings[0]
+                yield Violation(
+                    name,
+                    message(
+                        f"`{name.value}` is a NumPy array bound {where} (line ", LineOf(first.node),
+                        f") and read in traced `{fn.display_name}` (", *reason_parts(model.trace_reason(fn)),
+                        "): it is baked into the compiled program as a constant; pass it as an argument "
+                        "or build it with `jax.numpy` inside",
+                    ),
+                    data={"binding": first, "owner": owner},
+                )
+
+
+def _static_use(model: SemanticModel, name: cst.Name) -> bool:
+    parent = model.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in STATIC_ATTRIBUTES:
+        return True
+    if isinstance(parent, cst.Arg):
+        call = model.parent(parent)
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
+            return True
+    return False
+
+
+RULE = CapturedNumpyArray

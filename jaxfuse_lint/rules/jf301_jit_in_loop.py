@@ -1,0 +1,155 @@
+"""JF301 jit-in-loop."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import SemanticModel, keyword, positional
+from jaxfuse_lint.model.api import COMPILING
+from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope
+from jaxfuse_lint.model.traced import TracedAnalysis
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
+
+
+def compiling_call(model: SemanticModel, call: cst.Call, scope: Scope) -> tuple[str, cst.BaseExpression | None] | None:
+    """`jax.jit(f, ...)` or `partial(jax.jit, ...)(f)`: the transform and the callable it gets."""
+    t = TracedAnalysis(model).transform_of(call.func, scope)
+    if t is not None and t[0] in COMPILING and (t[1] is None or t[1] is not call):
+        return t[0], positional(call, 0) or keyword(call, "fun")
+    return None
+
+
+def describe_callable(model: SemanticModel, target: cst.BaseExpression | None, scope: Scope,
+                      loop: cst.CSTNode | None) -> tuple[str, bool]:
+    """What is being compiled, and whether it is a fresh object each time this code runs."""
+    if isinstance(target, cst.Lambda):
+        return "a lambda", True
+    if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
+        return "a `functools.partial` object", True
+    if isinstance(target, cst.Name):
+        fn = model.function_named(target.value, scope)
+        if fn is not None and isinstance(fn.node, cst.FunctionDef):
+            if fn.parent is scope and loop is not None and _inside(model, fn.node, loop):
+                return f"`{fn.name}`, defined inside the loop", True
+            if fn.parent is scope and isinstance(scope, Function):
+                return f"`{fn.name}`, defined inside `{scope.display_name}`", True
+            return f"the module-level function `{fn.name}`", False
+        if fn is not None and fn.is_lambda:
+            if isinstance(scope, Function) and fn.parent is scope:
+                return f"`{target.value}`, a lambda made inside `{scope.display_name}`", True
+            return f"`{target.value}`", False
+    if target is None:
+        return "a callable", False
+    return f"`{model.module.code_for_node(target).strip()[:40]}`", False
+
+
+def _inside(model: SemanticModel, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(a is container for a in model.ancestors(node))
+
+
+def _loop_of_def(model: SemanticModel, fn: Function) -> cst.CSTNode | None:
+    for a in model.ancestors(fn.node):
+        if a is fn.parent.node:
+            return None
+        if isinstance(a, PYTHON_LOOPS):
+            return a
+    return None
+
+
+class JitInLoop(Rule):
+    code = "JF301"
+    name = "jit-in-loop"
+    summary = "`jax.jit`/`jax.pmap` applied inside a Python loop or comprehension"
+    fixable = "sometimes"
+    doc = """
+    ## What it does
+    Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`) applied
+    inside a Python `for`/`while` loop or a comprehension, in code that is not
+    itself traced — including `@jax.jit` on a `def` written inside the loop.
+
+    ## Why is this bad?
+    JAX caches compiled programs per callable object. A lambda, a
+    `functools.partial` or a function defined inside the loop is a new object
+    on every iteration, so every iteration traces and compiles again — often
+    thousands of times slower than the computation (the JIT tutorial's
+    `g_inner_jitted_lambda` and `g_inner_jitted_partial`). With a module-level
+    function the compiled program is found in the cache, but every iteration
+    still builds a new wrapper and hashes its arguments to look it up
+    (`g_inner_jitted_normal`). The message says which case it is.
+
+    ## Example
+    ```python
+    def g(x, n):
+        i = 0
+        while i < n:
+            i = jax.jit(lambda v: step(v))(i)
+        return x + i
+    ```
+
+    ## Use instead
+    ```python
+    step_jit = jax.jit(step)
+
+    def g(x, n):
+        i = 0
+        while i < n:
+            i = step_jit(i)
+        return x + i
+    ```
+
+    ## Fix safety
+    Safe when the jitted callable does not depend on anything bound in the
+    loop: `jax.jit(...)` is hoisted into a name bound just before the loop,
+    `jax.jit(partial(f))` becomes `jax.jit(f)` and `jax.jit(lambda x: f(x))`
+    becomes `jax.jit(f)`. When the callable reads a loop variable there is no
+    fix: make that value an argument (static with `static_argnames` if it must
+    be a Python value) and jit once outside the loop.
+    """
+    valid = (
+        "import jax\ndef f(v):\n    return v + 1\ndef g(xs):\n    h = jax.jit(f)\n    return [h(x) for x in xs]\n",
+        "import jax\n@jax.jit\ndef g(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
+    )
+    invalid = (
+        "import jax\ndef g(x, n):\n    for _ in range(n):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
+        "import jax\ndef f(v):\n    return v + 1\ndef g(xs):\n    return [jax.jit(f)(x) for x in xs]\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        for site in model.index.calls:
+            if site.loop is None or model.is_traced_scope(site.scope):
+                continue
+            found = compiling_call(model, site.call, site.scope)
+            if found is None:
+                continue
+            transform, target = found
+            what, fresh = describe_callable(model, target, site.scope, site.loop)
+            yield self._violation(site.call, transform, what, fresh, site.loop, {"site": site, "target": target})
+        for fn in model.index.functions:
+            if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
+                continue
+            loop = _loop_of_def(model, fn)
+            if loop is None:
+                continue
+            for dec in fn.node.decorators:
+                t = TracedAnalysis(model).transform_of(dec.decorator, fn.parent)
+                if t is not None and t[0] in COMPILING:
+                    yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside the loop", True, loop,
+                                          {"decorated": fn})
+
+    def _violation(self, node, transform, what, fresh, loop, data) -> Violation:
+        short = transform.replace("jax.", "", 1) if transform.startswith("jax.") else transform
+        kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
+        if fresh:
+            cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
+        else:
+            cost = ("the compiled program is cached, but every iteration builds a new wrapper and re-hashes "
+                    "its arguments to find it")
+        return Violation(
+            node,
+            message(f"`jax.{short}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
+            data={**data, "transform": transform, "fresh": fresh, "loop": loop},
+        )
+
+
+RULE = JitInLoop

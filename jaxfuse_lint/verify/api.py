@@ -1,0 +1,545 @@
+"""Compare two versions of one JAX function: the verdict and the evidence behind it.
+
+This is the one entry point the rest of jaxfuse-lint calls (`verify_pair`);
+the `verify` command adds file reading, fixing and config lookup around it.
+It imports and runs user code, so only `verify` calls it.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from jaxfuse_lint.verify.errors import VerifyError
+from jaxfuse_lint.verify.measure import DEFAULT_CONSTANTS_WARN_BYTES, Measurement
+from jaxfuse_lint.verify.shapes import (
+    ArgSpec,
+    find_function_def,
+    parse_arg_spec,
+    parse_static_value,
+    specs_from_annotations,
+)
+
+VERDICTS = ("proved", "regressed", "changed results", "unchanged", "error")
+
+
+@dataclass
+class Metric:
+    """One figure measured on both versions. Lower is better for every metric here."""
+
+    key: str
+    label: str
+    before: float | None
+    after: float | None
+    unit: str  # "count", "bytes" or "seconds"
+    # Deciding metrics make the verdict; the others are shown as context.
+    deciding: bool
+
+    @property
+    def change(self) -> str:
+        if self.before is None or self.after is None:
+            return "n/a"
+        if self.after < self.before:
+            return "better"
+        if self.after > self.before:
+            return "worse"
+        return "same"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key, "label": self.label, "before": self.before, "after": self.after,
+            "unit": self.unit, "deciding": self.deciding, "change": self.change,
+        }
+
+
+@dataclass
+class Side:
+    """One version of the function and what was measured on it."""
+
+    label: str  # "before" or "after"
+    target: str  # what was loaded, e.g. "model.py::step (fixed)"
+    measurement: Measurement | None = None
+    lowering_error: str | None = None  # only kept in --call mode, where the driver still runs
+    compilations: Any = None  # CompilationCount with --call
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "target": self.target,
+            "measurement": self.measurement.to_json() if self.measurement else None,
+            "lowering_error": self.lowering_error,
+            "compilations": self.compilations.to_json() if self.compilations else None,
+        }
+
+
+@dataclass
+class VerifyResult:
+    """The outcome of comparing two versions of a function. See `verify_pair`."""
+
+    verdict: str
+    func: str
+    args: list[str] = field(default_factory=list)
+    static: dict[str, Any] = field(default_factory=dict)
+    before: Side | None = None
+    after: Side | None = None
+    metrics: list[Metric] = field(default_factory=list)
+    numerics: Any = None  # NumericsResult
+    environment: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    fixes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    graphs: list[str] = field(default_factory=list)
+    seed: int = 0  # of the random inputs both versions ran on
+
+    @property
+    def exit_code(self) -> int:
+        """0: proved or unchanged; 1: regressed or changed results; 2: error."""
+        if self.verdict == "error":
+            return 2
+        return 1 if self.verdict in ("regressed", "changed results") else 0
+
+    @property
+    def backend_name(self) -> str:
+        return str(self.environment.get("backend", "?")).upper()
+
+    def metric(self, key: str) -> Metric | None:
+        return next((m for m in self.metrics if m.key == key), None)
+
+    def summary(self) -> str:
+        """One line, e.g. "on CPU: 2 → 1 kernels, 1.0 MiB → 0 B temporaries"."""
+        from jaxfuse_lint.verify.report import summary_line
+
+        return summary_line(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "summary": self.summary(),
+            "func": self.func,
+            "args": self.args,
+            "static": {k: repr(v) for k, v in self.static.items()},
+            "environment": self.environment,
+            "error": self.error,
+            "fixes": self.fixes,
+            "notes": self.notes,
+            "metrics": [m.to_json() for m in self.metrics],
+            "numerics": self.numerics.to_json() if self.numerics else None,
+            "seed": self.seed,
+            "before": self.before.to_json() if self.before else None,
+            "after": self.after.to_json() if self.after else None,
+            "graphs": self.graphs,
+        }
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version to load: its source text, the name it goes by, and the function."""
+
+    source: str
+    filename: str
+    func: str
+    label: str  # "before" / "after"
+    display: str  # how the report names it
+
+
+def verify_pair(
+    before_source: str,
+    after_source: str,
+    func_name: str,
+    arg_specs: Sequence[str | ArgSpec] | None,
+    static: Mapping[str, Any] | None = None,
+    *,
+    filename: str = "<string>",
+    after_func_name: str | None = None,
+    after_filename: str | None = None,
+    dims: Mapping[str, int] | None = None,
+    call: bool = False,
+    backend: str | None = None,
+    seed: int = 0,
+    graph_dir: str | None = None,
+    constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+) -> VerifyResult:
+    """Compile and run `func_name` from two source texts and say whether the second is better.
+
+    Contract: never raises for problems with the input or the user's code; those
+    come back as `verdict == "error"` with a one-line `.error`. The verdict is
+    one of "proved" (results agree, no deciding metric got worse, at least one
+    improved), "regressed" (a deciding metric got worse), "changed results"
+    (outputs differ beyond dtype-aware tolerance), "unchanged" (nothing
+    measurable moved) or "error". `.summary()` is one line such as
+    "on CPU: 2 → 1 kernels, 1.0 MiB → 0 B temporaries"; `.exit_code` is 0, 1 or 2.
+
+    `arg_specs` are strings like "f32[131072,2]" (or ArgSpec), one per positional
+    array argument; None reads jaxtyping annotations of the before version.
+    `static` maps parameter names to Python values passed as static arguments.
+    `dims` sizes named dimensions in specs and annotations. With `call=True`
+    the function is also called eagerly (twice) as a driver and the
+    steady-state compilations of the second call are compared; a function
+    that cannot be jitted as a whole is then still verified on compilations
+    and results. This imports and runs both source texts.
+    """
+    after_filename = after_filename or (f"{filename} (fixed)" if after_source != before_source else filename)
+    return verify_versions(
+        Version(before_source, filename, func_name, "before", f"{filename}::{func_name}"),
+        Version(after_source, after_filename, after_func_name or func_name, "after",
+                f"{after_filename}::{after_func_name or func_name}"),
+        arg_specs, static or {}, dims=dims or {}, call=call, backend=backend, seed=seed,
+        graph_dir=graph_dir, constants_warn_bytes=constants_warn_bytes,
+    )
+
+
+def verify_fixed_file(
+    source: str,
+    filename: str,
+    func_name: str,
+    arg_specs: Sequence[str | ArgSpec] | None,
+    static: Mapping[str, Any] | None = None,
+    *,
+    settings: Any = None,
+    unsafe: bool = False,
+    **options: Any,
+) -> VerifyResult:
+    """Apply jaxfuse-lint's fixes to `source` in memory and `verify_pair` the result.
+
+    The fixed text comes from `jaxfuse_lint.engine.fix_source`; when no fix
+    applies the verdict is "unchanged" without compiling anything. `options`
+    are `verify_pair`'s keyword arguments.
+    """
+    try:
+        fixed = apply_fixes(source, filename, settings, unsafe=unsafe)
+    except VerifyError as exc:
+        return VerifyResult(verdict="error", func=func_name, error=str(exc), static=dict(static or {}))
+    fixes = [
+        {"code": d.code, "row": d.location.row, "column": d.location.column, "message": d.message}
+        for d in getattr(fixed, "fixed", [])
+    ]
+    if fixed.source == source:
+        result = VerifyResult(verdict="unchanged", func=func_name, static=dict(static or {}))
+        result.notes.append(f"no fix applies to {filename}: nothing to verify")
+        return result
+    result = verify_pair(source, fixed.source, func_name, arg_specs, static, filename=filename, **options)
+    result.fixes = fixes
+    return result
+
+
+def apply_fixes(source: str, filename: str, settings: Any, *, unsafe: bool = False) -> Any:
+    """The engine's fix of `source` (an object with `.source` and `.fixed`)."""
+    try:
+        from jaxfuse_lint.engine import fix_source
+    except ImportError:
+        raise VerifyError(
+            "applying fixes needs jaxfuse_lint.engine.fix_source, which this installation lacks; "
+            "compare two versions with --against instead"
+        ) from None
+    if settings is None:
+        from jaxfuse_lint.config import load_settings
+
+        settings = load_settings(None, start=filename if os.path.exists(filename) else ".")
+    try:
+        return fix_source(source, filename, settings, unsafe=unsafe)
+    except VerifyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fixer failure is reported, not raised through
+        from jaxfuse_lint.verify.loader import describe_exception
+
+        raise VerifyError(f"{filename}: applying fixes failed: {describe_exception(exc)}") from None
+
+
+def verify_versions(
+    before: Version,
+    after: Version,
+    arg_specs: Sequence[str | ArgSpec] | None,
+    static: Mapping[str, Any],
+    *,
+    dims: Mapping[str, int],
+    call: bool = False,
+    backend: str | None = None,
+    seed: int = 0,
+    graph_dir: str | None = None,
+    constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+) -> VerifyResult:
+    """`verify_pair` for two explicit versions (different files or function names)."""
+    result = VerifyResult(verdict="error", func=before.func, static=dict(static), seed=seed)
+    try:
+        _run(result, before, after, arg_specs, static, dims, call, backend, seed, graph_dir, constants_warn_bytes)
+    except VerifyError as exc:
+        result.verdict = "error"
+        result.error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - jax internals failing must still yield a report
+        from jaxfuse_lint.verify.loader import describe_exception
+
+        result.verdict = "error"
+        result.error = f"verification failed: {describe_exception(exc)}"
+    return result
+
+
+def _run(
+    result: VerifyResult,
+    before: Version,
+    after: Version,
+    arg_specs: Sequence[str | ArgSpec] | None,
+    static: Mapping[str, Any],
+    dims: Mapping[str, int],
+    call: bool,
+    backend: str | None,
+    seed: int,
+    graph_dir: str | None,
+    constants_warn_bytes: int,
+) -> None:
+    jax = _import_jax()
+    from jaxfuse_lint.verify.loader import get_function, load_module
+    from jaxfuse_lint.verify.numerics import compare_outputs, random_inputs
+
+    device = _select_device(jax, backend)
+    result.environment = environment(jax, device)
+
+    if arg_specs is None:
+        arg_specs = specs_from_annotations(before.source, before.func, skip=tuple(static), where=before.filename)
+        if arg_specs is None:
+            if _required_params(before.source, before.func, static):
+                raise VerifyError(
+                    f"{before.filename}: no argument shapes for `{before.func}`: pass --arg DTYPE[DIMS] "
+                    f"for each array argument, list it under [tool.jaxfuse-lint.verify] or annotate it with jaxtyping"
+                )
+            arg_specs = []
+        result.notes.append("argument shapes read from jaxtyping annotations")
+    specs = [s if isinstance(s, ArgSpec) else parse_arg_spec(s, dims) for s in arg_specs]
+    _check_x64(jax, specs)
+    result.args = [str(s) for s in specs]
+
+    sides = []
+    for version in (before, after):
+        module = load_module(version.source, version.filename, label=version.label)
+        func = get_function(module, version.func, version.filename)
+        sides.append((version, func, Side(version.label, version.display)))
+    result.before, result.after = sides[0][2], sides[1][2]
+
+    from jaxfuse_lint.verify.measure import measure
+
+    for version, func, side in sides:
+        try:
+            side.measurement = measure(
+                func, specs, static, filename=version.filename, label=version.label,
+                device=device, constants_warn_bytes=constants_warn_bytes,
+            )
+        except VerifyError as exc:
+            if not call:
+                raise
+            # A driver such as a Python loop around jit calls need not be jittable itself.
+            side.lowering_error = str(exc)
+
+    inputs = random_inputs(specs, seed, device)
+    if call:
+        from jaxfuse_lint.verify.compilations import count_compilations
+
+        for version, func, side in sides:
+            side.compilations = count_compilations(
+                func, inputs, static, filename=version.filename, label=version.label
+            )
+        outputs = [side.compilations.outputs for _, _, side in sides]
+    else:
+        outputs = [_run_compiled(side, inputs, version) for version, _, side in sides]
+    result.numerics = compare_outputs(outputs[0], outputs[1])
+
+    result.metrics = build_metrics(result.before, result.after)
+    result.verdict = decide(result.metrics, result.numerics)
+
+    if graph_dir:
+        from jaxfuse_lint.verify.graph import write_graph
+        from jaxfuse_lint.verify.hlo import parse_hlo_module
+
+        for version, _, side in sides:
+            if side.measurement is not None:
+                stem = f"{version.func}.{side.label}"
+                result.graphs += write_graph(
+                    parse_hlo_module(side.measurement.hlo_text), graph_dir, stem,
+                    f"{side.label}: {version.display} on {result.backend_name}",
+                )
+
+
+def _import_jax() -> Any:
+    try:
+        import jax
+    except ImportError:
+        raise VerifyError("verify needs jax: pip install 'jaxfuse-lint[verify]'") from None
+    return jax
+
+
+def _select_device(jax: Any, backend: str | None) -> Any:
+    """The first device of `backend` (None: JAX's default backend)."""
+    try:
+        return jax.devices(backend)[0] if backend else jax.devices()[0]
+    except RuntimeError as exc:
+        raise VerifyError(f"backend `{backend}` is not available: {' '.join(str(exc).split())[:200]}") from None
+
+
+def environment(jax: Any, device: Any) -> dict[str, Any]:
+    """What kernel counts depend on: versions, backend, device and XLA flags."""
+    try:
+        import jaxlib
+
+        jaxlib_version = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
+    except (ImportError, AttributeError):
+        jaxlib_version = "?"
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib_version,
+        "backend": device.platform,
+        "device": getattr(device, "device_kind", str(device)),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "x64": bool(jax.config.jax_enable_x64),
+        "python": platform.python_version(),
+    }
+
+
+def _check_x64(jax: Any, specs: Iterable[ArgSpec]) -> None:
+    wide = sorted({s.dtype for s in specs if s.dtype in ("float64", "int64", "uint64", "complex128")})
+    if wide and not jax.config.jax_enable_x64:
+        raise VerifyError(
+            f"{', '.join(wide)} arguments need 64-bit JAX: set JAX_ENABLE_X64=1 "
+            f"(otherwise JAX would silently use 32-bit types)"
+        )
+
+
+def _required_params(source: str, func: str, static: Mapping[str, Any]) -> list[str]:
+    import ast
+
+    try:
+        fn = find_function_def(ast.parse(source), func)
+    except SyntaxError:
+        return []  # loading the module reports the syntax error with its line
+    if fn is None:
+        return ["?"]  # not a plain def (e.g. an assignment): shapes cannot be inferred
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    required = params[: len(params) - len(fn.args.defaults)]
+    return [p.arg for p in required if p.arg not in static and p.arg not in ("self", "cls")]
+
+
+def _run_compiled(side: Side, inputs: Sequence[Any], version: Version) -> Any:
+    import jax
+
+    from jaxfuse_lint.verify.loader import describe_exception
+
+    try:
+        return jax.block_until_ready(side.measurement.compiled(*inputs))
+    except Exception as exc:  # noqa: BLE001 - a runtime failure in user code
+        raise VerifyError(
+            f"{version.filename}: running the compiled {version.label} version raised {describe_exception(exc)}"
+        ) from None
+
+
+def build_metrics(before: Side, after: Side) -> list[Metric]:
+    """The side-by-side figures; which of them decide the verdict is said here, once."""
+    metrics: list[Metric] = []
+    mb, ma = before.measurement, after.measurement
+    if mb is not None and ma is not None:
+        has_loops = bool(mb.kernels.loops or ma.kernels.loops)
+        per_run_known = mb.kernels.launches_per_run is not None and ma.kernels.launches_per_run is not None
+        # With loops, what runs is launches per call; the static count decides only
+        # when a trip count is unknown.
+        metrics.append(Metric("kernels", "kernels", mb.kernels.total, ma.kernels.total, "count",
+                              deciding=not (has_loops and per_run_known)))
+        if has_loops:
+            metrics.append(Metric("loop_kernels", "kernels in loops", mb.kernels.loop_body,
+                                  ma.kernels.loop_body, "count", deciding=False))
+            metrics.append(Metric("launches", "launches per run", mb.kernels.launches_per_run,
+                                  ma.kernels.launches_per_run, "count", deciding=per_run_known))
+        metrics += [
+            Metric("temp_bytes", "temporaries", mb.temp_bytes, ma.temp_bytes, "bytes", True),
+            Metric("folded_constant_bytes", "folded constants", mb.folded_constant_bytes,
+                   ma.folded_constant_bytes, "bytes", True),
+            Metric("bytes_accessed", "bytes accessed", mb.bytes_accessed, ma.bytes_accessed, "bytes", True),
+            Metric("lowered_constant_bytes", "captured constants", mb.lowered_constant_bytes,
+                   ma.lowered_constant_bytes, "bytes", False),
+            Metric("argument_bytes", "argument bytes", mb.argument_bytes, ma.argument_bytes, "bytes", False),
+            Metric("output_bytes", "output bytes", mb.output_bytes, ma.output_bytes, "bytes", False),
+            Metric("compile_seconds", "compile time", mb.compile_seconds, ma.compile_seconds, "seconds", False),
+        ]
+    if before.compilations is not None and after.compilations is not None:
+        metrics.append(Metric("compilations", "compilations per call", before.compilations.steady_state,
+                              after.compilations.steady_state, "count", True))
+    return metrics
+
+
+def decide(metrics: Sequence[Metric], numerics: Any) -> str:
+    if numerics is not None and not numerics.agree:
+        return "changed results"
+    deciding = [m for m in metrics if m.deciding]
+    if any(m.change == "worse" for m in deciding):
+        return "regressed"
+    if any(m.change == "better" for m in deciding):
+        return "proved"
+    return "unchanged"
+
+
+# --- where argument shapes come from -----------------------------------------
+
+@dataclass(frozen=True)
+class ResolvedArgs:
+    args: list[str] | None  # None: read jaxtyping annotations when verifying
+    static: dict[str, Any]
+    origin: str
+
+
+def resolve_arg_specs(
+    source: str,
+    func: str,
+    *,
+    filename: str,
+    settings: Any = None,
+    cli_args: Sequence[str] = (),
+    cli_static: Mapping[str, Any] | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> ResolvedArgs:
+    """Argument shapes for `func`: --arg first, then [tool.jaxfuse-lint.verify], then jaxtyping.
+
+    Static values from the config are overridden by `cli_static`. Raises
+    VerifyError when none of the three gives shapes for a function that takes
+    array arguments.
+    """
+    static: dict[str, Any] = {}
+    config_args = None
+    if settings is not None:
+        for target, spec in getattr(settings, "verify", ()):
+            if config_target_matches(target, filename, func, getattr(settings, "project_root", None)):
+                config_args = list(spec.args)
+                static.update({k: parse_static_value(v) for k, v in spec.static})
+                break
+    static.update(cli_static or {})
+    if cli_args:
+        return ResolvedArgs(list(cli_args), static, "--arg")
+    if config_args is not None:
+        return ResolvedArgs(config_args, static, "[tool.jaxfuse-lint.verify]")
+    from_annotations = specs_from_annotations(source, func, skip=tuple(static), where=filename)
+    if from_annotations is not None:
+        # Resolve now so a missing --dim is reported before anything is imported.
+        for text in from_annotations:
+            parse_arg_spec(text, dims or {})
+        return ResolvedArgs(from_annotations, static, "jaxtyping annotations")
+    missing = _required_params(source, func, static)
+    if missing:
+        raise VerifyError(
+            f"{filename}: no argument shapes for `{func}` (parameters: {', '.join(missing)}): pass --arg "
+            f"DTYPE[DIMS] per array argument, list \"module:{func}\" under [tool.jaxfuse-lint.verify], "
+            f"or annotate them with jaxtyping"
+        )
+    return ResolvedArgs([], static, "no array arguments")
+
+
+def config_target_matches(target: str, filename: str, func: str, project_root: str | None) -> bool:
+    """Does "pkg.mod:func" name `func` in the file at `filename`?"""
+    module, _, target_func = target.partition(":")
+    if target_func != func:
+        return False
+    path = os.path.abspath(filename).replace(os.sep, "/")
+    stem = module.replace(".", "/")
+    for candidate in (f"{stem}.py", f"{stem}/__init__.py"):
+        if project_root:
+            full = os.path.abspath(os.path.join(project_root, candidate)).replace(os.sep, "/")
+            if path == full:
+                return True
+        if path.endswith("/" + candidate):
+            return True
+    return False
+

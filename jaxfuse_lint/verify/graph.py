@@ -1,0 +1,216 @@
+"""The kernel graph of an optimized HLO module, as Graphviz DOT (and SVG when `dot` exists).
+
+The notebook's advice reads off this picture: boxes are kernels, arrows between
+boxes are device arrays passed from one kernel to the next (temporaries), so
+fewer boxes and fewer arrows is better. While bodies and conditions, called
+computations and conditional branches are drawn as clusters; a dashed arrow is
+a loop-carried value coming back from the previous iteration. Ellipses are the
+function's arguments and output; notes are non-scalar constants baked into the
+executable. Values are traced through the bookkeeping that launches nothing
+(tuples, get-tuple-element, bitcasts, loop and call parameters), so an arrow
+always joins the kernel that writes an array to the one that reads it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from jaxfuse_lint.verify.hlo import (
+    HloModule,
+    Instruction,
+    count_kernels,
+    iter_computation_tree,
+    kernel_kind,
+    shape_bytes,
+    shape_elements,
+    short_shape,
+    trip_count,
+)
+
+
+@dataclass(frozen=True)
+class _Source:
+    node: str
+    loop_carried: bool = False
+
+
+class _GraphBuilder:
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.parents: dict[str, tuple[str, Instruction, str]] = {}
+        self.children: dict[str, list[tuple[str, Instruction, str]]] = {}
+        for comp, parent, via, role in iter_computation_tree(module):
+            if parent is not None and via is not None:
+                ins = module.computations[parent].by_name[via]
+                self.parents[comp] = (parent, ins, role)
+                self.children.setdefault(parent, []).append((comp, ins, role))
+        self.constants: dict[str, Instruction] = {}
+
+    @staticmethod
+    def node_id(comp: str, name: str) -> str:
+        return "n_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{comp}__{name}")
+
+    def sources(self, comp: str, name: str, path: tuple[int, ...], seen: set, carried: bool = False) -> list[_Source]:
+        """The kernels (or arguments, constants) whose output `name` in `comp` is."""
+        key = (comp, name, path, carried)
+        if key in seen or comp not in self.module.computations:
+            return []
+        seen.add(key)
+        computation = self.module.computations[comp]
+        ins = computation.by_name.get(name)
+        if ins is None:
+            return []
+        if kernel_kind(ins, self.module) is not None:
+            return [_Source(self.node_id(comp, name), carried)]
+        op = ins.opcode
+        if op == "constant":
+            if shape_elements(ins.shape) > 1:
+                node = self.node_id(comp, name)
+                self.constants[node] = ins
+                return [_Source(node, carried)]
+            return []
+        if op == "get-tuple-element":
+            index = int(ins.attribute("index") or 0)
+            return self.sources(comp, ins.operands[0], (index, *path), seen, carried)
+        if op == "tuple":
+            if path:
+                head, rest = path[0], path[1:]
+                return self.sources(comp, ins.operands[head], rest, seen, carried) if head < len(ins.operands) else []
+            return [s for o in ins.operands for s in self.sources(comp, o, (), seen, carried)]
+        if op in ("bitcast", "opt-barrier", "add-dependency", "domain") and ins.operands:
+            return self.sources(comp, ins.operands[0], path, seen, carried)
+        if op == "while":
+            body = ins.called("body")
+            return self.sources(body[0], self.module.computations[body[0]].root.name, path, seen, carried) if body else []
+        if op == "call":
+            callee = ins.called("to_apply") or ins.called("calls")
+            return [s for c in callee if c in self.module.computations
+                    for s in self.sources(c, self.module.computations[c].root.name, path, seen, carried)]
+        if op == "conditional":
+            branches = ins.called("branch_computations") or [
+                *ins.called("true_computation"), *ins.called("false_computation")]
+            return [s for b in branches if b in self.module.computations
+                    for s in self.sources(b, self.module.computations[b].root.name, path, seen, carried)]
+        if op == "parameter":
+            number = ins.parameter_number or 0
+            if comp == self.module.entry_name:
+                return [_Source(f"arg{number}", carried)]
+            if comp not in self.parents:
+                return []
+            parent, via, role = self.parents[comp]
+            if role in ("body", "condition"):
+                initial = self.sources(parent, via.operands[0], path, seen, carried) if via.operands else []
+                body = via.called("body")
+                previous = (
+                    self.sources(body[0], self.module.computations[body[0]].root.name, path, seen, True)
+                    if body else []
+                )
+                return initial + previous
+            if role == "call":
+                return self.sources(parent, via.operands[number], path, seen, carried) if number < len(via.operands) else []
+            if role.startswith("branch"):
+                # A conditional's operand 0 is the predicate (or branch index).
+                branch = int(role.split()[1]) + 1
+                return self.sources(parent, via.operands[branch], path, seen, carried) if branch < len(via.operands) else []
+        return []
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _format_bytes(n: int) -> str:
+    from jaxfuse_lint.verify.report import format_bytes
+
+    return format_bytes(n)
+
+
+def kernel_graph_dot(module: HloModule, title: str) -> str:
+    """DOT text for the kernel graph of `module`."""
+    builder = _GraphBuilder(module)
+    kernels = count_kernels(module)
+    lines = [
+        f'digraph "{_escape(module.name or "hlo")}" {{',
+        "  rankdir=TB;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+        "  labelloc=t;",
+        f'  label="{_escape(title)}\\n{kernels.total} kernels";',
+    ]
+    entry = module.entry
+    params = [ins for ins in entry.instructions if ins.opcode == "parameter"]
+    for ins in sorted(params, key=lambda i: i.parameter_number or 0):
+        lines.append(
+            f'  arg{ins.parameter_number} [shape=ellipse, label="{_escape(ins.name)}\\n{_escape(short_shape(ins.shape))}"];'
+        )
+    lines.append(f'  output [shape=ellipse, label="output\\n{_escape(short_shape(entry.root.shape))}"];')
+
+    edges: set[tuple[str, str, str, bool]] = set()
+
+    def add_operand_edges(comp: str, ins: Instruction, target: str) -> None:
+        computation = module.computations[comp]
+        for operand in ins.operands:
+            producer = computation.by_name.get(operand)
+            label = short_shape(producer.shape) if producer is not None else ""
+            if producer is not None and shape_bytes(producer.shape):
+                label += f"\\n{_format_bytes(shape_bytes(producer.shape))}"
+            for source in builder.sources(comp, operand, (), set()):
+                edges.add((source.node, target, label, source.loop_carried))
+
+    def emit(comp: str, indent: str) -> None:
+        for ins in module.computations[comp].instructions:
+            kind = kernel_kind(ins, module)
+            if kind is None:
+                continue
+            node = builder.node_id(comp, ins.name)
+            lines.append(
+                f'{indent}{node} [shape=box, style="rounded,filled", fillcolor="#e8e8e8", '
+                f'label="{_escape(kind)}\\n{_escape(short_shape(ins.shape))}\\n{_escape(ins.name)}"];'
+            )
+            add_operand_edges(comp, ins, node)
+        for child, via, role in builder.children.get(comp, []):
+            if role == "body":
+                n = trip_count(via)
+                label = f"while body ({via.name}, {'×' + str(n) if n is not None else 'trip count unknown'})"
+            elif role == "condition":
+                label = f"while condition ({via.name})"
+            else:
+                label = f"{role} ({via.name})"
+            lines.append(f"{indent}subgraph cluster_{re.sub(r'[^A-Za-z0-9_]', '_', child)} {{")
+            lines.append(f'{indent}  label="{_escape(label)}"; style=rounded; color="#888888";')
+            emit(child, indent + "  ")
+            lines.append(f"{indent}}}")
+
+    emit(module.entry_name, "  ")
+    for source in builder.sources(module.entry_name, entry.root.name, (), set()):
+        edges.add((source.node, "output", short_shape(entry.root.shape), False))
+    for node, ins in builder.constants.items():
+        lines.append(
+            f'  {node} [shape=note, label="constant\\n{_escape(short_shape(ins.shape))}\\n'
+            f'{_format_bytes(ins.nbytes)}"];'
+        )
+    for source, target, label, carried in sorted(edges):
+        style = ', style=dashed, constraint=false' if carried else ""
+        lines.append(f'  {source} -> {target} [label="{label}"{style}];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
+    """Write `stem.dot` (and `stem.svg` when Graphviz's `dot` is on PATH); return the paths."""
+    os.makedirs(directory, exist_ok=True)
+    dot_path = os.path.join(directory, f"{stem}.dot")
+    text = kernel_graph_dot(module, title)
+    with open(dot_path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    written = [dot_path]
+    dot = shutil.which("dot")
+    if dot:
+        svg_path = os.path.join(directory, f"{stem}.svg")
+        proc = subprocess.run([dot, "-Tsvg", "-o", svg_path, dot_path], capture_output=True, text=True)
+        if proc.returncode == 0:
+            written.append(svg_path)
+    return written

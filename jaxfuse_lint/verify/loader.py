@@ -1,0 +1,127 @@
+"""Load a source string as an isolated module, so two versions of one file coexist.
+
+`verify` needs the original and the fixed text of the same file alive at once:
+each gets its own module object under a unique name. The module sits in
+`sys.modules` only while its top level runs (dataclasses, pickling and
+`typing.get_type_hints` look it up there) and is removed afterwards, so nothing
+the user later imports sees it. The file's directory is put on `sys.path` for
+the same span, so sibling imports (`from helpers import ...`) resolve as they
+would when running the file.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from jaxfuse_lint.verify.errors import VerifyError
+
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Target:
+    """`PATH::FUNC` split into its parts; FUNC may be dotted (`Class.method`)."""
+
+    path: str
+    func: str
+
+    def __str__(self) -> str:
+        return f"{self.path}::{self.func}"
+
+
+def parse_target(text: str) -> Target:
+    path, sep, func = text.rpartition("::")
+    if not sep or not path or not func:
+        raise VerifyError(f"bad target `{text}`: expected PATH::FUNC such as model.py::step")
+    if not all(part.isidentifier() for part in func.split(".")):
+        raise VerifyError(f"bad target `{text}`: `{func}` is not a function name")
+    return Target(path, func)
+
+
+def read_source(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise VerifyError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise VerifyError(f"{path}: is a directory, expected a Python file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VerifyError(f"{path}: cannot read: {exc}") from None
+
+
+def load_module(source: str, filename: str, *, label: str = "module") -> types.ModuleType:
+    """Execute `source` as a fresh module; `filename` is what tracebacks and JAX name.
+
+    Raises VerifyError (one line, naming the user's line) when the code does not
+    compile or raises while its top level runs.
+    """
+    unique = f"_jaxfuse_verify_{label}_{next(_counter)}"
+    module = types.ModuleType(unique)
+    module.__file__ = filename
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise VerifyError(f"{filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+    directory = os.path.dirname(os.path.abspath(filename))
+    added_path = directory not in sys.path
+    if added_path:
+        sys.path.insert(0, directory)
+    sys.modules[unique] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - user code may raise SystemExit too
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise VerifyError(
+            f"{user_location(exc, filename)}: importing the {label} version raised "
+            f"{describe_exception(exc)}"
+        ) from None
+    finally:
+        sys.modules.pop(unique, None)
+        if added_path:
+            try:
+                sys.path.remove(directory)
+            except ValueError:
+                pass
+    return module
+
+
+def get_function(module: types.ModuleType, func_path: str, filename: str) -> Callable[..., Any]:
+    obj: Any = module
+    for part in func_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            defined = sorted(
+                name for name, value in vars(module).items()
+                if callable(value) and not name.startswith("_")
+                and getattr(value, "__module__", None) == module.__name__
+            )
+            hint = f" (functions defined there: {', '.join(defined)})" if defined else ""
+            raise VerifyError(f"{filename}: no function `{func_path}`{hint}") from None
+    if not callable(obj):
+        raise VerifyError(f"{filename}: `{func_path}` is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`TypeError: message`, on one line and not overly long."""
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def user_location(exc: BaseException, filename: str) -> str:
+    """`file:line` of the deepest traceback frame in `filename` (else just the file)."""
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return f"{filename}:{line}" if line is not None else filename
