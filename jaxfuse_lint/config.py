@@ -130,8 +130,10 @@ def find_pyproject(start: str | os.PathLike) -> Path | None:
             try:
                 with open(candidate, "rb") as fh:
                     data = tomllib.load(fh)
-            except (OSError, tomllib.TOMLDecodeError):
+            except OSError:
                 continue
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
             if "jaxfuse-lint" in data.get("tool", {}):
                 return candidate
     return None

@@ -53,11 +53,17 @@ class FixOutcome:
 
 
 def decode(source: bytes | str) -> tuple[str, str]:
-    """Text and encoding, honouring a BOM or a PEP 263 coding cookie (as libcst does)."""
+    """Text and encoding, honouring a BOM or a PEP 263 coding cookie.
+
+    The encoding is returned so that `--fix` writes the file back the way it was
+    (`utf-8-sig` keeps a BOM)."""
     if isinstance(source, str):
         return source, "utf-8"
-    module = cst.parse_module(source)  # raises ParserSyntaxError / UnicodeDecodeError
-    return module.code, module.encoding
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding), encoding
 
 
 def mentions_jax(text: str, settings: Settings) -> bool:
@@ -65,13 +71,22 @@ def mentions_jax(text: str, settings: Settings) -> bool:
     return re.search(rf"\b({roots})\b", text) is not None
 
 
-def syntax_error_diagnostic(filename: str, exc: Exception) -> Diagnostic:
+def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None) -> Diagnostic:
+    """JF000 at the error. CPython's own message and position are preferred when it agrees
+    the file is invalid: they are what users know, and libcst's native parser may point
+    at the end of the file instead of the offending token."""
+    row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, cst.ParserSyntaxError):
-        row, col = exc.raw_line, exc.raw_column + 1
-        msg = " ".join(exc.message.split())
-    else:
-        row, col = 1, 1
-        msg = " ".join(str(exc).split()) or type(exc).__name__
+        row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
+    elif isinstance(exc, SyntaxError):
+        row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
+    if text is not None:
+        try:
+            compile(text, filename, "exec", dont_inherit=True)
+        except SyntaxError as py_exc:
+            row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
     loc = Location(max(row, 1), max(col, 1))
     return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {msg}", filename, loc, loc, noqa_row=loc.row)
 
@@ -114,7 +129,7 @@ class Analysis:
     """One parsed module, its model and its (unsuppressed) violations."""
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
-                 external_traced: dict[str, str] | None = None) -> None:
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True) -> None:
         self.module = module
         self.filename = filename
         self.settings = settings
@@ -127,7 +142,7 @@ class Analysis:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
         self.locator = Locator(module, nodes)
-        suppress = parse_suppressions(module.code) if self.violations else None
+        suppress = parse_suppressions(module.code) if self.violations and apply_noqa else None
         if suppress is not None:
             self.violations = [
                 (r, v) for r, v in self.violations
@@ -158,7 +173,7 @@ class Analysis:
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
-                 external_traced: dict[str, str] | None = None) -> FileResult:
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True) -> FileResult:
     result = FileResult(filename)
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
@@ -171,11 +186,11 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         return result
     try:
         module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
-        result.diagnostics.append(syntax_error_diagnostic(filename, exc))
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
     try:
-        analysis = Analysis(module, filename, settings, external_traced)
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa)
         result.diagnostics = analysis.diagnostics(with_fixes)
     except RecursionError:
         result.errors.append(f"{filename}: internal error: the file is nested too deeply to analyse")

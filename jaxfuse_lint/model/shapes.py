@@ -100,6 +100,10 @@ def parse_jaxtyping_dims(text: str) -> Shape | None:
 def broadcast(a: Shape | None, b: Shape | None) -> Shape | None:
     if a is None and b is None:
         return None
+    if a is not None and a.rank == 0:
+        return b
+    if b is not None and b.rank == 0:
+        return a
     if a is None or b is None:
         known = a if b is None else b
         # See the module docstring: the unknown partner is assumed not to raise the rank.
@@ -407,6 +411,8 @@ class ShapeAnalysis:
             return self.shape(positional(e, 0), scope, depth) if positional(e, 0) is not None else None
         if name == "reshape":
             return _literal_shape(positional(e, 1) or keyword(e, "shape") or keyword(e, "newshape"))
+        if name in ("ravel", "flatnonzero") or qn == "jax.numpy.ndarray.flatten":
+            return Shape.make(1)
         if name in ("arange", "linspace", "fft.fftfreq", "fft.rfftfreq"):
             size = None
             if name == "arange" and len(e.args) == 1:
@@ -432,6 +438,8 @@ class ShapeAnalysis:
             if len(e.args) == 1:
                 return _literal_shape(e.args[0].value)
             return _literal_shape(cst.Tuple([cst.Element(a.value) for a in e.args]))
+        if attr in ("ravel", "flatten") and not e.args:
+            return Shape.make(1)
         if attr in ("astype", "conj", "conjugate", "copy", "clip", "round"):
             return self.shape(e.func.value, scope, depth)  # type: ignore[union-attr]
         return None
@@ -473,17 +481,19 @@ def _insert_axis(elem: Shape | None, axis: int, n: int) -> Shape | None:
         dims = [elem.size(i) for i in range(elem.rank)]
         dims.insert(ax, n)
         return Shape.of_dims(dims)
-    if axis == 0:
-        right = dict(elem.right) if elem is not None else {}
-        return Shape.make(None, {0: n}, right)
-    if axis == -1:
-        left = dict(elem.left) if elem is not None else {}
-        right = {a - 1: s for a, s in (elem.right if elem is not None else ())}
-        right[-1] = n
-        return Shape.make(None, left, right)
-    if axis < 0:
-        return Shape.make(None, None, {axis: n})
-    return Shape.make(None, {axis: n} if axis == 0 else {}, None) if axis == 0 else None
+    # Element rank unknown: axes on the inserted side of the new axis keep their known
+    # sizes; those beyond it shift by one, which is only trackable from the other end.
+    left_in = dict(elem.left) if elem is not None else {}
+    right_in = dict(elem.right) if elem is not None else {}
+    if axis >= 0:
+        left = {a: s for a, s in left_in.items() if a < axis}
+        left[axis] = n
+        # Inserting in front keeps every from-the-right size; elsewhere they may move.
+        return Shape.make(None, left, right_in if axis == 0 else {})
+    right = {a: s for a, s in right_in.items() if a > axis}
+    right.update({a - 1: s for a, s in right_in.items() if a <= axis})
+    right[axis] = n
+    return Shape.make(None, left_in if axis == -1 else {}, right)
 
 
 def _literal_shape(e: cst.BaseExpression | None) -> Shape | None:

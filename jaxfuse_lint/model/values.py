@@ -88,22 +88,28 @@ class ValueAnalysis:
             return UNKNOWN
         kinds = []
         for r in reasons:
-            if r.kind in ("decorator", "transform"):
-                if self._is_static_param(fn, name, r):
-                    return STATIC
-                # A parameter with a default may be left out and stay a Python value.
-                kinds.append(UNKNOWN if name in fn.params_with_default else TRACED)
-            elif r.kind == "control-flow":
-                kinds.append(TRACED)
-            elif r.kind == "called" and r.caller is not None and isinstance(r.node, cst.Call):
-                arg = m.argument_for(r.node, fn, name)
-                if arg is None:
-                    kinds.append(STATIC if name in fn.params_with_default else UNKNOWN)
-                else:
-                    kinds.append(self.kind(arg, r.caller))
-            else:
-                kinds.append(UNKNOWN)
+            k = self._reason_param_kind(fn, name, r)
+            if k is STATIC and r.kind in ("decorator", "transform"):
+                return STATIC  # a static argument of one transform is a Python value there
+            kinds.append(k)
         return combine(kinds)
+
+    def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """The kind of parameter `name` of `fn` when fn is traced for reason `r`
+        (subclasses refine this, e.g. the staged analysis in model/staging.py)."""
+        if r.kind in ("decorator", "transform"):
+            if self._is_static_param(fn, name, r):
+                return STATIC
+            # A parameter with a default may be left out and stay a Python value.
+            return UNKNOWN if name in fn.params_with_default else TRACED
+        if r.kind == "control-flow":
+            return TRACED
+        if r.kind == "called" and r.caller is not None and isinstance(r.node, cst.Call):
+            arg = self.model.argument_for(r.node, fn, name)
+            if arg is None:
+                return STATIC if name in fn.params_with_default else UNKNOWN
+            return self.kind(arg, r.caller)
+        return UNKNOWN
 
     def _is_static_param(self, fn: "Function", name: str, r) -> bool:
         if name in r.static_argnames:
@@ -194,6 +200,8 @@ class ValueAnalysis:
         if isinstance(e, cst.BooleanOperation):
             return combine((self.kind(e.left, scope, depth), self.kind(e.right, scope, depth)))
         if isinstance(e, cst.Comparison):
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
+                return STATIC  # identity (`x is None`) never looks at an array's value
             return combine([self.kind(e.left, scope, depth)] + [self.kind(c.comparator, scope, depth) for c in e.comparisons])
         if isinstance(e, cst.IfExp):
             return combine((self.kind(e.body, scope, depth), self.kind(e.orelse, scope, depth), self.kind(e.test, scope, depth)))
@@ -250,7 +258,7 @@ class ValueAnalysis:
                 elif name in callee.params_with_default:
                     self._param_memo[(id(callee), name)] = STATIC
             # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
-            sub = ValueAnalysis(m)
+            sub = type(self)(m)
             sub._param_memo = self._param_memo
             sub._active = self._active
             for r in callee.returns:

@@ -16,6 +16,10 @@ FORMATS: dict[str, str] = {
     "full": "full",
     "json": "json_format",
     "json-lines": "json_lines",
+    "sarif": "sarif",
+    "github": "github",
+    "gitlab": "gitlab",
+    "rdjson": "rdjson",
 }
 
 
@@ -27,7 +31,9 @@ class ReportContext:
     sources: dict[str, str] = field(default_factory=dict)
     show_fixes: bool = False
     unsafe_fixes: bool = False
-    root: str | None = None  # paths are shown relative to this when possible
+    # Paths are shown relative to this when possible (default: the working directory;
+    # github/gitlab fall back to $GITHUB_WORKSPACE/$CI_PROJECT_DIR).
+    root: str | None = None
     color: bool = False
 
 

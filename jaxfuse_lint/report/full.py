@@ -6,6 +6,7 @@ import difflib
 from jaxfuse_lint.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.concise import fix_marker
+from jaxfuse_lint.report.edits import apply_edits, split_lines
 from jaxfuse_lint.report.paths import display_path
 
 
@@ -28,10 +29,8 @@ def _excerpt(d: Diagnostic, lines: list[str]) -> list[str]:
 def _fix_diff(d: Diagnostic, source: str) -> list[str]:
     if d.fix is None:
         return []
-    lines = source.splitlines(keepends=True)
-    new = list(lines)
-    for e in sorted(d.fix.edits, key=lambda e: (e.location.row, e.location.column), reverse=True):
-        new[e.location.row - 1:e.end_location.row - 1] = e.content.splitlines(keepends=True)
+    lines = split_lines(source)
+    new = split_lines(apply_edits(source, d.fix.edits))
     diff = difflib.unified_diff(lines, new, "before", "after", n=1)
     body = [l.rstrip("\r\n") for l in list(diff)[2:]]
     return [f"  {d.fix.applicability.value} fix: {d.fix.message}"] + ["    " + l for l in body]
@@ -44,7 +43,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         block = [f"{path}:{d.location.row}:{d.location.column}: {d.code} {fix_marker(d, context)}{d.message}"]
         source = context.sources.get(d.filename)
         if source is not None:
-            block += _excerpt(d, source.splitlines(keepends=True))
+            block += _excerpt(d, split_lines(source))
             block += _fix_diff(d, source)
         if d.url:
             block.append(f"  = help: {d.url}")

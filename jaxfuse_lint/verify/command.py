@@ -30,9 +30,11 @@ does; only `verify` does. Run it on code you trust.
 """
 
 
-@click.command("verify", help=HELP, short_help="Compile before/after versions of a function and compare (runs your code).")
+@click.command("verify", help=HELP,
+               short_help="Compile before/after versions of a function and compare them (runs your code).")
 @click.argument("target", metavar="PATH::FUNC")
-@click.option("--against", metavar="PATH::FUNC", help="Compare TARGET with this version instead of with the fixed file.")
+@click.option("--against", metavar="PATH::FUNC",
+              help="Compare TARGET with this version instead of with the fixed file.")
 @click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
               help="Shape of one array argument, in order: f32[131072,2], c64[8], i32[], bf16[n,4], bool[3].")
 @click.option("--static", "statics", multiple=True, metavar="NAME=VALUE",
@@ -77,8 +79,8 @@ def verify_command(
 
     if output_format == "json":
         click.echo(render_json(result))
-    elif result.verdict == "error" and result.before is None:
-        # Nothing was compared: the error is the whole report.
+    elif result.verdict == "error":
+        # Nothing could be compared: the error is the whole report, on one line.
         click.echo(f"jaxfuse-lint verify: error: {result.error}", err=True)
     else:
         click.echo(render_text(result), nl=False)

@@ -79,7 +79,6 @@ def count_compilations(
     label: str,
 ) -> CompilationCount:
     """Call `func(*args, **static)` twice; count the compilations of the second call."""
-    import jax
     import jax.monitoring as monitoring
 
     counter = _CompileCounter()

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from jaxfuse_lint.verify.hlo import (
     HloModule,
     Instruction,
+    branch_computations,
+    call_targets,
     count_kernels,
     iter_computation_tree,
     kernel_kind,
@@ -54,67 +56,76 @@ class _GraphBuilder:
         return "n_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{comp}__{name}")
 
     def sources(self, comp: str, name: str, path: tuple[int, ...], seen: set, carried: bool = False) -> list[_Source]:
-        """The kernels (or arguments, constants) whose output `name` in `comp` is."""
+        """The kernels (or arguments, constants) whose output `name` in `comp` is.
+
+        `path` indexes into tuples (get-tuple-element of a tuple-shaped value);
+        `carried` marks a value reaching a loop body from the previous iteration.
+        """
         key = (comp, name, path, carried)
         if key in seen or comp not in self.module.computations:
             return []
         seen.add(key)
-        computation = self.module.computations[comp]
-        ins = computation.by_name.get(name)
+        ins = self.module.computations[comp].by_name.get(name)
         if ins is None:
             return []
         if kernel_kind(ins, self.module) is not None:
             return [_Source(self.node_id(comp, name), carried)]
         op = ins.opcode
         if op == "constant":
-            if shape_elements(ins.shape) > 1:
-                node = self.node_id(comp, name)
-                self.constants[node] = ins
-                return [_Source(node, carried)]
-            return []
+            if shape_elements(ins.shape) <= 1:
+                return []
+            node = self.node_id(comp, name)
+            self.constants[node] = ins
+            return [_Source(node, carried)]
         if op == "get-tuple-element":
             index = int(ins.attribute("index") or 0)
             return self.sources(comp, ins.operands[0], (index, *path), seen, carried)
         if op == "tuple":
-            if path:
-                head, rest = path[0], path[1:]
-                return self.sources(comp, ins.operands[head], rest, seen, carried) if head < len(ins.operands) else []
-            return [s for o in ins.operands for s in self.sources(comp, o, (), seen, carried)]
-        if op in ("bitcast", "opt-barrier", "add-dependency", "domain") and ins.operands:
-            return self.sources(comp, ins.operands[0], path, seen, carried)
+            if not path:
+                return [s for o in ins.operands for s in self.sources(comp, o, (), seen, carried)]
+            return self._operand(comp, ins, path[0], path[1:], seen, carried)
+        if op in ("bitcast", "opt-barrier", "add-dependency", "domain"):
+            return self._operand(comp, ins, 0, path, seen, carried)
         if op == "while":
-            body = ins.called("body")
-            return self.sources(body[0], self.module.computations[body[0]].root.name, path, seen, carried) if body else []
+            return self._roots(ins.called("body"), path, seen, carried)
         if op == "call":
-            callee = ins.called("to_apply") or ins.called("calls")
-            return [s for c in callee if c in self.module.computations
-                    for s in self.sources(c, self.module.computations[c].root.name, path, seen, carried)]
+            return self._roots(call_targets(ins), path, seen, carried)
         if op == "conditional":
-            branches = ins.called("branch_computations") or [
-                *ins.called("true_computation"), *ins.called("false_computation")]
-            return [s for b in branches if b in self.module.computations
-                    for s in self.sources(b, self.module.computations[b].root.name, path, seen, carried)]
+            return self._roots(branch_computations(ins), path, seen, carried)
         if op == "parameter":
-            number = ins.parameter_number or 0
-            if comp == self.module.entry_name:
-                return [_Source(f"arg{number}", carried)]
-            if comp not in self.parents:
-                return []
-            parent, via, role = self.parents[comp]
-            if role in ("body", "condition"):
-                initial = self.sources(parent, via.operands[0], path, seen, carried) if via.operands else []
-                body = via.called("body")
-                previous = (
-                    self.sources(body[0], self.module.computations[body[0]].root.name, path, seen, True)
-                    if body else []
-                )
-                return initial + previous
-            if role == "call":
-                return self.sources(parent, via.operands[number], path, seen, carried) if number < len(via.operands) else []
-            if role.startswith("branch"):
-                # A conditional's operand 0 is the predicate (or branch index).
-                branch = int(role.split()[1]) + 1
-                return self.sources(parent, via.operands[branch], path, seen, carried) if branch < len(via.operands) else []
+            return self._parameter(comp, ins, path, seen, carried)
+        return []
+
+    def _operand(self, comp: str, ins: Instruction, i: int, path: tuple[int, ...], seen: set,
+                 carried: bool) -> list[_Source]:
+        if i >= len(ins.operands):
+            return []
+        return self.sources(comp, ins.operands[i], path, seen, carried)
+
+    def _roots(self, computations: list[str], path: tuple[int, ...], seen: set, carried: bool) -> list[_Source]:
+        """What the computations return (a while body's result is the loop's result)."""
+        return [
+            s for c in computations if c in self.module.computations
+            for s in self.sources(c, self.module.computations[c].root.name, path, seen, carried)
+        ]
+
+    def _parameter(self, comp: str, ins: Instruction, path: tuple[int, ...], seen: set,
+                   carried: bool) -> list[_Source]:
+        number = ins.parameter_number or 0
+        if comp == self.module.entry_name:
+            return [_Source(f"arg{number}", carried)]
+        if comp not in self.parents:
+            return []
+        parent, via, role = self.parents[comp]
+        if role in ("body", "condition"):
+            # The loop state: the initial value, or the body's result of the previous iteration.
+            initial = self._operand(parent, via, 0, path, seen, carried)
+            return initial + self._roots(via.called("body"), path, seen, True)
+        if role == "call":
+            return self._operand(parent, via, number, path, seen, carried)
+        if role.startswith("branch"):
+            # A conditional's operand 0 is the predicate (or branch index); branch k gets operand k + 1.
+            return self._operand(parent, via, int(role.split()[1]) + 1, path, seen, carried)
         return []
 
 
@@ -143,9 +154,8 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
     entry = module.entry
     params = [ins for ins in entry.instructions if ins.opcode == "parameter"]
     for ins in sorted(params, key=lambda i: i.parameter_number or 0):
-        lines.append(
-            f'  arg{ins.parameter_number} [shape=ellipse, label="{_escape(ins.name)}\\n{_escape(short_shape(ins.shape))}"];'
-        )
+        label = f"{_escape(ins.name)}\\n{_escape(short_shape(ins.shape))}"
+        lines.append(f'  arg{ins.parameter_number} [shape=ellipse, label="{label}"];')
     lines.append(f'  output [shape=ellipse, label="output\\n{_escape(short_shape(entry.root.shape))}"];')
 
     edges: set[tuple[str, str, str, bool]] = set()
@@ -185,13 +195,16 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
             lines.append(f"{indent}}}")
 
     emit(module.entry_name, "  ")
+    output_label = f"{short_shape(entry.root.shape)}\\n{_format_bytes(shape_bytes(entry.root.shape))}"
     for source in builder.sources(module.entry_name, entry.root.name, (), set()):
-        edges.add((source.node, "output", short_shape(entry.root.shape), False))
+        edges.add((source.node, "output", output_label, False))
     for node, ins in builder.constants.items():
         lines.append(
             f'  {node} [shape=note, label="constant\\n{_escape(short_shape(ins.shape))}\\n'
             f'{_format_bytes(ins.nbytes)}"];'
         )
+    # A value passed through a loop unchanged arrives both ways; the plain arrow says it.
+    edges = {e for e in edges if not (e[3] and (e[0], e[1], e[2], False) in edges)}
     for source, target, label, carried in sorted(edges):
         style = ', style=dashed, constraint=false' if carried else ""
         lines.append(f'  {source} -> {target} [label="{label}"{style}];')

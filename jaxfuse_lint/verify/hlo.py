@@ -321,6 +321,15 @@ def kernel_kind(ins: Instruction, module: HloModule | None = None) -> str | None
     return op
 
 
+def branch_computations(ins: Instruction) -> list[str]:
+    """A conditional's branches: `branch_computations={...}` or the older true/false pair."""
+    return ins.called("branch_computations") or [*ins.called("true_computation"), *ins.called("false_computation")]
+
+
+def call_targets(ins: Instruction) -> list[str]:
+    return ins.called("to_apply") or ins.called("calls")
+
+
 def trip_count(ins: Instruction) -> int | None:
     m = _TRIP_COUNT.search(ins.attribute("backend_config") or "")
     return int(m.group(1)) if m else None
@@ -360,15 +369,12 @@ def _walk(module: HloModule, comp_name: str, depth: int, out: KernelCount, stack
             else:
                 launches = _add(launches, n * body_launches + (n + 1) * cond_launches)
         elif ins.opcode == "conditional":
-            branches = ins.called("branch_computations") or [
-                *ins.called("true_computation"), *ins.called("false_computation")
-            ]
+            branches = branch_computations(ins)
             # One branch runs per call: its launches are at most the largest branch's.
             counts = [_walk(module, b, depth, out, stack) for b in branches]
             launches = None if any(c is None for c in counts) else _add(launches, max(counts, default=0))
         elif ins.opcode == "call":
-            callee = ins.called("to_apply") or ins.called("calls")
-            for c in callee:
+            for c in call_targets(ins):
                 launches = _add(launches, _walk(module, c, depth, out, stack))
     return launches
 
@@ -409,13 +415,10 @@ def iter_computation_tree(module: HloModule) -> Iterator[tuple[str, str | None, 
                 for cond in ins.called("condition"):
                     yield from visit(cond, name, ins.name, "condition")
             elif ins.opcode == "conditional":
-                branches = ins.called("branch_computations") or [
-                    *ins.called("true_computation"), *ins.called("false_computation")
-                ]
-                for i, b in enumerate(branches):
+                for i, b in enumerate(branch_computations(ins)):
                     yield from visit(b, name, ins.name, f"branch {i}")
             elif ins.opcode == "call":
-                for c in ins.called("to_apply") or ins.called("calls"):
+                for c in call_targets(ins):
                     yield from visit(c, name, ins.name, "call")
 
     yield from visit(module.entry_name, None, None, "entry")

@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Metrics shown in the one-line summary, in this order. Bytes accessed is a
-# cost-model estimate: it is named there only when it is the whole story.
+# The deciding metrics, in the order the one-line summary names those that moved.
 _SUMMARY_ORDER = ("kernels", "launches", "temp_bytes", "folded_constant_bytes", "compilations")
 _SUMMARY_NOUN = {
     "kernels": "kernels",
@@ -13,7 +12,6 @@ _SUMMARY_NOUN = {
     "temp_bytes": "temporaries",
     "folded_constant_bytes": "folded constants",
     "compilations": "compilations per call",
-    "bytes_accessed": "bytes accessed",
 }
 
 
@@ -47,6 +45,8 @@ def format_value(value: float | None, unit: str) -> str:
 def summary_line(result: Any) -> str:
     if result.verdict == "error":
         return f"verification failed: {result.error}"
+    if not result.metrics and not result.numerics:
+        return result.notes[-1] if result.notes else "nothing was measured"
     prefix = f"on {result.backend_name}"
     if result.verdict == "changed results":
         return f"{prefix}: results differ: {result.numerics.detail}"
@@ -58,16 +58,12 @@ def summary_line(result: Any) -> str:
             if key == "launches" and _moved_alike(result.metric("kernels"), m):
                 continue
             parts.append(f"{format_value(m.before, m.unit)} → {format_value(m.after, m.unit)} {_SUMMARY_NOUN[key]}")
-    accessed = result.metric("bytes_accessed")
-    if accessed is not None and (accessed.change == "worse" or (accessed.change == "better" and not parts)):
-        parts.append(
-            f"{format_value(accessed.before, 'bytes')} → {format_value(accessed.after, 'bytes')} bytes accessed"
-        )
     if parts:
         return f"{prefix}: " + ", ".join(parts)
     kernels, temps = result.metric("kernels"), result.metric("temp_bytes")
     if kernels is not None and temps is not None:
-        return (f"{prefix}: no measurable change ({format_value(kernels.after, 'count')} kernels, "
+        count = format_value(kernels.after, "count")
+        return (f"{prefix}: no measurable change ({count} kernel{'' if count == '1' else 's'}, "
                 f"{format_bytes(temps.after)} temporaries)")
     return f"{prefix}: no measurable change"
 
@@ -113,7 +109,12 @@ def render_text(result: Any) -> str:
             mark = "" if m.change in ("same", "n/a") else m.change
             if not m.deciding:
                 mark = (mark + " " if mark else "") + "(info)"
-            rows.append((m.label, format_value(m.before, m.unit), format_value(m.after, m.unit), mark))
+            shown_before, shown_after = format_value(m.before, m.unit), format_value(m.after, m.unit)
+            if shown_before == shown_after and m.change in ("better", "worse"):
+                # Rounding hid the difference: show the exact figures.
+                exact = "{:.6f} s" if m.unit == "seconds" else "{:,.0f} B" if m.unit == "bytes" else "{:g}"
+                shown_before, shown_after = exact.format(m.before), exact.format(m.after)
+            rows.append((m.label, shown_before, shown_after, mark))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         for r in rows:
             lines.append(f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip())
@@ -124,7 +125,9 @@ def render_text(result: Any) -> str:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in side.measurement.kernels.by_kind.items()) or "none"
             lines.append(f"  kernels {side.label}: {kinds}")
         if side.lowering_error:
-            lines.append(f"  not jittable as a whole ({side.label}): {side.lowering_error}")
+            error = side.lowering_error
+            shown = error if len(error) <= 200 else error[:197] + "..."
+            lines.append(f"  not jittable as a whole ({side.label}): {shown}")
     detector_lines = []
     for side in (before, after):
         if side is None:

@@ -101,7 +101,7 @@ def parse_arg_spec(text: str, dims: Mapping[str, int] | None = None) -> ArgSpec:
     if dtype is None:
         raise VerifyError(
             f"bad argument spec `{text}`: unknown dtype `{dtype_name}` "
-            f"(known: {', '.join(sorted(k for k in DTYPES if len(k) <= 4))})"
+            f"(known: {', '.join(_SHORT_NAME.values())})"
         )
     shape: list[int] = []
     if body:

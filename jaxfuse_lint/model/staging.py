@@ -1,0 +1,256 @@
+"""Staged tracing: where a function's Python runs once, with abstract values.
+
+`model.traced` says which functions run under *some* tracing. Not every kind of
+tracing turns arguments into abstract values or caches the result:
+
+* `jax.jit`, `pmap`, `pjit`, `shard_map`, `checkpoint`, `make_jaxpr`,
+  `eval_shape` and lax control flow *stage out* the function: its arguments are
+  abstract tracers (no value, so `if x > 0` raises a concretization error) and
+  its Python body runs once per trace (side effects and globals are frozen).
+* `jax.grad`, `jax.jvp`, `custom_jvp`... called eagerly run the Python on every
+  call with *concrete* tracers (`if x > 0` works); under an enclosing `jit`
+  they are staged like everything else.
+* `jax.vmap` runs on every call, but batched arguments cannot be converted to
+  a Python bool (counted only where `batching=True`).
+
+`Staging` answers "is this function staged?" and `StagedValues` is the value
+analysis restricted to what is known to be an abstract tracer derived from a
+staged function's arguments: the analysis behind the trace-time hazard rules
+(JF402), which must only flag what would really fail.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
+from jaxfuse_lint.model.traced import keyword, positional
+from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Binding, Function, Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.traced import TraceReason
+
+# Transforms that stage their function out to a jaxpr with abstract arguments.
+STAGING = frozenset({
+    "jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.make_jaxpr", "jax.eval_shape",
+    "jax.xla_computation", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
+    "jax.experimental.shard_map.shard_map", "jax.shard_map", "jax.experimental.jax2tf.convert",
+    "jax.experimental.maps.xmap", "equinox.filter_jit", "equinox.filter_pmap",
+})
+# Transforms that batch: eager, but batched arguments have no single value.
+BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"})
+# Transforms whose non-array arguments stay Python values (equinox filters by type).
+FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap", "equinox.filter_vmap"})
+# Transforms that accept `static_argnums` / `static_argnames` (what a message may suggest).
+ACCEPTS_STATIC_ARGNAMES = frozenset({"jax.jit", "jax.experimental.pjit.pjit"})
+ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
+    "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint", "jax.make_jaxpr",
+})
+# Options that make some arguments Python values in ways the model does not parse.
+_ARGUMENT_OPTIONS = ("static_argnums", "static_argnames", "static_broadcasted_argnums", "in_axes",
+                     "nondiff_argnums", "in_specs")
+
+
+def option_calls(reason: "TraceReason") -> list[cst.Call]:
+    """The calls that carry a transform's options: `jax.jit(f, static_argnums=1)`,
+    `@partial(jax.jit, static_argnames="n")`, `@jax.jit(static_argnames=...)`."""
+    node = reason.node
+    out = []
+    if isinstance(node, cst.Decorator) and isinstance(node.decorator, cst.Call):
+        out.append(node.decorator)
+    elif isinstance(node, cst.Call):
+        out.append(node)
+        if isinstance(node.func, cst.Call):
+            out.append(node.func)
+    return out
+
+
+def _literal_options(value: cst.BaseExpression) -> bool:
+    """True for the literal forms traced.py reads (ints, strings, tuples/lists of them)."""
+    if isinstance(value, (cst.Integer, cst.SimpleString)):
+        return True
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer):
+        return True
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(_literal_options(el.value) for el in value.elements if not isinstance(el, cst.StarredElement)) \
+            and not any(isinstance(el, cst.StarredElement) for el in value.elements)
+    return False
+
+
+def options_understood(reason: "TraceReason", transform: str) -> bool:
+    """False when the transform's options may make arguments static (or unbatched) in a way
+    the model cannot read: non-literal `static_argnums`, `**options`, any `in_axes`..."""
+    for call in option_calls(reason):
+        for a in call.args:
+            if a.star == "**":
+                return False
+            if a.keyword is None:
+                continue
+            kw = a.keyword.value
+            if kw in ("static_argnums", "static_argnames"):
+                if not _literal_options(a.value):
+                    return False
+            elif kw in _ARGUMENT_OPTIONS:
+                return False
+        if transform in BATCHING and positional(call, 1) is not None:
+            return False  # vmap(f, in_axes)
+    return True
+
+
+class Staging:
+    """Which traced functions are staged out (abstract arguments, Python run once per trace)."""
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+        self._memo: dict[tuple[int, bool], bool] = {}
+        self._active: set[tuple[int, bool]] = set()
+        self._values: StagedValues | None = None
+
+    @property
+    def values(self) -> "StagedValues":
+        if self._values is None:
+            self._values = StagedValues(self.model)
+        return self._values
+
+    def is_staged(self, fn: "Function | None", batching: bool = False) -> bool:
+        if fn is None:
+            return False
+        key = (id(fn), batching)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            return False
+        self._active.add(key)
+        try:
+            result = any(self.reason_is_staged(r, batching) for r in self.model.traced.reasons.get(fn, ()))
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def reason_is_staged(self, r: "TraceReason", batching: bool = False) -> bool:
+        if r.kind in ("decorator", "transform"):
+            if r.transform in STAGING or (batching and r.transform in BATCHING):
+                return True
+            # `jax.grad(loss)(params)` inside a jitted step: staged by the enclosing jit.
+            return self.is_staged(self.model.function_of(r.node), batching)
+        if r.kind in ("control-flow", "external"):
+            return True
+        if r.kind in ("called", "passed"):
+            return self.is_staged(r.caller, batching)
+        return False
+
+    def staging_transform(self, fn: "Function") -> str | None:
+        """The staging transform applied to fn directly (decorator or `jax.jit(fn)`), if any."""
+        for r in self.model.traced.reasons.get(fn, ()):
+            if r.kind in ("decorator", "transform") and r.transform in STAGING:
+                return r.transform
+        return None
+
+    def is_loop_body(self, fn: "Function") -> bool:
+        from jaxfuse_lint.model.api import LOOPS
+
+        return any(r.kind == "control-flow" and r.transform in LOOPS for r in self.model.traced.reasons.get(fn, ()))
+
+
+class StagedValues(ValueAnalysis):
+    """TRACED here means: an abstract tracer derived from the arguments of a staged function.
+
+    Stricter than the general analysis, to keep the rules that use it free of false
+    positives: eager transforms (`grad`, `custom_jvp`) give UNKNOWN arguments; `jnp` results
+    are TRACED only when computed from TRACED inputs; attributes of a traced pytree
+    (`state.step`, `cfg.use_bias`) may be static fields, so they are UNKNOWN; loop variables
+    over traced containers (dict keys) are UNKNOWN; `in` tests are UNKNOWN.
+    """
+
+    def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        if r.kind in ("decorator", "transform"):
+            t = r.transform
+            if t in FILTERED:
+                return UNKNOWN  # equinox keeps non-array arguments static
+            if t in STAGING or t in BATCHING:
+                if not options_understood(r, t):
+                    return UNKNOWN
+                return super()._reason_param_kind(fn, name, r)
+            if staging(self.model).reason_is_staged(r, batching=True):
+                return super()._reason_param_kind(fn, name, r)
+            return UNKNOWN
+        if r.kind == "passed":
+            return UNKNOWN
+        return super()._reason_param_kind(fn, name, r)
+
+    def binding_kind(self, b: "Binding", owner: "Scope", depth: int = 0) -> Kind:
+        if b.kind == "for" and b.value is not None:
+            return self._loop_target_kind(b, owner, depth)
+        if b.kind in ("except", "with"):
+            return UNKNOWN
+        return super().binding_kind(b, owner, depth)
+
+    def _loop_target_kind(self, b: "Binding", owner: "Scope", depth: int) -> Kind:
+        it = b.value
+        if isinstance(it, cst.Call):
+            qn = self.model.qn(it.func, owner)
+            args = [a.value for a in it.args if a.keyword is None and not a.star]
+            if qn == "builtins.range":
+                return combine(self.kind(a, owner, depth) for a in args)
+            if qn == "builtins.enumerate" and args:
+                if b.index == 0:
+                    return STATIC
+                if b.index == 1:
+                    return self._element_kind(args[0], owner, depth)
+                return UNKNOWN
+            if qn == "builtins.zip" and b.index is not None and b.index < len(args):
+                return self._element_kind(args[b.index], owner, depth)
+        if b.index is None:
+            return self._element_kind(it, owner, depth)
+        return UNKNOWN
+
+    def _element_kind(self, it: cst.BaseExpression, scope: "Scope", depth: int) -> Kind:
+        """The kind of the items of an iterable: static for static iterables; unknown for a
+        traced one (rows of an array are traced, but keys of a dict pytree are not)."""
+        if isinstance(it, cst.Call) and self.model.qn(it.func, scope) == "builtins.range":
+            return combine(self.kind(a.value, scope, depth) for a in it.args)
+        if isinstance(it, (cst.Tuple, cst.List)):
+            return combine(self.kind(el.value, scope, depth) for el in it.elements)
+        return STATIC if self.kind(it, scope, depth) is STATIC else UNKNOWN
+
+    def _kind(self, e: cst.CSTNode, scope: "Scope", depth: int) -> Kind:
+        if isinstance(e, cst.Attribute):
+            attr = e.attr.value
+            if attr not in STATIC_ATTRIBUTES and attr not in ARRAY_VIEW_ATTRIBUTES and self.model.qn(e, scope) is None:
+                # A field of a traced pytree may be declared static (flax `pytree_node=False`,
+                # `eqx.field(static=True)`): only a static base is known to give a static field.
+                base = self.kind(e.value, scope, depth)
+                return STATIC if base is STATIC else UNKNOWN
+        if isinstance(e, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in e.comparisons):
+            return UNKNOWN  # `"w" in params`: membership in a pytree container is static
+        return super()._kind(e, scope, depth)
+
+    def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
+        qn = self.model.qn(e.func, scope)
+        if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
+                and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
+            # A jnp/lax result is derived from the traced arguments only if its inputs are.
+            kinds = [self.kind(a.value, scope, depth) for a in e.args]
+            return TRACED if TRACED in kinds else UNKNOWN
+        return super()._call_kind(e, scope, depth)
+
+
+_CACHE: "weakref.WeakKeyDictionary[SemanticModel, Staging]" = weakref.WeakKeyDictionary()
+
+
+def staging(model: "SemanticModel") -> Staging:
+    """The model's Staging analysis (built once per model)."""
+    s = _CACHE.get(model)
+    if s is None:
+        s = Staging(model)
+        _CACHE[model] = s
+    return s
+
+
+__all__ = ["STAGING", "BATCHING", "Staging", "StagedValues", "option_calls", "options_understood", "staging",
+           "keyword"]

@@ -1,0 +1,52 @@
+"""GitHub Actions workflow commands: one `::warning file=...,line=...::message` per diagnostic.
+
+The runner turns each into an annotation on the file and line. Paths are made
+relative to $GITHUB_WORKSPACE (the repository root on the runner) when set.
+Columns go only on single-line ranges: GitHub refuses `col`/`endColumn` on an
+annotation whose `line` and `endLine` differ. Property values escape `%`, CR,
+LF, `:` and `,`; the message escapes `%`, CR and LF (the runner's own rules).
+GitHub shows at most 10 warning annotations per step; `review` posts fixes as
+pull-request suggestions instead.
+"""
+from __future__ import annotations
+
+import os
+
+from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.report import ReportContext
+from jaxfuse_lint.report.paths import display_path
+from jaxfuse_lint.report.rules import SYNTAX_ERROR
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(d: Diagnostic, context: ReportContext) -> str:
+    root = context.root or os.environ.get("GITHUB_WORKSPACE") or None
+    path = display_path(d.filename, root).replace(os.sep, "/")
+    props = [("file", path), ("line", str(d.location.row))]
+    end = d.end_location if d.end_location >= d.location else d.location
+    if end.row == d.location.row:
+        props.append(("col", str(d.location.column)))
+        props += [("endLine", str(end.row)), ("endColumn", str(max(end.column, d.location.column)))]
+    else:
+        props.append(("endLine", str(end.row)))
+    props.append(("title", d.code))
+    message = f"{d.code} {d.message}"
+    if d.fix is not None:
+        kind = "fix" if d.fix.applicability is Applicability.SAFE else f"{d.fix.applicability.value} fix"
+        message += f"\n{kind} available: {d.fix.message} (jaxfuse-lint --fix)"
+    if d.url and d.code != SYNTAX_ERROR:
+        message += f"\n{d.url}"
+    level = "error" if d.code == SYNTAX_ERROR else "warning"
+    joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
+    return f"::{level} {joined}::{escape_data(message)}"
+
+
+def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    return "".join(command(d, context) + "\n" for d in diagnostics)

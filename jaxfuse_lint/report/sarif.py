@@ -1,0 +1,134 @@
+"""SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+
+One run; `tool.driver.rules[]` lists every rule (id, name, short and full
+description, help text and URL), and each result points at its rule by id and
+index. Regions are 1-based with exclusive end columns counted in Unicode code
+points (`columnKind: unicodeCodePoints`). A fix becomes `fixes[]` with
+whole-line replacements; GitHub code scanning ignores those (`review` is where
+fixes reach reviewers), other viewers apply them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.report import ReportContext
+from jaxfuse_lint.report.edits import split_lines, strip_eol
+from jaxfuse_lint.report.rules import INFORMATION_URI, SYNTAX_ERROR, TOOL_NAME, RuleInfo, rule_info, rule_table, tool_version
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+
+
+def _root(context: ReportContext) -> str:
+    return os.path.abspath(context.root or os.getcwd())
+
+
+def artifact_location(filename: str, root: str) -> dict:
+    """A relative URI against %SRCROOT% when the file is below the root, else an absolute file URI."""
+    if filename in ("-", "<stdin>"):
+        return {"uri": "stdin"}
+    path = os.path.abspath(filename)
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        rel = ".."
+    if rel.startswith(".."):
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(Path(rel).as_posix()), "uriBaseId": SRCROOT}
+
+
+def _rule_descriptor(info: RuleInfo) -> dict:
+    descriptor = {
+        "id": info.code,
+        "name": info.name,
+        "shortDescription": {"text": info.summary},
+        "fullDescription": {"text": info.what_it_does},
+        "help": {"text": info.documentation, "markdown": info.documentation},
+        "defaultConfiguration": {"level": "error" if info.code == SYNTAX_ERROR else "warning"},
+        "properties": {"fixable": info.fixable, "tags": ["jax", "performance"]},
+    }
+    if info.url:
+        descriptor["helpUri"] = info.url
+    return descriptor
+
+
+def _region(start: Location, end: Location) -> dict:
+    region = {"startLine": start.row, "startColumn": start.column}
+    if end > start:
+        region["endLine"] = end.row
+        region["endColumn"] = end.column
+    return region
+
+
+def _end_of_edit(lines: list[str] | None, loc: Location) -> Location:
+    """An edit's end past the last line of a file without a final newline is its last character."""
+    if lines and loc.row > len(lines) and not lines[-1].endswith(("\n", "\r")):
+        return Location(len(lines), len(strip_eol(lines[-1])) + 1)
+    return loc
+
+
+def _fixes(d: Diagnostic, artifact: dict, source: str | None) -> list[dict]:
+    if d.fix is None:
+        return []
+    lines = split_lines(source) if source is not None else None
+    replacements = []
+    for e in d.fix.edits:
+        end = _end_of_edit(lines, e.end_location)
+        deleted = {"startLine": e.location.row, "startColumn": e.location.column,
+                   "endLine": end.row, "endColumn": end.column}
+        replacements.append({"deletedRegion": deleted, "insertedContent": {"text": e.content}})
+    safety = "" if d.fix.applicability is Applicability.SAFE else f" ({d.fix.applicability.value} fix: review it)"
+    return [{
+        "description": {"text": d.fix.message + safety},
+        "artifactChanges": [{"artifactLocation": dict(artifact), "replacements": replacements}],
+    }]
+
+
+def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
+    root = _root(context)
+    infos = list(rule_table().values())
+    known = {i.code for i in infos}
+    for d in diagnostics:  # JF000 or a code from elsewhere: its rule must be listed too
+        if d.code not in known:
+            infos.append(rule_info(d.code, d.name))
+            known.add(d.code)
+    index = {info.code: i for i, info in enumerate(infos)}
+    results = []
+    for d in diagnostics:
+        artifact = artifact_location(d.filename, root)
+        result = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": "error" if d.code == SYNTAX_ERROR else "warning",
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact,
+                                                "region": _region(d.location, d.end_location)}}],
+        }
+        fixes = _fixes(d, artifact, context.sources.get(d.filename))
+        if fixes:
+            result["fixes"] = fixes
+        results.append(result)
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": TOOL_NAME,
+                "version": tool_version(),
+                "semanticVersion": tool_version(),
+                "informationUri": INFORMATION_URI,
+                "rules": [_rule_descriptor(i) for i in infos],
+            }},
+            "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    return json.dumps(build(diagnostics, context), indent=2, ensure_ascii=False) + "\n"

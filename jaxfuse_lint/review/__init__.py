@@ -1,0 +1,1 @@
+"""`jaxfuse-lint review`: lint the lines a pull request changed and write a GitHub review payload."""

@@ -1,0 +1,197 @@
+"""`jaxfuse-lint review`: lint what a pull request changed and build the review payload.
+
+The head versions of the changed Python files are read from git (`git show
+HEAD:path`), so the review describes the commit it names whatever the working
+tree holds; only findings that touch an added line are kept. Nothing here talks
+to the network: the payload is JSON for `POST /repos/{owner}/{repo}/pulls/{n}/reviews`
+that a workflow posts (examples/github-review.yml).
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+import pathspec
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.report.edits import apply_edits
+from jaxfuse_lint.review.comments import ReviewComment, build_comment
+from jaxfuse_lint.review.diff import (
+    ChangedFile,
+    ReviewError,
+    diff_text,
+    git,
+    parse_diff,
+    repository_root,
+    resolve_commit,
+)
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class FileReview:
+    path: str  # repository-relative
+    source: str
+    changed: ChangedFile
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # only those on changed lines
+
+
+@dataclass
+class Review:
+    base: str  # the ref as given
+    base_sha: str
+    head_sha: str
+    files: list[FileReview] = field(default_factory=list)
+    comments: list[ReviewComment] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for f in self.files for d in f.diagnostics]
+
+    def payload(self) -> dict[str, Any]:
+        from jaxfuse_lint.review.summary import render_summary
+
+        return {
+            "commit_id": self.head_sha,
+            "event": "COMMENT",
+            "body": render_summary(self),
+            "comments": [c.to_json() for c in self.comments],
+        }
+
+
+def _excluded(rel: str, exclude: pathspec.PathSpec) -> bool:
+    parts = PurePosixPath(rel).parts
+    for i in range(1, len(parts)):
+        directory = "/".join(parts[:i])
+        if exclude.match_file(directory + "/") or exclude.match_file(parts[i - 1] + "/"):
+            return True
+    return exclude.match_file(rel) or exclude.match_file(parts[-1])
+
+
+def _selected(rel: str, root: str, paths: tuple[str, ...], settings: Settings) -> bool:
+    """Is the changed file `rel` under one of PATHS and not excluded by the configuration?"""
+    if not rel.endswith(PYTHON_SUFFIXES):
+        return False
+    absolute = os.path.normpath(os.path.join(root, rel))
+    if paths:
+        named = False
+        for p in paths:
+            target = os.path.abspath(p)
+            if absolute == target:
+                return True  # named explicitly: always checked, as `check` does
+            if absolute.startswith(target.rstrip(os.sep) + os.sep):
+                named = True
+        if not named:
+            return False
+    project = settings.project_root or root
+    try:
+        relative = Path(absolute).resolve().relative_to(Path(project).resolve()).as_posix()
+    except ValueError:
+        relative = rel
+    exclude = pathspec.GitIgnoreSpec.from_lines(list(settings.exclude) + list(settings.extend_exclude))
+    return not _excluded(relative, exclude)
+
+
+def read_head_file(head: str, rel: str, root: str) -> bytes:
+    return git(["show", f"{head}:{rel}"], root, binary=True)  # type: ignore[return-value]
+
+
+def run_review(
+    base: str,
+    paths: tuple[str, ...],
+    settings: Settings,
+    *,
+    head: str = "HEAD",
+    cwd: str | None = None,
+    verify: bool = False,
+    echo: Callable[[str], None] = lambda message: None,
+) -> Review:
+    from jaxfuse_lint.engine import check_source, decode
+
+    cwd = cwd or os.getcwd()
+    root = repository_root(cwd)
+    base_sha = resolve_commit(base, root)
+    head_sha = resolve_commit(head, root)
+    review = Review(base=base, base_sha=base_sha, head_sha=head_sha)
+    changed_files = parse_diff(diff_text(base_sha, head_sha, root))
+    abs_paths = tuple(os.path.abspath(os.path.join(cwd, p)) for p in paths)
+    for rel in sorted(changed_files):
+        if not _selected(rel, root, abs_paths, settings):
+            continue
+        changed = changed_files[rel]
+        data = read_head_file(head_sha, rel, root)
+        filename = os.path.join(root, rel)
+        result = check_source(data, filename, settings)
+        review.errors.extend(result.errors)
+        try:
+            source = result.source if result.source is not None else decode(data)[0]
+        except Exception:  # undecodable: JF000 says so; there is no text to quote
+            source = data.decode("utf-8", "replace")
+        kept = [d for d in result.diagnostics if changed.changed_in(d.location.row, d.end_location.row)]
+        for d in kept:
+            d.filename = rel  # as GitHub names it
+        review.files.append(FileReview(rel, source, changed, kept))
+    evidence: dict[int, str] = {}
+    if verify:
+        evidence = _verify_fixes(review, settings, root, echo)
+    for f in review.files:
+        for d in f.diagnostics:
+            review.comments.append(build_comment(d, f.path, f.source, f.changed, evidence.get(id(d))))
+    return review
+
+
+def enclosing_function(source: str, row: int) -> str | None:
+    """The module-level function whose definition spans `row` (what a verify spec names)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
+            if first <= row <= (node.end_lineno or node.lineno):
+                return node.name
+    return None
+
+
+def _verify_fixes(review: Review, settings: Settings, root: str, echo: Callable[[str], None]) -> dict[int, str]:
+    """Measure each fix whose function has a [tool.jaxfuse-lint.verify] spec (imports and runs the code)."""
+    try:
+        from jaxfuse_lint.verify.api import resolve_arg_specs, verify_pair
+        from jaxfuse_lint.verify.errors import VerifyError
+    except ImportError as exc:
+        raise ReviewError(f"--verify needs jaxfuse_lint.verify ({exc})") from None
+    evidence: dict[int, str] = {}
+    cache: dict[tuple[str, str, str], str] = {}
+    for f in review.files:
+        filename = os.path.join(root, f.path)
+        for d in f.diagnostics:
+            if d.fix is None or not d.fix.edits:
+                continue
+            func = enclosing_function(f.source, d.location.row)
+            if func is None:
+                continue
+            try:
+                resolved = resolve_arg_specs(f.source, func, filename=filename, settings=settings)
+            except VerifyError:
+                continue
+            if resolved.origin != "[tool.jaxfuse-lint.verify]":
+                continue  # no verify spec for this function: nothing is run
+            after = apply_edits(f.source, d.fix.edits)
+            key = (f.path, func, after)
+            if key not in cache:
+                echo(f"verifying {f.path}::{func} ({d.code} fix)...")
+                result = verify_pair(f.source, after, func, resolved.args, resolved.static, filename=filename)
+                if result.verdict == "error":
+                    cache[key] = f"verification failed: {result.error}"
+                else:
+                    cache[key] = f"{result.summary()} (verdict: {result.verdict})"
+            evidence[id(d)] = cache[key]
+    return evidence

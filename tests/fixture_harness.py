@@ -1,0 +1,57 @@
+"""Shared helpers for the per-rule fixture folders (fixtures/<CODE>/).
+
+Layout of a rule's folder:
+  <case>.py            the input: positives and negatives
+  <case>.expected      one line per diagnostic of that rule: `row:col-endrow:endcol CODE`
+                       (empty file: the case must produce nothing)
+  <case>.fixed.py      optional: the exact result of `--fix --select CODE`
+  <case>.unsafe.py     optional: the exact result of `--fix --unsafe-fixes --select CODE`
+
+Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
+current output (then read the diff before committing it).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.engine import check_source, fix_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+UPDATE = os.environ.get("JAXFUSE_UPDATE_FIXTURES") == "1"
+
+
+def rule_settings(code: str) -> Settings:
+    return replace(Settings(), select=(code,))
+
+
+def input_files() -> list[Path]:
+    out = []
+    for folder in sorted(FIXTURES.iterdir()) if FIXTURES.is_dir() else []:
+        if not folder.is_dir() or not folder.name.startswith("JF"):
+            continue
+        for f in sorted(folder.glob("*.py")):
+            if f.name.endswith((".fixed.py", ".unsafe.py")):
+                continue
+            out.append(f)
+    return out
+
+
+def diagnostics_text(path: Path, code: str) -> str:
+    result = check_source(path.read_bytes(), str(path), rule_settings(code))
+    assert not result.errors, result.errors
+    lines = [
+        f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code}"
+        for d in result.diagnostics
+        if d.code == code
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def fixed_text(path: Path, code: str, unsafe: bool) -> str:
+    outcome = fix_source(path.read_bytes(), str(path), rule_settings(code), unsafe=unsafe)
+    assert not outcome.dropped, outcome.dropped
+    assert not outcome.errors, outcome.errors
+    return outcome.source

@@ -1,0 +1,158 @@
+"""The command line as users run it: exit codes, formats, selection, stdin, no jax import."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD = textwrap.dedent(
+    """\
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+
+    @jax.jit
+    def f(x):
+        v = jnp.stack([x, x], axis=-1)
+        return jnp.sum(v, axis=-1) + np.arange(3)
+    """
+)
+
+
+def run(*args, cwd=None, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "jaxfuse_lint", *args],
+        capture_output=True, text=True, cwd=cwd, input=stdin,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "clean.py").write_text("import jax\n\n\ndef f(x):\n    return x\n")
+    return tmp_path
+
+
+def test_exit_codes_and_concise_output(project):
+    r = run("check", str(project), cwd=project)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("bad.py:9:12: JF101 ")
+    assert lines[1].startswith("bad.py:9:34: JF201 ")
+    assert "Found 2 diagnostics." in r.stderr
+    clean = run("check", str(project / "clean.py"), cwd=project)
+    assert clean.returncode == 0 and clean.stdout == ""
+
+
+def test_default_command_is_check(project):
+    assert run(str(project), cwd=project).stdout == run("check", str(project), cwd=project).stdout
+
+
+def test_json_is_ruff_schema(project):
+    r = run("check", "--output-format", "json", "--no-cache", str(project), cwd=project)
+    data = json.loads(r.stdout)
+    assert {d["code"] for d in data} == {"JF101", "JF201"}
+    d = next(d for d in data if d["code"] == "JF101")
+    assert set(d) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    assert d["location"] == {"row": 9, "column": 12}
+    assert d["end_location"] == {"row": 9, "column": 31}
+    assert Path(d["filename"]).is_absolute()
+    assert d["noqa_row"] == 9
+    assert d["url"].endswith("small-axis-reduction.md")
+
+
+def test_select_ignore_and_prefixes(project):
+    only = run("check", "--select", "JF2", "--output-format", "json", str(project), cwd=project)
+    assert {d["code"] for d in json.loads(only.stdout)} == {"JF201"}
+    ignored = run("check", "--ignore", "JF101,JF201", str(project), cwd=project)
+    assert ignored.returncode == 0
+    extended = run("check", "--select", "JF2", "--extend-select", "JF101", "--output-format", "json", str(project), cwd=project)
+    assert {d["code"] for d in json.loads(extended.stdout)} == {"JF101", "JF201"}
+
+
+def test_unknown_code_is_a_usage_error(project):
+    r = run("check", "--select", "JF999", str(project), cwd=project)
+    assert r.returncode == 2
+    assert "unknown rule selector `JF999`" in r.stderr
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    r = run("check", str(tmp_path / "nope"), cwd=tmp_path)
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_exit_zero_and_statistics(project):
+    r = run("check", "--exit-zero", "--statistics", str(project), cwd=project)
+    assert r.returncode == 0
+    assert "JF101" in r.stdout and "small-axis-reduction" in r.stdout
+
+
+def test_stdin_with_filename(project):
+    r = run("check", "--stdin-filename", "editor.py", "-", cwd=project, stdin=BAD)
+    assert r.returncode == 1
+    assert r.stdout.startswith("editor.py:9:12: JF101")
+
+
+def test_unparsable_file_is_reported_and_run_continues(project):
+    (project / "broken.py").write_text("import jax\ndef f(:\n    pass\n")
+    r = run("check", "--output-format", "json", str(project), cwd=project)
+    data = json.loads(r.stdout)
+    codes = sorted(d["code"] for d in data)
+    assert codes == ["JF000", "JF101", "JF201"]
+    broken = next(d for d in data if d["code"] == "JF000")
+    assert broken["location"]["row"] == 2
+
+
+def test_check_never_imports_jax(project):
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from jaxfuse_lint.cli import cli\n"
+        f"r = CliRunner().invoke(cli, ['check', '--output-format', 'json', {str(project)!r}])\n"
+        "assert r.exit_code == 1, r.output\n"
+        "assert 'jax' not in sys.modules, 'check imported jax'\n"
+        "assert not any(m == 'jax' or m.startswith('jax.') for m in sys.modules)\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_rule_command(project):
+    r = run("rule", "JF203")
+    assert r.returncode == 0
+    assert "# loop-invariant-capture (JF203)" in r.stdout and "## Why is this bad?" in r.stdout
+    listing = run("rule", "--all")
+    assert "JF101" in listing.stdout and "JF302" in listing.stdout
+    assert run("rule", "JF999").returncode == 2
+
+
+def test_discovery_respects_gitignore_and_excludes(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("generated/\n")
+    for d in ("generated", "pkg", ".venv", "build"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "m.py").write_text(BAD)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\nextend-exclude = ["skipme.py"]\n')
+    (tmp_path / "skipme.py").write_text(BAD)
+    r = run("check", "--output-format", "json", ".", cwd=tmp_path)
+    files = {Path(d["filename"]).relative_to(tmp_path).as_posix() for d in json.loads(r.stdout)}
+    assert files == {"pkg/m.py"}
+    # A file named explicitly is always checked.
+    r2 = run("check", "--output-format", "json", "generated/m.py", cwd=tmp_path)
+    assert json.loads(r2.stdout)
+
+
+def test_python_dash_m_works():
+    r = run("--version")
+    assert r.returncode == 0 and "jaxfuse-lint" in r.stdout

@@ -1,0 +1,90 @@
+"""[tool.jaxfuse-lint]: found upward, validated strictly, applied."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxfuse_lint.config import ConfigError, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SRC = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    v = jnp.stack([x, x, x, x, x, x], axis=-1)
+    return jnp.sum(v, axis=-1)
+"""
+
+
+def write(tmp_path, table: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\n" + table)
+    sub = tmp_path / "src" / "pkg"
+    sub.mkdir(parents=True)
+    (sub / "m.py").write_text(SRC)
+    return sub / "m.py"
+
+
+def codes(path: Path, cwd: Path, *extra):
+    r = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--output-format", "json", *extra, str(path)],
+                       capture_output=True, text=True, cwd=cwd, env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode in (0, 1), r.stderr
+    return [d["code"] for d in json.loads(r.stdout)]
+
+
+def test_found_upward_and_small_axis_max_applies(tmp_path):
+    m = write(tmp_path, "small-axis-max = 6\n")
+    assert codes(m, m.parent) == ["JF101"]
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nsmall-axis-max = 5\n")
+    assert codes(m, m.parent) == []
+
+
+def test_per_file_ignores(tmp_path):
+    m = write(tmp_path, 'small-axis-max = 8\n[tool.jaxfuse-lint.per-file-ignores]\n"src/pkg/*.py" = ["JF1"]\n')
+    assert codes(m, tmp_path) == []
+
+
+@pytest.mark.parametrize("table,needle", [
+    ("selct = ['JF1']\n", "unknown key(s)"),
+    ("select = ['JF777']\n", "unknown rule selector"),
+    ("small-axis-max = 0\n", "positive integer"),
+    ("jax-modules = 'jax'\n", "list of strings"),
+    ("small-axis-max = \n", "invalid TOML"),
+])
+def test_bad_config_is_exit_2_with_one_line(tmp_path, table, needle):
+    m = write(tmp_path, table)
+    r = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", str(m)], capture_output=True, text=True,
+                       cwd=tmp_path, env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_jax_modules_for_a_vendored_copy(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\njax-modules = ['jax', 'myjax']\nsmall-axis-max = 6\n")
+    (tmp_path / "m.py").write_text(SRC.replace("import jax\nimport jax.numpy as jnp", "import myjax as jax\nimport myjax.numpy as jnp"))
+    assert codes(tmp_path / "m.py", tmp_path) == ["JF101"]
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nsmall-axis-max = 6\n")
+    assert codes(tmp_path / "m.py", tmp_path) == []
+
+
+def test_explicit_config_and_defaults(tmp_path):
+    cfg = tmp_path / "other.toml"
+    cfg.write_text("ignore = ['JF101']\n")
+    s = load_settings(cfg)
+    assert not s.is_enabled("JF101") and s.is_enabled("JF203")
+    assert Settings().is_enabled("JF101")
+    with pytest.raises(ConfigError):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_most_specific_selector_wins():
+    s = Settings(select=("JF",), ignore=("JF2",), extend_select=("JF203",))
+    assert s.is_enabled("JF203") and not s.is_enabled("JF201") and s.is_enabled("JF101")
