@@ -28,6 +28,8 @@ PROOFS = ROOT / "fixtures" / "proofs"
 # (file, function, argument specs, static arguments, --call)
 CASES = [
     ("sum_reduction.py", "f_sum_jax", ["f32[131072,2]"], {}, False),
+    ("sum_reduction.py", "f_sum_jax_width_asserted", ["f32[131072,2]"], {}, False),
+    ("short_loop.py", "f_for", ["f32[131072,2]"], {}, False),
     ("numpy_constant.py", "f_numpy", ["f32[131072,2]"], {}, False),
     ("kmesh_filter.py", "f_filter_with_temp", ["f32[64,64,64]"], {}, False),
     ("inner_jit.py", "g_inner_jitted_lambda", ["f32[8]"], {"n": 5}, True),
@@ -121,11 +123,11 @@ def main() -> int:
 
     print(f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, backend {jax.default_backend()}, "
           f"{os.cpu_count()} CPUs, median of {args.repeat}")
-    header = f"{'case':45s} {'plain':>8s} {'fix':>7s} {'verify':>8s} {'overhead':>9s}  verdict"
+    header = f"{'case':52s} {'plain':>8s} {'fix':>7s} {'verify':>8s} {'overhead':>9s}  verdict"
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['case']:45s} {r['plain_compile_s']:7.3f}s {r['fix_s']:6.3f}s {r['verify_s']:7.3f}s "
+        print(f"{r['case']:52s} {r['plain_compile_s']:7.3f}s {r['fix_s']:6.3f}s {r['verify_s']:7.3f}s "
               f"{r['overhead_s']:8.3f}s  {r['verdict']} ({r['summary']}; fixed by {r['fixed_by']})")
     return 0
 

@@ -231,13 +231,14 @@ def rule_command(code, show_all, output_format) -> None:
 
 
 def _register_optional_commands() -> None:
-    """Commands whose modules are heavier or optional are imported only to be registered."""
-    try:
-        from jaxfuse_lint.verify.command import verify_command
-    except ImportError:
-        pass
-    else:
-        cli.add_command(verify_command)
+    """Commands whose dependencies are optional extras import them only when they run."""
+    from jaxfuse_lint.review.command import review_command
+    from jaxfuse_lint.server.command import server_command
+    from jaxfuse_lint.verify.command import verify_command
+
+    cli.add_command(verify_command)
+    cli.add_command(review_command)
+    cli.add_command(server_command)
 
 
 _register_optional_commands()

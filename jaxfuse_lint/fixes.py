@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from jaxfuse_lint.lines import split_lines
 from jaxfuse_lint.diagnostics import Applicability, Edit, Fix, Location
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
@@ -115,8 +116,8 @@ def is_valid_python(code: str, filename: str = "<fixed>") -> str | None:
 
 def edits_between(before: str, after: str) -> tuple[Edit, ...]:
     """Whole-line edits that turn `before` into `after` (what reporters and editors apply)."""
-    a = before.splitlines(keepends=True)
-    b = after.splitlines(keepends=True)
+    a = split_lines(before)
+    b = split_lines(after)
     edits = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":

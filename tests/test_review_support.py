@@ -73,3 +73,12 @@ def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
         git(repo, "add", name)
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def install_jf101_fixer_globally(add_import: str | None = None) -> None:
+    """For a subprocess (the language server under test): no monkeypatch fixture there."""
+    import codemods
+
+    table = dict(codemods.fixers())
+    table["JF101"] = jf101_build_fix(add_import)
+    codemods.fixers = lambda: table

@@ -93,7 +93,8 @@ def variadic(x: Float[Array, "*batch 3"]):
     return x
 
 class Model:
-    def apply(self, x: Float[Array, "4"]):
+    @staticmethod
+    def apply(x: Float[Array, "4"]):
         return x
 '''
 

@@ -48,6 +48,19 @@ CALLBACKS = frozenset({
     "jax.experimental.host_callback.id_print",
 })
 
+
+
+def is_callback(qualified_name: str | None) -> bool:
+    """Host callbacks under any path (`jax.pure_callback`, `jax._src.callback.io_callback`...)."""
+    if qualified_name is None:
+        return False
+    if qualified_name in CALLBACKS:
+        return True
+    last = qualified_name.rsplit(".", 1)[-1]
+    return qualified_name.startswith("jax") and (
+        last in ("pure_callback", "io_callback", "id_tap", "id_print") or qualified_name.endswith("debug.callback"))
+
+
 # Attributes of an array that are static Python values under tracing.
 STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "weak_type", "sharding", "aval"})
 

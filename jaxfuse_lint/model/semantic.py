@@ -121,6 +121,14 @@ class SemanticModel:
     def is_traced(self, fn: Function | None) -> bool:
         return fn is not None and fn in self.traced.reasons
 
+    def is_kernel(self, fn: Function | None) -> bool:
+        """A Pallas kernel body (or something it calls): traced, but not an XLA program."""
+        return fn is not None and fn in self.traced.kernels
+
+    def is_xla_traced(self, fn: Function | None) -> bool:
+        """Traced into an XLA program: where the fusion rules apply."""
+        return self.is_traced(fn) and not self.is_kernel(fn)
+
     def is_traced_scope(self, scope: Scope) -> bool:
         s: Scope | None = scope
         while s is not None and not isinstance(s, Function):

@@ -72,6 +72,9 @@ class Shape:
 
 SCALAR = Shape.make(0)
 
+# Reductions that, without an axis, produce a scalar.
+_FULL_REDUCTIONS = frozenset("sum mean prod max min amax amin std var any all argmax argmin linalg.norm vdot".split())
+
 _JAXTYPING_DTYPES = frozenset(
     "Float Float16 Float32 Float64 BFloat16 Int Int8 Int16 Int32 Int64 UInt UInt8 UInt16 UInt32 UInt64 "
     "Integer Bool Complex Complex64 Complex128 Inexact Real Num Shaped Key".split()
@@ -420,6 +423,9 @@ class ShapeAnalysis:
             if name == "linspace":
                 size = _int_literal(keyword(e, "num") or positional(e, 2))
             return Shape.make(1, {0: size} if size is not None else None)
+        if name in _FULL_REDUCTIONS and (keyword(e, "axis") is None and positional(e, 1) is None) \
+                and keyword(e, "keepdims") is None:
+            return SCALAR
         if qn in JNP_ELEMENTWISE:
             shapes = [self.shape(a.value, scope, depth) for a in e.args if a.keyword is None]
             if name in ("asarray", "array", "astype"):
@@ -434,6 +440,8 @@ class ShapeAnalysis:
 
     def _method(self, e: cst.Call, scope: "Scope", depth: int) -> Shape | None:
         attr = e.func.attr.value  # type: ignore[union-attr]
+        if attr in _FULL_REDUCTIONS and not e.args:
+            return SCALAR
         if attr == "reshape":
             if len(e.args) == 1:
                 return _literal_shape(e.args[0].value)

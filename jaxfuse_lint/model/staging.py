@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
-from jaxfuse_lint.model.traced import keyword, positional
+from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES,
+                                    TRANSFORMS)
+from jaxfuse_lint.model.scopes import iter_children
+from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
 
 if TYPE_CHECKING:
@@ -50,6 +52,18 @@ ACCEPTS_STATIC_ARGNAMES = frozenset({"jax.jit", "jax.experimental.pjit.pjit"})
 ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
     "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint", "jax.make_jaxpr",
 })
+# jax functions (besides api.JNP_STATIC_FUNCTIONS) whose result is a Python value.
+STATIC_RESULT_FUNCTIONS = frozenset({
+    "jax.lax.broadcast_shapes", "jax.lax.axis_size", "jax.core.get_aval", "jax.numpy.isdtype",
+    "jax.process_count", "jax.local_devices", "jax.numpy.get_printoptions", "jax.config.read",
+})
+# Methods of arrays (and of `x.at[i]`): on a traced array they give traced arrays.
+ARRAY_METHODS = frozenset(
+    "all any argmax argmin argpartition argsort astype choose clip compress conj conjugate copy cumprod "
+    "cumsum diagonal dot flatten max mean min nonzero prod ptp ravel repeat reshape round searchsorted "
+    "sort squeeze std sum swapaxes take trace transpose var view set add multiply divide power get apply "
+    "mul min max __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
+)
 # Options that make some arguments Python values in ways the model does not parse.
 _ARGUMENT_OPTIONS = ("static_argnums", "static_argnames", "static_broadcasted_argnums", "in_axes",
                      "nondiff_argnums", "in_specs")
@@ -140,8 +154,35 @@ class Staging:
             return self.is_staged(self.model.function_of(r.node), batching)
         if r.kind in ("control-flow", "external"):
             return True
+        if r.kind == "passed" and self._handed_to_callback(r.node, r.caller):
+            return False
         if r.kind in ("called", "passed"):
             return self.is_staged(r.caller, batching)
+        return False
+
+    def _handed_to_callback(self, node: cst.CSTNode, scope: "Scope | None") -> bool:
+        """Whether a function passed in traced code goes (directly, through `partial`, or as a
+        lambda) to a host callback, including ones the API table does not list
+        (`jax._src.callback.io_callback`, a project's own `*_callback` wrapper)."""
+        if scope is None:
+            return False
+        m = self.model
+        call: cst.CSTNode | None = node
+        if not isinstance(call, cst.Call):
+            arg = m.parent(node)
+            call = m.parent(arg) if isinstance(arg, cst.Arg) else None
+        for _ in range(4):
+            if not isinstance(call, cst.Call):
+                return False
+            qn = m.qn(call.func, scope) or ""
+            last = qn.rsplit(".", 1)[-1] if qn else (call.func.attr.value if isinstance(call.func, cst.Attribute)
+                                                     else getattr(call.func, "value", ""))
+            if qn in CALLBACKS or "callback" in str(last).lower() or last in ("id_tap", "id_print"):
+                return True
+            if qn != "functools.partial":
+                return False
+            arg = m.parent(call)
+            call = m.parent(arg) if isinstance(arg, cst.Arg) else None
         return False
 
     def staging_transform(self, fn: "Function") -> str | None:
@@ -168,10 +209,18 @@ class StagedValues(ValueAnalysis):
     """
 
     def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        if r.kind == "control-flow":
+            # lax passes the loop index and carry (or the operands) positionally; a parameter
+            # with a default or a keyword-only one keeps its Python value.
+            if name in fn.params_with_default or self._keyword_only(fn, name):
+                return UNKNOWN
+            return TRACED
         if r.kind in ("decorator", "transform"):
             t = r.transform
             if t in FILTERED:
                 return UNKNOWN  # equinox keeps non-array arguments static
+            if r.kind == "transform" and self._bound_by_partial(fn, name, r):
+                return UNKNOWN  # `jax.jit(partial(f, n=3))`: n is whatever partial holds
             if t in STAGING or t in BATCHING:
                 if not options_understood(r, t):
                     return UNKNOWN
@@ -182,6 +231,34 @@ class StagedValues(ValueAnalysis):
         if r.kind == "passed":
             return UNKNOWN
         return super()._reason_param_kind(fn, name, r)
+
+    @staticmethod
+    def _keyword_only(fn: "Function", name: str) -> bool:
+        node = fn.node
+        return any(p.name.value == name for p in node.params.kwonly_params)
+
+    def _bound_by_partial(self, fn: "Function", name: str, r) -> bool:
+        """Whether the transformed callable is `partial(fn, ...)` (possibly inside other
+        transforms) and the partial supplies `name`."""
+        m = self.model
+        scope = m.function_of(r.node) or m.index.scope
+        target = positional(r.node, 0) if isinstance(r.node, cst.Call) else None
+        for _ in range(6):
+            if not isinstance(target, cst.Call):
+                return False
+            qn = m.qn(target.func, scope)
+            if qn == "functools.partial":
+                if any(a.star for a in target.args):
+                    return True
+                if any(a.keyword is not None and a.keyword.value == name for a in target.args):
+                    return True
+                bound = sum(1 for a in target.args[1:] if a.keyword is None)
+                params = [p for p in fn.params if p not in fn.star_params]
+                return name in params[:bound]
+            if qn not in TRANSFORMS:
+                return False
+            target = positional(target, 0)
+        return False
 
     def binding_kind(self, b: "Binding", owner: "Scope", depth: int = 0) -> Kind:
         if b.kind == "for" and b.value is not None:
@@ -233,10 +310,14 @@ class StagedValues(ValueAnalysis):
     def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
         qn = self.model.qn(e.func, scope)
         if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
-                and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
+                and qn not in STATIC_RESULT_FUNCTIONS and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
+        if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
+            # `a.is_traced()`, `model.apply(...)`: a traced pytree may be any object.
+            base = super()._call_kind(e, scope, depth)
+            return UNKNOWN if base is TRACED else base
         return super()._call_kind(e, scope, depth)
 
 
@@ -252,5 +333,16 @@ def staging(model: "SemanticModel") -> Staging:
     return s
 
 
-__all__ = ["STAGING", "BATCHING", "Staging", "StagedValues", "option_calls", "options_understood", "staging",
-           "keyword"]
+def own_nodes(fn: "Function"):
+    """The nodes of fn's body that run in fn itself (document order): nested defs, lambdas
+    and classes are left out (they are functions of their own)."""
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        n = stack.pop()
+        yield n
+        kids = [c for _, c in iter_children(n) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+        stack.extend(reversed(kids))
+
+
+__all__ = ["STAGING", "BATCHING", "Staging", "StagedValues", "option_calls", "options_understood", "own_nodes",
+           "staging"]

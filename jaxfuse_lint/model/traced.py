@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
+from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.semantic import SemanticModel
@@ -53,6 +53,8 @@ class TraceReason:
 @dataclass
 class TracedRegions:
     reasons: dict["Function", list[TraceReason]] = field(default_factory=dict)
+    # Pallas kernel bodies: traced, but compiled by Pallas (Mosaic/Triton), not fused by XLA.
+    kernels: set["Function"] = field(default_factory=set)
 
     def __contains__(self, fn: "Function") -> bool:
         return fn in self.reasons
@@ -92,6 +94,27 @@ def _literal_strs(expr: cst.BaseExpression | None) -> frozenset[str]:
             if isinstance(el.value, cst.SimpleString) and isinstance(el.value.evaluated_value, str)
         )
     return frozenset()
+
+
+# APIs whose function arguments become Pallas kernels.
+KERNEL_APIS = ("jax.experimental.pallas", "jax._src.pallas")
+
+
+def _param_for_arg(fn: "Function", call: cst.Call, arg: cst.Arg, bound: bool) -> str | None:
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in fn.params else None
+    if arg.star:
+        return None
+    params = fn.params
+    if (bound or fn.cls is not None) and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    index = 0
+    for a in call.args:
+        if a is arg:
+            break
+        if a.keyword is None and not a.star:
+            index += 1
+    return params[index] if index < len(params) else None
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
@@ -203,28 +226,75 @@ class TracedAnalysis:
             for site in fn.calls:
                 call = site.call
                 qn = m.qn(call.func, fn)
-                if qn in CALLBACKS:
+                if is_callback(qn):
                     continue
-                for callee, _ in self.callables(call.func, fn, direct_only=True):
+                callees = list(self.callables(call.func, fn, direct_only=True))
+                for callee, _ in callees:
                     seed(callee, TraceReason("called", fn.display_name, call, caller=fn))
-                # Functions handed to other calls from traced code run at trace time too
-                # (`tree_map(f, x)`, `vmap(f)(x)`), except host callbacks.
+                # A function handed to another call from traced code runs at trace time when
+                # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
+                # and builtins do; one of the module's functions does when it calls that parameter.
                 for a in call.args:
-                    for callee, _ in self.callables(a.value, fn, direct_only=True):
-                        if callee is not fn:
-                            seed(callee, TraceReason("passed", fn.display_name, call, caller=fn))
+                    for arg_fn, _ in self.callables(a.value, fn, direct_only=True):
+                        if arg_fn is fn:
+                            continue
+                        if self._receiver_calls(call, qn, callees, a):
+                            seed(arg_fn, TraceReason("passed", fn.display_name, call, caller=fn))
             # Lambdas written inside traced code are traced where they are called; treat them
             # as traced (the body is part of the traced function's text).
             for nested in fn.nested:
                 if nested.is_lambda and not self._is_callback_arg(nested, fn):
                     seed(nested, TraceReason("passed", fn.display_name, nested.node, caller=fn))
+        self._mark_kernels()
         return self.regions
+
+    def _receiver_calls(self, call: cst.Call, qn: str | None, callees, arg: cst.Arg) -> bool:
+        if qn is not None:
+            if qn.startswith("jax.") or qn.startswith("builtins.") or qn.startswith("functools."):
+                return not qn.startswith(KERNEL_APIS)
+            return False
+        for callee, bound in callees:
+            param = _param_for_arg(callee, call, arg, bound)
+            if param is None:
+                continue
+            for read in callee.reads:
+                if read.name.value == param:
+                    parent = self.model.parent(read.name)
+                    if isinstance(parent, cst.Call) and parent.func is read.name:
+                        return True
+        return False
+
+    def _mark_kernels(self) -> None:
+        """Pallas kernels (and what they call) are traced, but they are not XLA programs:
+        fusion rules leave them alone, trace-hazard rules do not."""
+        m = self.model
+        work = []
+        for site in m.index.calls:
+            qn = m.qn(site.call.func, site.scope)
+            if qn is None or not qn.startswith(KERNEL_APIS):
+                continue
+            for a in site.call.args:
+                for fn, _ in self.callables(a.value, site.scope):
+                    if fn not in self.regions.kernels:
+                        self.regions.kernels.add(fn)
+                        work.append(fn)
+        while work:
+            fn = work.pop()
+            for site in fn.calls:
+                for callee, _ in self.callables(site.call.func, fn, direct_only=True):
+                    if callee not in self.regions.kernels:
+                        self.regions.kernels.add(callee)
+                        work.append(callee)
+            for nested in fn.nested:
+                if nested not in self.regions.kernels:
+                    self.regions.kernels.add(nested)
+                    work.append(nested)
 
     def _is_callback_arg(self, lam: "Function", scope: "Function") -> bool:
         parent = self.model.parent(lam.node)
         if isinstance(parent, cst.Arg):
             call = self.model.parent(parent)
-            if isinstance(call, cst.Call) and self.model.qn(call.func, scope) in CALLBACKS:
+            if isinstance(call, cst.Call) and is_callback(self.model.qn(call.func, scope)):
                 return True
         return False
 
@@ -256,6 +326,21 @@ class TracedAnalysis:
             fn = m.function_named(expr.value, scope)
             if fn is not None:
                 yield fn, False
+                return
+            # `kernel = functools.partial(body, ...)` or `kernel = body_a if c else body_b` (in
+            # branches), then `pallas_call(kernel)` / `jax.jit(kernel)`: any of them may be traced.
+            found = m.lookup(expr.value, scope)
+            if found is not None and len(found[1]) <= 4:
+                for b in found[1]:
+                    if b.kind != "assign" or b.index is not None or b.value is None or b.value is expr:
+                        continue
+                    value = b.value
+                    if isinstance(value, cst.Call) and m.qn(value.func, found[0]) == "functools.partial":
+                        value = positional(value, 0)
+                    if isinstance(value, cst.Name) and value.value != expr.value:
+                        target = m.function_named(value.value, found[0])
+                        if target is not None:
+                            yield target, False
             return
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
             fn = m.method_of(scope, expr.attr.value)

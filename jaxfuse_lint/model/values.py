@@ -39,6 +39,11 @@ _PASSTHROUGH_BUILTINS = frozenset({
     "builtins.sum", "builtins.round", "builtins.divmod", "builtins.pow", "builtins.sorted", "builtins.reversed",
     "builtins.enumerate", "builtins.zip",
 })
+# JAX's array-producing namespaces: under jit their results are tracers. Other `jax.*`
+# names (tree utilities, config, internal helpers) return ordinary Python values.
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.", "jax.image.", "jax.ops.",
+                    "jax.experimental.sparse.")
+
 _STATIC_METHODS = frozenset({"item", "tolist", "__len__", "index", "count", "keys", "startswith", "endswith", "format"})
 
 
@@ -220,7 +225,7 @@ class ValueAnalysis:
                 return STATIC
             if qn in _PASSTHROUGH_BUILTINS:
                 return combine(self.kind(a, scope, depth) for a in args)
-            if qn.startswith("jax.") and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes")):
+            if qn.startswith(ARRAY_NAMESPACES):
                 # Under jit every jnp/lax operation is staged out: its result is a tracer.
                 if m.is_traced_scope(scope):
                     return TRACED

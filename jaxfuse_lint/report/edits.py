@@ -9,25 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from jaxfuse_lint.diagnostics import Edit, Fix, Location
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their terminators (`str.splitlines` would also split on \\f, \\v, \\x1c...)."""
-    lines = []
-    start = 0
-    n = len(text)
-    i = 0
-    while i < n:
-        c = text[i]
-        if c == "\n" or c == "\r":
-            end = i + 2 if c == "\r" and i + 1 < n and text[i + 1] == "\n" else i + 1
-            lines.append(text[start:end])
-            start = i = end
-            continue
-        i += 1
-    if start < n:
-        lines.append(text[start:])
-    return lines
+from jaxfuse_lint.lines import split_lines  # noqa: F401  (re-exported: reporters use it)
 
 
 def strip_eol(line: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from jaxfuse_lint.diagnostics import Applicability, Diagnostic
@@ -29,7 +29,6 @@ class ReviewComment:
     start_line: int | None = None  # set for multi-line comments
     suggested: bool = False  # the body carries a ```suggestion block
     evidence: str | None = None  # the verify summary, when measured
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A `comments[]` item of POST /repos/{owner}/{repo}/pulls/{n}/reviews."""

@@ -49,7 +49,6 @@ class Review:
     files: list[FileReview] = field(default_factory=list)
     comments: list[ReviewComment] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

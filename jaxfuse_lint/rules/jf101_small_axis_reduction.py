@@ -95,7 +95,7 @@ class SmallAxisReduction(Rule):
         limit = settings.small_axis_max
         for site in model.index.calls:
             scope = site.scope
-            if not isinstance(scope, Function) or not model.is_traced(scope):
+            if not isinstance(scope, Function) or not model.is_xla_traced(scope):
                 continue
             call = site.call
             qn = model.qn(call.func, scope)

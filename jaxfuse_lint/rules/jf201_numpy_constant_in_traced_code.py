@@ -102,11 +102,13 @@ class NumpyConstantInTracedCode(Rule):
 def _numpy_nodes(model: SemanticModel):
     for site in model.index.calls:
         scope = site.scope
-        if isinstance(scope, Function) and model.is_traced(scope):
+        if isinstance(scope, Function) and model.is_xla_traced(scope):
             qn = model.numpy_arrays.is_numpy_call(site.call, scope)
             if qn is not None:
                 yield site.call, scope, qn
     for fn in model.traced.reasons:
+        if model.is_kernel(fn):
+            continue
         for read in fn.reads:
             parent = model.parent(read.name)
             if isinstance(parent, cst.Attribute) and parent.value is read.name:

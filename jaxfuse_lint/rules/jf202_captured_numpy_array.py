@@ -15,7 +15,7 @@ class CapturedNumpyArray(Rule):
     code = "JF202"
     name = "captured-numpy-array"
     summary = "Traced function reads a module-level or enclosing NumPy array (baked in as a constant)"
-    fixable = "never"
+    fixable = "sometimes"
     doc = """
     ## What it does
     Flags a read, inside a traced function, of a name bound outside any traced
@@ -53,8 +53,16 @@ class CapturedNumpyArray(Rule):
     or pass the array as an argument: `smooth(x, K)`.
 
     ## Fix safety
-    No automatic fix: whether to pass the array in or rebuild it with
-    `jax.numpy` is a design decision the message leaves to you.
+    An unsafe fix (applied with `--unsafe-fixes`) where the rewrite is clear:
+    when the array is built by NumPy functions that `jax.numpy` has with the
+    same meaning (JF201's list) from names the traced function sees unchanged,
+    and every read of it in the function works on a traced array, the function
+    rebuilds it first thing with `jax.numpy` (`K = jnp.fft.fftfreq(4096)`; in a
+    lambda the expression replaces the read). Unsafe because the values are now
+    computed in float32 on the device rather than float64 on the host (last-bit
+    differences), and because passing the array as an argument may be the
+    better design. Arrays loaded from files (`np.load`) or made by other code
+    get no fix.
     """
     valid = (
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
@@ -69,6 +77,8 @@ class CapturedNumpyArray(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         arrays = model.numpy_arrays
         for fn in model.traced.reasons:
+            if model.is_kernel(fn):
+                continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
             for read in fn.reads:
                 name = read.name
                 found = model.lookup(name.value, fn)

@@ -32,6 +32,9 @@ class LoopInvariantCapture(Rule):
     `indices`, `meshgrid`, `fftfreq` — recomputing is nearly free and saves the
     whole array.
 
+    Values whose shape is known to be small (scalars, a few coefficients) are
+    not reported: keeping them is free.
+
     ## Known problems
     Recomputing only pays when the value is *size-inflating*: built from iota,
     constants and broadcasts, larger than its inputs. A value derived from a
@@ -95,7 +98,7 @@ class LoopInvariantCapture(Rule):
                     if found is None:
                         continue
                     owner, bindings = found
-                    if not isinstance(owner, Function) or not model.is_traced(owner):
+                    if not isinstance(owner, Function) or not model.is_xla_traced(owner):
                         continue
                     if owner is body or owner not in set(body.enclosing_functions()):
                         continue
@@ -105,6 +108,8 @@ class LoopInvariantCapture(Rule):
                         continue
                     if _static_use(model, read.name):
                         continue
+                    if any(_known_small(model, b, owner) for b in bindings):
+                        continue  # a scalar or a handful of numbers: no temporary worth a diagnostic
                     seen.add(read.name)
                     first = bindings[0]
                     body_name = "the lambda" if body.is_lambda else f"`{body.name}`"
@@ -117,6 +122,24 @@ class LoopInvariantCapture(Rule):
                         ),
                         data={"bindings": bindings, "owner": owner, "body": body, "loop": site},
                     )
+
+
+SMALL_ELEMENTS = 1024
+
+
+def _known_small(model: SemanticModel, binding, owner: Function) -> bool:
+    if binding.value is None or binding.index is not None:
+        return False
+    shape = model.shape(binding.value, owner)
+    if shape is None or shape.rank is None:
+        return False
+    total = 1
+    for axis in range(shape.rank):
+        size = shape.size(axis)
+        if size is None:
+            return False
+        total *= size
+    return total <= SMALL_ELEMENTS
 
 
 def _reads_within(body: Function):

@@ -17,7 +17,7 @@ class JitOfFreshCallable(Rule):
     code = "JF302"
     name = "jit-of-fresh-callable"
     summary = "`jax.jit` of a lambda/partial/inner def inside a function, called or returned (recompiles per call)"
-    fixable = "never"
+    fixable = "sometimes"
     doc = """
     ## What it does
     Flags, inside a function body (not in a loop — that is JF301), `jax.jit`
@@ -51,9 +51,16 @@ class JitOfFreshCallable(Rule):
     `static_argnames` for Python values that select code paths).
 
     ## Fix safety
-    No automatic fix: hoisting the callable to module level changes which names
-    it can see, which is a refactoring for a person to check. The message says
-    what to hoist.
+    An unsafe fix (applied with `--unsafe-fixes`) when the jitted callable is a
+    lambda or a `functools.partial` that reads nothing of the enclosing function
+    (only its own parameters, module-level names and builtins): the jitted
+    callable is bound once at module level, just before the function
+    (`_apply_once_jit = jax.jit(lambda v: v * 2 + 1)`), and the function calls
+    that. Unsafe because module-level values the callable reads are then
+    captured at its first trace instead of on every call, and the compiled
+    program lives as long as the module. An inner `def`, or a callable that
+    closes over the function's locals, gets no fix: moving it is a refactoring
+    (make those values arguments, static ones with `static_argnames`).
     """
     valid = (
         "import jax\ndef f(v):\n    return v + 1\ndef g(x):\n    return jax.jit(f)(x)\n",

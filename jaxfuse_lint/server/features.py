@@ -5,7 +5,7 @@ lsprotocol types; `server.py` wires them to pygls.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from lsprotocol import types
 
@@ -43,6 +43,18 @@ def text_edits(edits: Iterable[Edit], lines: list[str], encoding: str = UTF16) -
             for e in edits]
 
 
+def line_edits(before: str, after: str) -> list[Edit]:
+    """Whole-line edits turning `before` into `after` (lines split as editors split them)."""
+    import difflib
+
+    a, b = document_lines(before), document_lines(after)
+    edits = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            edits.append(Edit("".join(b[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))
+    return edits
+
+
 def _overlaps(a: types.Range, b: types.Range) -> bool:
     a0, a1 = (a.start.line, a.start.character), (a.end.line, a.end.character)
     b0, b1 = (b.start.line, b.start.character), (b.end.line, b.end.character)
@@ -70,7 +82,7 @@ def code_actions(
     diagnostics: list[Diagnostic],
     request_range: types.Range,
     only: list[str] | None,
-    fix_all: "callable | None",
+    fix_all: Callable[[], str | None] | None,
     encoding: str = UTF16,
 ) -> list[types.CodeAction]:
     """A quick fix per fixable diagnostic in the range, and a fix-all source action.
@@ -99,14 +111,12 @@ def code_actions(
     if fix_all is not None and _wanted(FIX_ALL_KIND, only) and any(
         d.fix is not None and d.fix.applicability is Applicability.SAFE for d in diagnostics
     ):
-        from jaxfuse_lint.fixes import edits_between
-
         fixed = fix_all()
         if fixed is not None and fixed != text:
             actions.append(types.CodeAction(
                 title="jaxfuse-lint: fix all safely fixable problems",
                 kind=FIX_ALL_KIND,
-                edit=_workspace_edit(uri, version, text_edits(edits_between(text, fixed), lines, encoding)),
+                edit=_workspace_edit(uri, version, text_edits(line_edits(text, fixed), lines, encoding)),
             ))
     return actions
 

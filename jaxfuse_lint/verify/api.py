@@ -179,11 +179,17 @@ def verify_pair(
     that cannot be jitted as a whole is then still verified on compilations
     and results. This imports and runs both source texts.
     """
-    after_filename = after_filename or (f"{filename} (fixed)" if after_source != before_source else filename)
+    after_func = after_func_name or func_name
+    if after_filename is None and after_source != before_source:
+        # The fixed text exists only in memory: tracebacks and JAX's messages name it so.
+        after_filename = f"{filename} (fixed)"
+        after_display = f"{filename}::{after_func} (fixed)"
+    else:
+        after_filename = after_filename or filename
+        after_display = f"{after_filename}::{after_func}"
     return verify_versions(
         Version(before_source, filename, func_name, "before", f"{filename}::{func_name}"),
-        Version(after_source, after_filename, after_func_name or func_name, "after",
-                f"{after_filename}::{after_func_name or func_name}"),
+        Version(after_source, after_filename, after_func, "after", after_display),
         arg_specs, static or {}, dims=dims or {}, call=call, backend=backend, seed=seed,
         graph_dir=graph_dir, constants_warn_bytes=constants_warn_bytes,
     )
@@ -210,18 +216,41 @@ def verify_fixed_file(
         fixed = apply_fixes(source, filename, settings, unsafe=unsafe)
     except VerifyError as exc:
         return VerifyResult(verdict="error", func=func_name, error=str(exc), static=dict(static or {}))
+    lines = _function_lines(source, func_name)
     fixes = [
-        {"code": d.code, "row": d.location.row, "column": d.location.column, "message": d.message}
+        {"code": d.code, "row": d.location.row, "column": d.location.column, "message": d.message,
+         "in_function": lines is not None and lines[0] <= d.location.row <= lines[1]}
         for d in getattr(fixed, "fixed", [])
     ]
+    # What the engine could not do is part of the evidence (e.g. a fix dropped as invalid).
+    engine_notes = [*getattr(fixed, "errors", []), *getattr(fixed, "dropped", [])]
     if fixed.source == source:
         result = VerifyResult(verdict="unchanged", func=func_name, static=dict(static or {}),
                               args=[str(a) for a in arg_specs or ()])
+        result.notes += engine_notes
         result.notes.append(f"no fix applies to {filename}: nothing to verify")
         return result
     result = verify_pair(source, fixed.source, func_name, arg_specs, static, filename=filename, **options)
     result.fixes = fixes
+    result.notes += engine_notes
+    if fixes and not any(f["in_function"] for f in fixes):
+        # Helpers FUNC calls may still have changed, so the comparison is still made.
+        result.notes.append(f"no fix is inside `{func_name}` itself ({len(fixes)} elsewhere in the file)")
     return result
+
+
+def _function_lines(source: str, func: str) -> tuple[int, int] | None:
+    """First and last line of FUNC's definition (decorators included), if it is a plain def."""
+    import ast
+
+    try:
+        fn = find_function_def(ast.parse(source), func)
+    except SyntaxError:
+        return None
+    if fn is None:
+        return None
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    return first, fn.end_lineno or fn.lineno
 
 
 def apply_fixes(source: str, filename: str, settings: Any, *, unsafe: bool = False) -> Any:
@@ -414,7 +443,7 @@ def _required_params(source: str, func: str, static: Mapping[str, Any]) -> list[
         return ["?"]  # not a plain def (e.g. an assignment): shapes cannot be inferred
     params = [*fn.args.posonlyargs, *fn.args.args]
     required = params[: len(params) - len(fn.args.defaults)]
-    return [p.arg for p in required if p.arg not in static and p.arg not in ("self", "cls")]
+    return [p.arg for p in required if p.arg not in static]
 
 
 def _run_compiled(side: Side, inputs: Sequence[Any], version: Version) -> Any:

@@ -10,9 +10,10 @@ from jaxfuse_lint.verify.errors import VerifyError
 
 HELP = """Prove a rewrite helps: compile both versions of a function and compare them.
 
-TARGET is PATH::FUNC. Without --against, jaxfuse-lint's fixes are applied to
-PATH in memory and FUNC is compared before and after the fixes; with
---against OTHER_PATH::OTHER_FUNC, two hand-written versions are compared.
+PATH::FUNC names the function (or Class.staticmethod). Without --against,
+jaxfuse-lint's fixes are applied to PATH in memory and FUNC is compared before
+and after them; with --against OTHER_PATH::OTHER_FUNC, two hand-written
+versions are compared.
 
 Each version is lowered and compiled with jax.jit for the argument shapes
 (--arg, else [tool.jaxfuse-lint.verify] in pyproject.toml, else jaxtyping
@@ -34,7 +35,7 @@ does; only `verify` does. Run it on code you trust.
                short_help="Compile before/after versions of a function and compare them (runs your code).")
 @click.argument("target", metavar="PATH::FUNC")
 @click.option("--against", metavar="PATH::FUNC",
-              help="Compare TARGET with this version instead of with the fixed file.")
+              help="Compare with this version instead of with the fixed file.")
 @click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
               help="Shape of one array argument, in order: f32[131072,2], c64[8], i32[], bf16[n,4], bool[3].")
 @click.option("--static", "statics", multiple=True, metavar="NAME=VALUE",

@@ -86,6 +86,8 @@ class _GraphBuilder:
             return self._operand(comp, ins, path[0], path[1:], seen, carried)
         if op in ("bitcast", "opt-barrier", "add-dependency", "domain"):
             return self._operand(comp, ins, 0, path, seen, carried)
+        if op.endswith("-done"):  # the result of an async pair comes from its *-start kernel
+            return self._operand(comp, ins, 0, (), seen, carried)
         if op == "while":
             return self._roots(ins.called("body"), path, seen, carried)
         if op == "call":

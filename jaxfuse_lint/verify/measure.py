@@ -73,9 +73,15 @@ class Measurement:
 
 @contextlib.contextmanager
 def jax_config(**values: Any) -> Iterator[None]:
-    """Set JAX config options for the duration of the block, then restore them."""
+    """Set JAX config options for the duration of the block, then restore them.
+
+    Options this JAX does not have are skipped: the detectors they switch on
+    are corroboration, and an older JAX still compiles and measures.
+    """
     import jax
 
+    known = getattr(jax.config, "values", None)
+    values = {k: v for k, v in values.items() if known is None or k in known}
     old = {name: getattr(jax.config, name) for name in values}
     try:
         for name, value in values.items():

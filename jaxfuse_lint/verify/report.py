@@ -85,10 +85,14 @@ def render_text(result: Any) -> str:
     if before is not None and after is not None:
         lines.append(f"  before: {before.target}")
         lines.append(f"  after:  {after.target}")
-    if result.fixes:
-        lines.append("  fixes applied:")
-        for fix in result.fixes:
+    inside = [f for f in result.fixes if f.get("in_function", True)]
+    if inside:
+        lines.append(f"  fixes applied in {result.func}:")
+        for fix in inside:
             lines.append(f"    {fix['row']}:{fix['column']} {fix['code']} {fix['message']}")
+    if len(inside) < len(result.fixes):
+        elsewhere = len(result.fixes) - len(inside)
+        lines.append(f"  ({elsewhere} more fix{'es' if elsewhere != 1 else ''} elsewhere in the file)")
     if result.args or result.static:
         args = ", ".join(result.args) or "(none)"
         static = ", ".join(f"{k}={v!r}" for k, v in result.static.items())
@@ -125,9 +129,10 @@ def render_text(result: Any) -> str:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in side.measurement.kernels.by_kind.items()) or "none"
             lines.append(f"  kernels {side.label}: {kinds}")
         if side.lowering_error:
-            error = side.lowering_error
-            shown = error if len(error) <= 200 else error[:197] + "..."
-            lines.append(f"  not jittable as a whole ({side.label}): {shown}")
+            # The first sentence says what failed and where; the JSON report has all of it.
+            shown = side.lowering_error.split(". ")[0]
+            shown = shown if len(shown) <= 200 else shown[:197] + "..."
+            lines.append(f"  not jittable as a whole ({side.label}; verified as a driver only): {shown}")
     detector_lines = []
     for side in (before, after):
         if side is None:

@@ -228,8 +228,6 @@ def specs_from_annotations(
     if fn is None:
         return None
     params = [*fn.args.posonlyargs, *fn.args.args]
-    if params and params[0].arg in ("self", "cls"):
-        params = params[1:]
     n_required = len(params) - len(fn.args.defaults)
     specs: list[str] = []
     for index, param in enumerate(params):

@@ -1,0 +1,343 @@
+"""JF101: unroll a reduction over a small axis into explicit indexing and arithmetic.
+
+    jnp.sum(v * v, axis=-1)          ->  v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1]
+    jnp.sum(kvm * x, axis=1, keepdims=True)
+                                     ->  ((kvm * x)[:, 0] + (kvm * x)[:, 1])[:, None]   (x's size unknown)
+    jnp.linalg.norm(v, axis=-1)      ->  jnp.sqrt(jnp.abs(v[..., 0]) ** 2 + jnp.abs(v[..., 1]) ** 2)
+    v.max(axis=-1)                   ->  jnp.maximum(v[..., 0], v[..., 1])
+    jnp.dot(m, w)   (w rank 1, n=2)  ->  m[..., 0] * w[0] + m[..., 1] * w[1]
+
+An elementwise operand is split into its factors only when every array factor
+is known to have the full size along the reduced axis (a factor of unknown size
+could broadcast along it, or have another rank); otherwise the operand is
+indexed as a whole. Operands are repeated once per term, so they must be pure
+(names, attributes, subscripts, arithmetic, jnp calls, the module's own pure
+functions); XLA computes a repeated pure expression once (CSE).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._helpers import (
+    PRECEDENCE, Purity, RuleCodemodCommand, atom, binop, call, has_star, in_context, jnp_name, keyword_names,
+    lane_index, literal_bool, n_positional, new_axis_index, paren, plan, precedence, subscript,
+)
+from jaxfuse_lint.model import keyword, positional
+from jaxfuse_lint.model.api import JNP_ELEMENTWISE
+from jaxfuse_lint.model.shapes import Shape
+
+CODE = "JF101"
+
+_SPLITTABLE_CALLS = JNP_ELEMENTWISE - {"jax.numpy.asarray", "jax.numpy.array", "jax.numpy.astype"}
+_BOOL_RESULT_CALLS = frozenset(
+    "jax.numpy." + n for n in "isnan isinf isfinite logical_and logical_or logical_not logical_xor greater "
+    "greater_equal less less_equal equal not_equal".split()
+)
+
+
+def build_fix(violation, model, settings):
+    data = violation.data
+    kind = data.get("kind")
+    node = violation.node
+    if not isinstance(node, cst.Call) or has_star(node):
+        return None
+    scope = model.scope_of(node)
+    if kind == "dot":
+        return _dot(violation, model, scope)
+    if kind not in ("sum", "mean", "prod", "max", "min", "norm"):
+        return None  # vdot, einsum: flagged only
+    operand, axis, size, form = data["operand"], data["axis"], data["size"], data["form"]
+    shape: Shape | None = data.get("shape")
+    keepdims = _keepdims(node, kind, form)
+    if keepdims is None or not isinstance(size, int) or size < 1:
+        return None
+    purity = Purity.of(model)
+    if not purity.info(operand, scope).pure or _is_boolean(model, operand, scope):
+        return None
+    jnp = jnp_name(model, [scope]) if kind in ("max", "min", "norm") else None
+    if kind in ("max", "min", "norm") and jnp is None:
+        return None
+    terms = _lanes(model, operand, axis, size, shape, scope)
+    if terms is None:
+        return None
+    terms, whole = terms
+    result = _combine(kind, terms, jnp)
+    if keepdims:
+        result = subscript(result, new_axis_index(axis))
+    result = in_context(model, node, result)
+    where = "the only axis" if axis is None else f"axis {axis}"
+    short = {"norm": "norm"}.get(kind, kind)
+    message = f"Unroll `{short}` over {where} (size {size}) into {size} explicit terms"
+    if whole is not None:
+        hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
+        message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is unknown "
+                    f"(declare it, e.g. `assert {whole}.shape[{hint_axis}] == {size}`, and the fix splits the operand)")
+    return plan(True, message, {node: result}, jnp.imports if jnp is not None else ())
+
+
+# ---------------------------------------------------------------------------------------------
+def _keepdims(node: cst.Call, kind: str, form: str) -> bool | None:
+    """The literal keepdims value, or None when the call has arguments the fix cannot keep."""
+    kws = keyword_names(node)
+    npos = n_positional(node)
+    if form == "method":
+        if npos > 1 or kws - {"axis", "keepdims"}:
+            return None
+    elif kind == "norm":
+        # norm(x, ord=None, axis=None, keepdims=False)
+        if kws - {"x", "axis", "keepdims", "ord"} or npos > 4:
+            return None
+        ord_ = keyword(node, "ord") or positional(node, 1)
+        if ord_ is not None and not (isinstance(ord_, cst.Name) and ord_.value == "None"):
+            return None
+        if npos == 4:
+            kd = literal_bool(positional(node, 3))
+            return kd
+    else:
+        if kws - {"a", "x", "axis", "keepdims"} or npos > 2:
+            return None
+    kd_expr = keyword(node, "keepdims")
+    if kd_expr is None:
+        return False
+    return literal_bool(kd_expr)
+
+
+def _is_boolean(model, e, scope) -> bool:
+    """An evidently boolean operand: sum/prod/mean would count in int32, `+`/`*` would not."""
+    if isinstance(e, cst.Comparison):
+        return True
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.BitInvert, cst.Not)):
+        return True
+    if isinstance(e, cst.Call) and model.qn(e.func, scope) in _BOOL_RESULT_CALLS:
+        return True
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return True
+    return False
+
+
+def _lanes(model, operand, axis, size, shape, scope):
+    """(element i along the axis for each i, the name that blocked splitting or None).
+
+    A compound operand is split into its factors when that is provably right; otherwise it
+    is indexed as a whole.
+    """
+    rank = shape.rank if shape is not None else None
+    blockers: list[cst.BaseExpression] = []
+    for mode in ("as-is", "negative"):
+        if mode == "negative":
+            if axis is None or axis < 0 or rank is None:
+                break
+            eff_axis = axis - rank
+        else:
+            eff_axis = axis
+        if _splittable(model, operand, eff_axis, size, rank, scope, blockers):
+            return [_split(model, operand, eff_axis, i, scope) for i in range(size)], None
+    whole = [_index(operand, axis, i, model, scope) for i in range(size)]
+    blocker = next((b for b in blockers if isinstance(b, cst.Name)), None)
+    return whole, (blocker.value if blocker is not None and axis is not None else None)
+
+
+def _leaves_ok(model, e, axis, size, rank, scope, blockers) -> bool:
+    if isinstance(e, cst.BinaryOperation):
+        if isinstance(e.operator, cst.MatrixMultiply):
+            return False
+        left = _leaves_ok(model, e.left, axis, size, rank, scope, blockers)
+        right = _leaves_ok(model, e.right, axis, size, rank, scope, blockers)
+        return left and right
+    if isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+        return _leaves_ok(model, e.expression, axis, size, rank, scope, blockers)
+    if isinstance(e, cst.Call) and model.qn(e.func, scope) in _SPLITTABLE_CALLS:
+        if any(a.keyword is not None or a.star for a in e.args):
+            return False
+        return all([_leaves_ok(model, a.value, axis, size, rank, scope, blockers) for a in e.args])
+    if _leaf_full(model, e, axis, size, rank, scope) is not None:
+        return True
+    blockers.append(e)
+    return False
+
+
+def _splittable(model, e, axis, size, rank, scope, blockers) -> bool:
+    # Splitting a bare leaf is just indexing it; only compound operands are split.
+    if not isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)):
+        return False
+    if isinstance(e, cst.Call) and model.qn(e.func, scope) not in _SPLITTABLE_CALLS:
+        return False
+    return _leaves_ok(model, e, axis, size, rank, scope, blockers)
+
+
+def _leaf_full(model, e, axis, size, rank, scope) -> str | None:
+    """"scalar" (broadcast as is), "lane" (index it), or None (unknown: cannot split)."""
+    if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
+        return "scalar"
+    s = model.shape(e, scope)
+    if s is None:
+        return None
+    if s.rank == 0:
+        return "scalar"
+    if axis is None:
+        return "lane" if s.rank == 1 and s.size(0) == size else None
+    if axis >= 0:
+        return "lane" if s.rank is not None and s.rank == rank and s.size(axis) == size else None
+    return "lane" if s.size(axis) == size else None
+
+
+def _split(model, e, axis, i, scope) -> cst.BaseExpression:
+    if isinstance(e, cst.BinaryOperation):
+        return e.with_changes(left=_split(model, e.left, axis, i, scope), right=_split(model, e.right, axis, i, scope))
+    if isinstance(e, cst.UnaryOperation):
+        return e.with_changes(expression=_split(model, e.expression, axis, i, scope))
+    if isinstance(e, cst.Call) and model.qn(e.func, scope) in _SPLITTABLE_CALLS:
+        return e.with_changes(args=[a.with_changes(value=_split(model, a.value, axis, i, scope)) for a in e.args])
+    if _is_scalar(model, e, scope):
+        return e
+    return atom(_index(e, axis, i, model, scope))
+
+
+def _is_scalar(model, e, scope) -> bool:
+    if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    s = model.shape(e, scope)
+    return s is not None and s.rank == 0
+
+
+def _index(e: cst.BaseExpression, axis: int | None, i: int, model=None, scope=None) -> cst.BaseExpression:
+    simplified = _compose_slice(e, axis, i)
+    if simplified is None and model is not None:
+        simplified = _compose_stack(model, e, axis, i, scope)
+    if simplified is not None:
+        return simplified
+    return subscript(e, lane_index(axis, i))
+
+
+def _compose_stack(model, e, axis, i, scope) -> cst.BaseExpression | None:
+    """`jnp.stack([a, b], axis=k)` then element i on axis k  ->  the i-th stacked expression."""
+    if not isinstance(e, cst.Call) or e.lpar or axis is None:
+        return None
+    if model.qn(e.func, scope) != "jax.numpy.stack":
+        return None
+    seq = positional(e, 0)
+    ax = keyword(e, "axis") or positional(e, 1)
+    stack_axis = 0 if ax is None else _int(ax)
+    if stack_axis != axis or not isinstance(seq, (cst.List, cst.Tuple)):
+        return None
+    if set(keyword_names(e)) - {"axis"} or n_positional(e) > 2 or i >= len(seq.elements):
+        return None
+    if any(isinstance(el, cst.StarredElement) for el in seq.elements):
+        return None
+    return seq.elements[i].value
+
+
+def _int(e) -> int | None:
+    if isinstance(e, cst.Integer):
+        return int(e.value, 0)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value, 0)
+    return None
+
+
+def _compose_slice(e, axis, i) -> cst.BaseExpression | None:
+    """`x[..., :3]` then element i on axis -1  ->  `x[..., i]` (and `x[:, 1:3]` on axis 1 -> `x[:, 1 + i]`)."""
+    if not isinstance(e, cst.Subscript) or e.lpar or axis is None:
+        return None
+    els = list(e.slice)
+    want = lane_index(axis, 0)
+    if len(els) != len(want):
+        return None
+    pos = axis if axis >= 0 else 1
+    for j, (have, w) in enumerate(zip(els, want)):
+        h = have.slice
+        if j == pos:
+            if not isinstance(h, cst.Slice) or h.step is not None:
+                return None
+            lo = 0
+            if h.lower is not None:
+                if not isinstance(h.lower, cst.Integer):
+                    return None
+                lo = int(h.lower.value, 0)
+            if h.upper is not None:
+                if not isinstance(h.upper, cst.Integer) or lo + i >= int(h.upper.value, 0):
+                    return None
+            else:
+                return None
+            continue
+        if isinstance(w, cst.Slice):
+            if not (isinstance(h, cst.Slice) and h.lower is None and h.upper is None and h.step is None):
+                return None
+        elif isinstance(w.value, cst.Ellipsis):
+            if not (isinstance(h, cst.Index) and isinstance(h.value, cst.Ellipsis)):
+                return None
+        else:
+            return None
+    new_els = []
+    for j, have in enumerate(els):
+        if j == pos:
+            h = have.slice
+            lo = int(h.lower.value, 0) if h.lower is not None else 0
+            new_els.append(have.with_changes(slice=cst.Index(cst.Integer(str(lo + i)))))
+        else:
+            new_els.append(have)
+    return e.with_changes(slice=new_els)
+
+
+def _fold(terms, op_type) -> cst.BaseExpression:
+    p = PRECEDENCE[op_type]
+    wrapped = [t if precedence(t) > p else paren(t) for t in terms]
+    out = wrapped[0]
+    for t in wrapped[1:]:
+        out = binop(out, op_type(), t)
+    return out
+
+
+def _combine(kind, terms, jnp) -> cst.BaseExpression:
+    if kind == "sum":
+        return _fold(terms, cst.Add)
+    if kind == "mean":
+        total = _fold(terms, cst.Add)
+        return binop(paren(total) if len(terms) > 1 else atom(total), cst.Divide(), cst.Integer(str(len(terms))))
+    if kind == "prod":
+        return _fold(terms, cst.Multiply)
+    if kind in ("max", "min"):
+        fn = jnp.attr("maximum" if kind == "max" else "minimum")
+        out = terms[0]
+        for t in terms[1:]:
+            out = call(fn, out, t)
+        return out
+    # norm: sqrt(sum(|x_i|^2))
+    squares = [binop(call(jnp.attr("abs"), t), cst.Power(), cst.Integer("2")) for t in terms]
+    return call(jnp.attr("sqrt"), _fold(squares, cst.Add))
+
+
+# ---------------------------------------------------------------------------------------------
+def _dot(violation, model, scope):
+    data = violation.data
+    node: cst.Call = violation.node
+    a, b, size = data.get("a"), data.get("b"), data.get("size")
+    sa, sb = data.get("shape_a"), data.get("shape_b")
+    if a is None or b is None or not isinstance(size, int):
+        return None
+    if sb is None or sb.rank != 1 or sb.size(0) != size:
+        return None
+    if sa is None or sa.rank == 0 or (sa.rank is None and sa.size(-1) != size):
+        return None
+    if sa.size(-1) not in (None, size):
+        return None
+    if data.get("form") == "method":
+        if n_positional(node) != 1 or keyword_names(node):
+            return None
+    elif n_positional(node) + len(keyword_names(node) & {"a", "b"}) != 2 or keyword_names(node) - {"a", "b"}:
+        return None
+    purity = Purity.of(model)
+    if not (purity.info(a, scope).pure and purity.info(b, scope).pure):
+        return None
+    terms = [binop(atom(_index(a, -1, i)), cst.Multiply(), atom(_index(b, None, i))) for i in range(size)]
+    result = in_context(model, node, _fold(terms, cst.Add))
+    return plan(True, f"Unroll the dot product over its {size}-element axis into {size} explicit products",
+                {node: result})
+
+
+class UnrollSmallReductionCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF101: unroll reductions over small, statically known axes into explicit arithmetic."
+    CODE = CODE
+
+
+__all__ = ["CODE", "build_fix", "UnrollSmallReductionCommand"]

@@ -1,0 +1,71 @@
+"""JF103 codemod: add `unroll=True` to a short `lax.fori_loop` / `lax.scan`.
+
+    python -m libcst.tool codemod codemods.jf103_short_loop_not_unrolled.UnrollShortLoopCommand PATH
+"""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.codemod import Codemod, CodemodContext
+
+from jaxfuse_lint.diagnostics import Applicability
+from jaxfuse_lint.fixes import FixPlan, apply_plans, non_overlapping
+
+CODE = "JF103"
+
+
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` appended as its last argument, in the call's own comma style."""
+    args = list(call.args)
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # A trailing comma (often a multi-line call): the old last argument takes the comma that
+        # separates the others, the new one keeps the trailing comma and its line break.
+        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
+            cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=sep)
+        new = new.with_changes(comma=last.comma)
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(new)
+    return call.with_changes(args=args)
+
+
+def build_fix(violation, model, settings) -> FixPlan | None:
+    call = violation.node
+    if not isinstance(call, cst.Call):
+        return None
+    n = violation.data.get("trip_count")
+    return FixPlan(
+        applicability=Applicability.SAFE,
+        message=f"Unroll the {n}-step loop (`unroll=True`)",
+        replacements={call: with_keyword(call, "unroll", cst.Name("True"))},
+    )
+
+
+def run_rule_fixes(module: cst.Module, code: str, build) -> cst.Module:
+    """Apply one rule's fixes (safe and unsafe) to a module, as a libcst codemod does."""
+    from dataclasses import replace
+
+    from jaxfuse_lint.config import Settings
+    from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.rules import get_rule
+
+    settings = replace(Settings(), select=(code,))
+    model = SemanticModel(module, settings.jax_modules)
+    rule = get_rule(code)
+    plans = [p for v in rule.check(model, settings) if (p := build(v, model, settings)) is not None]
+    return apply_plans(module, non_overlapping(plans, model.index.parents)) if plans else module
+
+
+class UnrollShortLoopCommand(Codemod):
+    DESCRIPTION = "Add unroll=True to lax.fori_loop/lax.scan calls with a short literal trip count (JF103)."
+
+    def __init__(self, context: CodemodContext) -> None:
+        super().__init__(context)
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        return run_rule_fixes(tree, CODE, build_fix)

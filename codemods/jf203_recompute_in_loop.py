@@ -1,0 +1,266 @@
+"""JF203: recompute a cheap loop-invariant value inside the loop body instead of capturing it.
+
+    k2 = get_kmesh(rho)                        def step(i, rho):
+    def step(i, rho):                    ->        k2 = get_kmesh(rho)
+        ... jnp.exp(-0.5 * k2) ...                 ... jnp.exp(-0.5 * k2) ...
+    return lax.fori_loop(0, 5, step, rho)      return lax.fori_loop(0, 5, step, rho)
+
+(the notebook's `f_filter_with_temp` -> `f_filter_with_recalc`). The binding is
+copied to the top of a `def` body (or the expression is written in place of the
+read in a lambda body), and the outer binding is removed when nothing else reads
+it.
+
+Safe when the value is cheap (array creation, elementwise arithmetic, layout, the
+module's functions built from those), pure, and size-inflating: it reads no
+traced array's *values*, only static facts (`.shape`, `.ndim`, `.dtype`, `.size`,
+`len`) — otherwise XLA's loop-invariant code motion hoists the recomputation
+straight back out of the loop and nothing is saved, so there is no fix. Every
+free name must mean the same inside the body; a name the body rebinds is
+accepted only when the value reads it for its shape alone and the rebinding is
+the loop carry initialised from that very name (lax loops keep the carry's shape
+and dtype). Pure but costly values (FFTs, matmuls, reductions) and unproven
+shadowing get an unsafe fix.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._helpers import (
+    Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_docstring, is_inside, plan,
+    replace_within, top_of_body,
+)
+from jaxfuse_lint.model import keyword, positional
+from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.values import Kind
+
+CODE = "JF203"
+
+# lax loop -> (index of the carry parameter of its functions, position of the init argument, its keyword)
+_CARRY = {
+    "jax.lax.fori_loop": (1, 3, "init_val"),
+    "jax.lax.while_loop": (0, 2, "init_val"),
+    "jax.lax.scan": (0, 1, "init"),
+}
+
+
+def build_fix(violation, model, settings):
+    read: cst.Name = violation.node
+    data = violation.data
+    bindings, owner, body, site = data.get("bindings"), data.get("owner"), data.get("body"), data.get("loop")
+    if not bindings or len(bindings) != 1 or owner is None or body is None or site is None:
+        return None
+    b = bindings[0]
+    if b.kind != "assign" or b.index is not None or b.value is None or not isinstance(b.target, cst.Name):
+        return None
+    assign = b.node
+    stmt = model.parent(assign)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0].target is b.target
+            and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return None
+    block = model.parent(stmt)
+    if not isinstance(owner.node, cst.FunctionDef) or block is not owner.node.body:
+        return None
+    name = b.name
+    value = b.value
+    purity = Purity.of(model)
+    info = purity.info(value, owner)
+    if not info.pure or info.closure:
+        return None
+    if not _size_inflating(model, info, owner):
+        return None  # XLA hoists it back out of the loop: recomputing saves nothing
+    if any(n.value == "<scope>" for n in free_name_nodes(value)):
+        return None
+
+    all_reads = _reads_of(model, name, b)
+    if read not in [r.name for r in all_reads]:
+        return None
+    # The loop bodies that read the value: this one, plus every other lax loop body that does,
+    # when together they hold all the reads (then the outer binding goes away).
+    bodies = _bodies_reading(model, all_reads)
+    others = [f for f in bodies if f is not body]
+    covered = [r for f in bodies for r in bodies[f]]
+    group = [body] + others if len(covered) == len(all_reads) else [body]
+
+    replacements: dict[cst.CSTNode, object] = {}
+    safe = info.cheap
+    for fn in group:
+        verdict = _fix_body(model, fn, bodies.get(fn, []), name, stmt, value, info, owner, site, replacements)
+        if verdict is None:
+            if fn is body:
+                return None
+            # Another body cannot take it: fix this one only and keep the outer binding.
+            replacements = {}
+            group = [body]
+            verdict = _fix_body(model, body, bodies.get(body, []), name, stmt, value, info, owner, site, replacements)
+            if verdict is None:
+                return None
+            safe = info.cheap and verdict
+            break
+        safe = safe and verdict
+    fixed_regions = [fn.node for fn in group]
+    removable = all(any(is_inside(model, r.name, n) for n in fixed_regions) for r in all_reads)
+    if removable:
+        _remove_statement(model, stmt, replacements)
+
+    where = " and ".join("the lambda" if fn.is_lambda else f"`{fn.name}`" for fn in group)
+    what = "recompute" if removable else "also compute"
+    msg = f"{what.capitalize()} `{name}` inside {where} instead of capturing it from `{owner.display_name}`"
+    if not info.cheap:
+        msg += " (it is not cheap: this trades memory for compute in every iteration)"
+    elif not safe:
+        msg += " (a name it uses is rebound inside the loop body: check it means the same)"
+    return plan(safe, msg, replacements)
+
+
+def _bodies_reading(model, reads) -> dict:
+    """{loop body Function: [reads inside it]} over every lax loop of the module."""
+    out: dict = {}
+    for site in model.loop_sites:
+        for fn in site.bodies:
+            inside = [r for r in reads if is_inside(model, r.name, fn.node)]
+            if inside and fn not in out:
+                out[fn] = inside
+    # A body nested in another body: the outer one is where the value goes.
+    for fn in list(out):
+        if any(other is not fn and is_inside(model, fn.node, other.node) for other in out):
+            del out[fn]
+    return out
+
+
+def _fix_body(model, fn, reads, name, stmt, value, info, owner, site, replacements) -> bool | None:
+    """Add the recomputation to one loop body. True: safe; False: unproven names; None: cannot."""
+    if not reads:
+        return None
+    fn_site = _site_of(model, fn) or site
+    if fn.is_lambda:
+        scopes = list({id(r.scope): r.scope for r in reads}.values())
+    else:
+        if name in fn.nonlocals or name in fn.globals or name in fn.params:
+            return None
+        scopes = [fn]
+    verdicts = [_names_agree(model, value, info, owner, sc, fn, fn_site) for sc in scopes]
+    if None in verdicts:
+        return None
+    if fn.is_lambda:
+        for r in reads:
+            replacements[r.name] = in_context(model, r.name, value)
+    else:
+        new_stmt = stmt.with_changes(leading_lines=[ln for ln in stmt.leading_lines if ln.comment is not None])
+        first = top_of_body(fn.node)
+        if first is None:
+            return None
+        replacements[first] = insert_before(first, new_stmt)
+    return all(verdicts)
+
+
+def _site_of(model, fn):
+    for site in model.loop_sites:
+        if fn in site.bodies:
+            return site
+    return None
+
+
+def _atomic(e: cst.BaseExpression) -> bool:
+    return isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(e.lpar)
+
+
+def _reads_of(model, name: str, binding):
+    out = []
+    for r in model.index.reads:
+        if r.name.value != name:
+            continue
+        found = model.lookup(name, r.scope)
+        if found is not None and binding in found[1]:
+            out.append(r)
+    return out
+
+
+def _size_inflating(model, info, owner: Function) -> bool:
+    """The value reads no traced array's values: it is built from iota, constants and shapes."""
+    for n in info.value:
+        found = model.lookup(n, owner)
+        if found is None:
+            continue  # a builtin
+        scope, bindings = found
+        if not isinstance(scope, Function):
+            if all(bd.kind in ("import", "def", "class") for bd in bindings):
+                continue
+            if len(bindings) == 1 and bindings[0].kind == "assign":
+                continue  # a module constant
+            return False
+        if any(model.values.binding_kind(bd, scope) is not Kind.STATIC for bd in bindings):
+            return False
+    return True
+
+
+def _names_agree(model, value, info, owner: Function, target, body: Function, site) -> bool | None:
+    """True: every free name means the same at `target`; False: only unproven; None: it would break."""
+    ok = True
+    for node in free_name_nodes(value):
+        n = node.value
+        at_owner = model.lookup(n, owner)
+        at_target = model.lookup(n, target)
+        if at_owner is None and at_target is None:
+            continue
+        if at_owner is None or at_target is None:
+            return None
+        if at_owner[0] is at_target[0]:
+            scope, bindings = at_owner
+            if isinstance(scope, Function) and len(bindings) != 1 and not all(bd.kind == "def" for bd in bindings):
+                ok = False
+            continue
+        # Shadowed between owner and target.
+        shadow_scope, shadow = at_target
+        if any(bd.kind != "param" for bd in shadow):
+            return None  # a local of the body: reading it first would fail or differ
+        if shadow_scope is not body or not _is_carry_from(model, body, site, n, at_owner):
+            ok = False
+            continue
+        if n in info.value:
+            ok = False  # the value (not only the shape) of the carry is read
+    return ok
+
+
+def _is_carry_from(model, body: Function, site, name: str, at_owner) -> bool:
+    spec = _CARRY.get(site.qualified_name)
+    if spec is None:
+        return False
+    param_i, init_pos, init_kw = spec
+    if param_i >= len(body.params) or body.params[param_i] != name:
+        return False
+    init = positional(site.call, init_pos) or keyword(site.call, init_kw)
+    if not isinstance(init, cst.Name):
+        return False
+    found = model.lookup(init.value, site.scope)
+    return found is not None and found[0] is at_owner[0] and found[1] == at_owner[1]
+
+
+def _remove_statement(model, stmt: cst.SimpleStatementLine, replacements: dict) -> None:
+    """Remove `stmt`; keep the block's blank-line layout tidy (the next statement may be a target too)."""
+    block = model.parent(stmt)
+    stmts = list(block.body)
+    i = stmts.index(stmt)
+    if i + 1 >= len(stmts):
+        return  # nothing follows: leave it (the block must not become empty)
+    nxt = stmts[i + 1]
+    lines = list(nxt.leading_lines)
+    first_code = i == 0 or (i == 1 and is_docstring(stmts[0]))
+    if first_code:
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+    elif not (lines and lines[0].comment is None):
+        blanks = [ln for ln in stmt.leading_lines if ln.comment is None][:1]
+        lines = blanks + lines
+    inner = {k: v for k, v in replacements.items() if k is not nxt and is_inside(model, k, nxt)}
+    if nxt in replacements:
+        return  # already rewritten as a whole; keep it simple
+    new_next = replace_within(nxt, inner).with_changes(leading_lines=lines) if inner else nxt.with_changes(leading_lines=lines)
+    for k in inner:
+        del replacements[k]
+    replacements[nxt] = new_next
+    replacements[stmt] = cst.RemoveFromParent()
+
+
+class RecomputeInLoopCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF203: recompute cheap loop-invariant arrays inside lax loop bodies instead of capturing them."
+    CODE = CODE

@@ -1,0 +1,182 @@
+"""JF301: jit once, before the loop, instead of on every iteration.
+
+    while i < n:                                     step_jit = jax.jit(step)
+        i = jax.jit(lambda x: step(x))(i)     ->     while i < n:
+                                                         i = step_jit(i)
+
+`jax.jit(partial(f))` and `jax.jit(lambda x: f(x))` (a lambda that only forwards
+its arguments) become `jax.jit(f)`. The jitted callable is bound to a fresh name
+just before the loop (or before the statement holding a comprehension) and the
+call inside the loop uses that name.
+
+Safe when nothing the callable (and the transform's options) reads is bound
+inside the loop, and every name it reads is already bound before the loop. A
+callable that reads a loop variable gets no fix: hoisted, it would be traced
+once, with the first iteration's value baked in.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._helpers import (
+    RuleCodemodCommand, assign, containing_block, document_order, fresh_name, free_name_nodes, is_inside, plan,
+    replace_within,
+)
+from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
+
+CODE = "JF301"
+
+
+def build_fix(violation, model, settings):
+    data = violation.data
+    site = data.get("site")
+    if site is None or "decorated" in data:
+        return None  # `@jax.jit` on a def inside the loop: moving the def is a refactoring
+    call: cst.Call = site.call
+    loop = site.loop
+    scope = site.scope
+    target = data.get("target")
+    if target is None or not isinstance(call, cst.Call) or any(a.star for a in call.args):
+        return None
+    # Where the hoisted binding goes: before the loop statement, or before the statement
+    # that holds the comprehension.
+    anchor = loop if isinstance(loop, (cst.For, cst.While)) else model.statement_of(loop)
+    if anchor is None or containing_block(model, anchor) is None:
+        return None
+    if not isinstance(loop, (cst.For, cst.While)) and not _evaluated_unconditionally(model, loop, anchor):
+        return None
+
+    new_target, base = _simplify(model, target, scope)
+    if new_target is None:
+        return None
+    jit_expr = replace_within(call, {target: new_target}) if new_target is not target else call
+    # Every name the jit expression reads must be bound outside the loop, before it.
+    order = document_order(model)
+    names = _option_names(call, target)
+    if isinstance(new_target, cst.Lambda):
+        if not _lambda_free_names_stable(model, new_target, scope, loop, anchor, order):
+            return None
+    else:
+        names += free_name_nodes(new_target)
+    for n in names:
+        if n.value == "<scope>" or not _stable_before(model, n.value, scope, loop, anchor, order):
+            return None
+    name = fresh_name(model, f"{base}_jit")
+    new_stmt = assign(name, jit_expr)
+    new_anchor = replace_within(anchor, {call: cst.Name(name)})
+    what = "the lambda's target" if isinstance(target, cst.Lambda) and new_target is not target else "it"
+    return plan(True, f"Jit once before the loop as `{name}` and call {what} there",
+                {anchor: cst.FlattenSentinel([new_stmt, new_anchor])})
+
+
+def _evaluated_unconditionally(model, comp, anchor) -> bool:
+    """The comprehension runs whenever its statement runs (not behind `if`/`and`/`or`/a lambda)."""
+    for a in model.ancestors(comp):
+        if a is anchor:
+            return True
+        if isinstance(a, (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.FunctionDef, *PYTHON_LOOPS)):
+            return False
+    return False
+
+
+def _simplify(model, target, scope) -> tuple[cst.BaseExpression | None, str]:
+    """`partial(f)` -> f; `lambda x: f(x)` -> f; otherwise the callable as it is. Plus a name stem."""
+    if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
+        inner = target.args[0].value if target.args and target.args[0].keyword is None and not target.args[0].star else None
+        if inner is None:
+            return None, ""
+        if len(target.args) == 1:
+            return inner, _stem(inner)
+        return target, _stem(inner)
+    if isinstance(target, cst.Lambda):
+        fwd = _forwarded(target)
+        if fwd is not None:
+            return fwd, _stem(fwd)
+        return target, "lambda"
+    return target, _stem(target)
+
+
+def _stem(e) -> str:
+    if isinstance(e, cst.Name):
+        return e.value
+    if isinstance(e, cst.Attribute):
+        return e.attr.value
+    return "fn"
+
+
+def _forwarded(lam: cst.Lambda) -> cst.BaseExpression | None:
+    """`lambda a, b: f(a, b)` -> f (plain positional parameters forwarded in order, f not a parameter)."""
+    p = lam.params
+    if p.star_arg is not cst.MaybeSentinel.DEFAULT and p.star_arg is not None:
+        return None
+    if p.posonly_params or p.kwonly_params or p.star_kwarg is not None:
+        return None
+    params = list(p.params)
+    if any(x.default is not None for x in params):
+        return None
+    body = lam.body
+    if not isinstance(body, cst.Call) or not isinstance(body.func, (cst.Name, cst.Attribute)):
+        return None
+    if len(body.args) != len(params):
+        return None
+    for arg, param in zip(body.args, params):
+        if arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Name) or arg.value.value != param.name.value:
+            return None
+    names = {x.name.value for x in params}
+    if any(n.value in names for n in free_name_nodes(body.func)):
+        return None
+    return body.func
+
+
+def _option_names(call: cst.Call, target) -> list[cst.Name]:
+    out = []
+    for a in call.args:
+        if a.value is target:
+            continue
+        out.extend(free_name_nodes(a.value))
+    out.extend(free_name_nodes(call.func))
+    return out
+
+
+def _stable_before(model, name: str, scope, loop, anchor, order) -> bool:
+    """`name`, read at the jit call, refers to bindings made outside the loop and before it."""
+    found = model.lookup(name, scope)
+    if found is None:
+        return True  # a builtin
+    owner, bindings = found
+    for b in bindings:
+        if is_inside(model, b.node, loop):
+            return False  # the loop variable, or assigned in the loop body
+        if b.kind == "param":
+            continue
+        if owner is scope and order.get(b.node, 0) > order.get(anchor, 0):
+            return False  # bound only after the loop
+    if owner is model.index.scope and owner is not scope:
+        # A module variable read from a function: it must not be reassigned while the loop runs.
+        if any(b.kind not in ("import", "def", "class") for b in bindings) and _rebound_elsewhere(model, name):
+            return False
+    if isinstance(owner, Function) and owner is not scope and len(bindings) > 1:
+        return False
+    return True
+
+
+def _rebound_elsewhere(model, name: str) -> bool:
+    return any(name in fn.globals for fn in model.index.functions)
+
+
+def _lambda_free_names_stable(model, lam: cst.Lambda, scope, loop, anchor, order) -> bool:
+    fn = model.index.function_of.get(lam)
+    if fn is None:
+        return False
+    for r in fn.reads:
+        found = model.lookup(r.name.value, r.scope)
+        if found is not None and found[0] is fn:
+            continue  # its own parameter
+        if not _stable_before(model, r.name.value, scope, loop, anchor, order):
+            return False
+    return not fn.nested
+
+
+class HoistJitCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF301: hoist jax.jit out of Python loops (jit once, call many times)."
+    CODE = CODE

@@ -1,0 +1,133 @@
+"""JF405 fix: the product of a static shape computed with `jnp` -> `math.prod(shape)`.
+
+`jnp.array(x.shape).prod()`, `jnp.prod(x.shape)` and `jnp.prod(jnp.array(x.shape))` (also
+with `jnp.asarray`, `jnp.product`) become `math.prod(x.shape)`: a Python int, which is what the
+`reshape`/`zeros`/`range` that consumes it needs under `jit`. `import math` is added if missing.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.jf40_support import RuleFixCommand, module_name_for
+from jaxfuse_lint.diagnostics import Applicability
+from jaxfuse_lint.fixes import FixPlan, ImportSpec
+from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.scopes import Function, Scope
+
+CODE = "JF405"
+
+_ARRAY_OF = frozenset({"jax.numpy.array", "jax.numpy.asarray"})
+_PROD = frozenset({"jax.numpy.prod", "jax.numpy.product"})
+_SHAPE_OF = frozenset({"jax.numpy.shape", "numpy.shape"})
+
+
+def build_fix(violation, model: SemanticModel, settings) -> FixPlan | None:
+    node = violation.node
+    scope: Scope = violation.data["owner"]
+    shape = shape_product_operand(model, node, scope)
+    if shape is None:
+        return None
+    for name in violation.data.get("via", ()):
+        if not _used_only_as_a_number(model, name, scope):
+            return None
+    found = module_name_for(model, "math", scope, "math")
+    if found is None:
+        return None
+    math_name, add_import = found
+    new = cst.Call(cst.Attribute(cst.Name(math_name), cst.Name("prod")), [cst.Arg(shape)])
+    return FixPlan(
+        Applicability.SAFE,
+        f"Replace with `{math_name}.prod(...)` (a static Python int)",
+        {node: new},
+        (ImportSpec("math"),) if add_import else (),
+    )
+
+
+def shape_product_operand(model: SemanticModel, node: cst.CSTNode, scope: Scope) -> cst.BaseExpression | None:
+    """S for `jnp.array(S).prod()`, `jnp.prod(S)`, `jnp.prod(jnp.array(S))`; S a static shape tuple."""
+    if not isinstance(node, cst.Call) or not _single_argument(node):
+        return None
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "prod" and not node.args:
+        inner = func.value
+        if isinstance(inner, cst.Call) and model.qn(inner.func, scope) in _ARRAY_OF and len(inner.args) == 1 \
+                and _single_argument(inner):
+            operand = inner.args[0].value
+            return operand if _static_shape_tuple(model, operand, scope) else None
+        return None
+    if model.qn(func, scope) in _PROD and len(node.args) == 1:
+        operand = node.args[0].value
+        if isinstance(operand, cst.Call) and model.qn(operand.func, scope) in _ARRAY_OF:
+            if len(operand.args) != 1 or not _single_argument(operand):
+                return None
+            operand = operand.args[0].value
+        return operand if _static_shape_tuple(model, operand, scope) else None
+    return None
+
+
+def _single_argument(call: cst.Call) -> bool:
+    """No keywords and no unpacking (`dtype=`, `axis=`, `*args` change the meaning)."""
+    return all(a.keyword is None and not a.star for a in call.args) and len(call.args) <= 1
+
+
+def _static_shape_tuple(model: SemanticModel, e: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
+    """A static tuple of ints: `x.shape`, `x.shape[1:]`, `jnp.shape(x)`, `(a.shape[0], 3)`, or a
+    local name assigned one of those."""
+    if model.kind(e, scope) is not Kind.STATIC:
+        return False
+    if isinstance(e, cst.Attribute):
+        return e.attr.value == "shape"
+    if isinstance(e, cst.Subscript):
+        return (len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice)
+                and _static_shape_tuple(model, e.value, scope, depth))
+    if isinstance(e, cst.Call):
+        return model.qn(e.func, scope) in _SHAPE_OF
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return all(not isinstance(el, cst.StarredElement) and _int_like(el.value) for el in e.elements)
+    if isinstance(e, cst.Name) and depth < 4:
+        found = model.lookup(e.value, scope)
+        if found is None or not isinstance(found[0], Function):
+            return False
+        owner, bindings = found
+        return (len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].index is None
+                and bindings[0].value is not None and _static_shape_tuple(model, bindings[0].value, owner, depth + 1))
+    return False
+
+
+def _int_like(e: cst.BaseExpression) -> bool:
+    """An element of a shape tuple: a literal int, `x.shape[i]`, `len(x)`, or arithmetic on them."""
+    if isinstance(e, cst.Integer):
+        return True
+    if isinstance(e, cst.Subscript):
+        return isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape"
+    if isinstance(e, cst.Attribute):
+        return e.attr.value in ("size", "ndim")
+    if isinstance(e, cst.Call):
+        return isinstance(e.func, cst.Name) and e.func.value == "len"
+    if isinstance(e, cst.BinaryOperation):
+        return isinstance(e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)) and \
+            _int_like(e.left) and _int_like(e.right)
+    return False
+
+
+def _used_only_as_a_number(model: SemanticModel, name: cst.Name, scope: Scope) -> bool:
+    """Every read of the variable uses it as a number (not `n.astype(...)`, `n[0]`, `n.at`)."""
+    found = model.lookup(name.value, scope)
+    if found is None:
+        return False
+    owner, bindings = found
+    for read in model.index.reads:
+        if read.name.value != name.value:
+            continue
+        other = model.lookup(read.name.value, read.scope)
+        if other is None or other[0] is not owner:
+            continue
+        parent = model.parent(read.name)
+        if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is read.name:
+            return False
+    return True
+
+
+class MathProdShapeCommand(RuleFixCommand):
+    DESCRIPTION = "Replace jnp products of static shapes with math.prod in traced JAX code (JF405)."
+    RULE_CODE = CODE

@@ -1,0 +1,288 @@
+"""JF205 unrolled-independent-ffts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import Function, SemanticModel, positional, walk
+from jaxfuse_lint.model.fusion import large_op_deep, static_int
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+
+
+@dataclass(eq=False)
+class Accumulation:
+    """`acc = acc + term`, `acc = term + acc`, `acc += term` (also with `-`)."""
+
+    statement: cst.BaseSmallStatement
+    name: str
+    term: cst.BaseExpression
+
+
+@dataclass(eq=False)
+class LoopFacts:
+    loop: cst.For
+    accumulations: list[Accumulation] = field(default_factory=list)
+    carried: set[str] = field(default_factory=set)
+    independent_ops: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+
+
+def accumulation(stmt: cst.BaseSmallStatement) -> Accumulation | None:
+    if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
+            and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign)):
+        return Accumulation(stmt, stmt.target.value, stmt.value)
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
+        name = stmt.targets[0].target.value
+        v = stmt.value
+        if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)):
+            if isinstance(v.left, cst.Name) and v.left.value == name:
+                return Accumulation(stmt, name, v.right)
+            if isinstance(v.operator, cst.Add) and isinstance(v.right, cst.Name) and v.right.value == name:
+                return Accumulation(stmt, name, v.left)
+    return None
+
+
+def _small_statements(block: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
+    """The loop body's statements when all are simple ones (no nested blocks)."""
+    out = []
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in body:
+        if isinstance(line, cst.SimpleStatementLine):
+            out.extend(line.body)
+        elif isinstance(line, cst.SimpleStatementSuite):
+            out.extend(line.body)
+        else:
+            return None
+    return out
+
+
+def _assigned(stmt: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(stmt, cst.Assign):
+        names = []
+        for t in stmt.targets:
+            for n in walk(t.target):
+                if isinstance(n, cst.Name):
+                    names.append(n.value)
+        return names
+    if isinstance(stmt, (cst.AugAssign, cst.AnnAssign)) and isinstance(stmt.target, cst.Name):
+        return [stmt.target.value]
+    return []
+
+
+def _reads(node: cst.CSTNode) -> set[str]:
+    out = set()
+    for n in walk(node):
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+    return out
+
+
+def _value_reads(stmt: cst.BaseSmallStatement) -> set[str]:
+    if isinstance(stmt, cst.Assign):
+        return _reads(stmt.value) | {
+            n.value for t in stmt.targets for n in walk(t.target)
+            if isinstance(n, cst.Name) and not _is_bare_target(t.target, n)}
+    if isinstance(stmt, cst.AugAssign):
+        return _reads(stmt.value) | ({stmt.target.value} if isinstance(stmt.target, cst.Name) else set())
+    return _reads(stmt)
+
+
+def _is_bare_target(target: cst.BaseExpression, name: cst.Name) -> bool:
+    if target is name:
+        return True
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_is_bare_target(el.value, name) for el in target.elements)
+    return False
+
+
+def loop_facts(model: SemanticModel, loop: cst.For, scope) -> LoopFacts | None:
+    stmts = _small_statements(loop.body)
+    if stmts is None:
+        return None
+    facts = LoopFacts(loop)
+    # Carried names: assigned in the body and read before (or by) their first assignment.
+    first_assign: dict[str, int] = {}
+    for i, s in enumerate(stmts):
+        for n in _assigned(s):
+            first_assign.setdefault(n, i)
+    for i, s in enumerate(stmts):
+        for n in _value_reads(s):
+            if n in first_assign and first_assign[n] >= i:
+                facts.carried.add(n)
+    # What each in-body name depends on, in order.
+    depends_on_carried: dict[str, bool] = {}
+
+    def tainted(node: cst.CSTNode) -> bool:
+        return any(n in facts.carried or depends_on_carried.get(n, False) for n in _reads(node))
+
+    for s in stmts:
+        acc = accumulation(s)
+        if acc is not None:
+            facts.accumulations.append(acc)
+        value = s.value if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr)) else s
+        if value is not None:
+            for n in walk(value):
+                op = large_op_deep(model, n, scope)
+                if op is not None and not tainted(n):
+                    facts.independent_ops.append((n, op))
+        for name in _assigned(s):
+            if name not in facts.carried:
+                depends_on_carried[name] = value is not None and tainted(value)
+    return facts
+
+
+class UnrolledIndependentFfts(Rule):
+    code = "JF205"
+    name = "unrolled-independent-ffts"
+    summary = "Python `for` over a range in traced code whose iterations run independent FFTs/matmuls and accumulate"
+    fixable = "sometimes"
+    doc = """
+    ## What it does
+    Flags a Python `for` loop over `range(...)` in traced code whose body
+    accumulates (`res = res + term`, `res += term`) the result of an FFT,
+    matmul/contraction, convolution or linear-algebra call that does not depend
+    on anything carried from one iteration to the next. The diagnostic is on
+    the loop's `range(...)`.
+
+    ## Why is this bad?
+    Under tracing a Python loop is unrolled: XLA sees `n` copies of the body.
+    When the expensive calls of different iterations do not depend on each
+    other, XLA is free to schedule them side by side, and it does — each with
+    its own input, spectrum and output buffers alive at once — so peak
+    temporary memory grows linearly with `n`. A `lax.fori_loop` runs the
+    iterations one after another with one set of buffers. The fusion notebook's
+    `f_fft_multi` (rfftn/irfftn of a `(2, 64, 64, 32)` array per iteration),
+    measured on CPU with jax 0.10.2: 1.1, 3.3, 4.4, 6.6, 11.1 MB of temporaries
+    for n = 1, 2, 3, 5, 9 against a constant 2.2 MB with `fori_loop`; 512×512
+    matmuls behave alike (n=5: 5.2 MB against 2.1 MB).
+
+    ## Known problems
+    Loops with a literal trip count below 2 are not flagged. A body whose
+    expensive calls read the accumulator (or anything else carried across
+    iterations) is sequential already and not flagged.
+
+    ## Example
+    ```python
+    def f(x, n=5):
+        res = 0
+        for i in range(n):
+            res = res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)), axes=(1, 2, 3))
+        return res
+    ```
+
+    ## Use instead
+    ```python
+    def f(x, n=5):
+        res = 0
+        res = jax.lax.fori_loop(
+            1, n, lambda i, res: res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)), axes=(1, 2, 3)),
+            res + jnp.fft.irfftn((0 + 2) * jnp.fft.rfftn(x + 0, axes=(1, 2, 3)), axes=(1, 2, 3)))
+        return res
+    ```
+
+    ## Fix safety
+    Unsafe, and offered only when the body is the single accumulation, the
+    range is `range(stop)` or `range(start, stop)`, and the loop variable is
+    used only in arithmetic within the term and not after the loop. The first
+    iteration is peeled off as the loop's initial value (so the carry has the
+    term's shape and dtype even when the accumulator starts as `0`), and the
+    rest becomes `lax.fori_loop(start + 1, stop, lambda i, acc: acc + term,
+    acc + term[i := start])`. Unsafe because inside `fori_loop` the index is a
+    traced integer rather than a Python int: powers like `x ** (i + 2)` become
+    floating-point `pow` instead of repeated multiplication (results agree to
+    rounding), and a range that can be empty would now run the first term.
+    """
+    valid = (
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    res = x\n    for i in range(5):\n"
+        "        res = jnp.fft.ifft(jnp.fft.fft(res) * 2)\n    return res\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    res = 0\n    for i in range(5):\n"
+        "        res = res + jnp.sin(x + i)\n    return res\n",
+        "import jax.numpy as jnp\ndef host(x):\n    res = 0\n    for i in range(5):\n"
+        "        res = res + jnp.fft.fft(x + i)\n    return res\n",
+    )
+    invalid = (
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    res = 0\n    for i in range(5):\n"
+        "        res = res + jnp.fft.irfftn(jnp.fft.rfftn(x + i))\n    return res\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x, w):\n    out = jnp.zeros_like(x)\n    for k in range(1, 4):\n"
+        "        y = jnp.tanh((x * k) @ w)\n        out += y\n    return out\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        seen: set[int] = set()
+        for site in model.index.calls:
+            scope = site.scope
+            if not isinstance(scope, Function) or not model.is_traced(scope):
+                continue
+            for loop in _loops_around(model, site.call, scope):
+                if id(loop) in seen:
+                    continue
+                seen.add(id(loop))
+                found = self._check_loop(model, loop, scope)
+                if found is not None:
+                    yield found
+
+    def _check_loop(self, model: SemanticModel, loop: cst.For, scope: Function) -> Violation | None:
+        it = loop.iter
+        if not isinstance(it, cst.Call) or model.qn(it.func, scope) != "builtins.range" or loop.orelse is not None:
+            return None
+        if any(a.keyword is not None or a.star for a in it.args) or not 1 <= len(it.args) <= 3:
+            return None
+        if len(it.args) <= 2:
+            start = static_int(model, positional(it, 0), scope) if len(it.args) == 2 else 0
+            stop = static_int(model, positional(it, len(it.args) - 1), scope)
+            if start is not None and stop is not None and stop - start < 2:
+                return None
+        facts = loop_facts(model, loop, scope)
+        if facts is None or not facts.accumulations or not facts.independent_ops:
+            return None
+        # The independent call must feed an accumulation.
+        acc_reads = set()
+        for acc in facts.accumulations:
+            acc_reads |= _reads(acc.term)
+        feeding = [(n, op) for n, op in facts.independent_ops
+                   if any(_inside(model, n, acc.term) for acc in facts.accumulations)
+                   or _assigned_name_of(model, n) in acc_reads]
+        if not feeding:
+            return None
+        ops = sorted({op for _, op in feeding})
+        accs = sorted({a.name for a in facts.accumulations})
+        return Violation(
+            loop,
+            message(
+                f"this Python loop over `{model.module.code_for_node(it)}` is unrolled in traced "
+                f"`{scope.display_name}` (", *reason_parts(model.trace_reason(scope)), "), and each iteration's ",
+                ", ".join(f"`{o}`" for o in ops), " is independent of the others and accumulated into ",
+                ", ".join(f"`{a}`" for a in accs), ": XLA may run all iterations side by side, so peak temporary "
+                "memory grows with the trip count; `lax.fori_loop` runs them one after another",
+            ),
+            data={"facts": facts, "scope": scope},
+            range_node=it,
+        )
+
+
+def _inside(model: SemanticModel, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    if node is container:
+        return True
+    return any(a is container for a in model.ancestors(node))
+
+
+def _assigned_name_of(model: SemanticModel, node: cst.CSTNode) -> str | None:
+    """`y` when node is (part of) the value of `y = ...`."""
+    for a in model.ancestors(node):
+        if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
+            return a.targets[0].target.value
+        if isinstance(a, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return None
+    return None
+
+
+def _loops_around(model: SemanticModel, node: cst.CSTNode, scope: Function) -> Iterator[cst.For]:
+    for a in model.ancestors(node):
+        if a is scope.node:
+            return
+        if isinstance(a, cst.For):
+            yield a
+
+
+RULE = UnrolledIndependentFfts

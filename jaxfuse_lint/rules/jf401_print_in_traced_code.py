@@ -1,0 +1,124 @@
+"""JF401 print-in-traced-code."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.scopes import Function, Scope, walk
+from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+
+
+def printed_values(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """The values a `print(...)` call shows: its positional arguments, and the expressions
+    interpolated into f-string arguments."""
+    for a in call.args:
+        if a.keyword is not None:
+            continue
+        if isinstance(a.value, (cst.FormattedString, cst.ConcatenatedString)):
+            for node in walk(a.value):
+                if isinstance(node, cst.FormattedStringExpression):
+                    yield node.expression
+        else:
+            yield a.value
+
+
+class PrintInTracedCode(Rule):
+    code = "JF401"
+    name = "print-in-traced-code"
+    summary = "`print()` of a traced value inside traced code (runs once, at trace time, and prints tracers)"
+    fixable = "sometimes"
+    doc = """
+    ## What it does
+    Flags a call of the builtin `print` inside staged code (a function under
+    `jax.jit`, `pmap`, `vmap`, `checkpoint`, a lax loop body or branch, or
+    called from one) when one of the printed values — an argument or an
+    expression inside an f-string argument — is traced: derived from a
+    non-static argument through array operations.
+
+    ## Why is this bad?
+    `print` is a Python side effect. It runs while the function is traced, and
+    never again while the compiled program runs: you see one line per
+    compilation instead of one per call, and what it shows is a tracer
+    (`Traced<ShapedArray(float32[])>with<DynamicJaxprTrace>`), not the values
+    (the JIT tutorial's `log2_with_print`). `jax.debug.print` is staged into the
+    program and prints the runtime values on every call.
+
+    Printing only static values (`print(x.shape)`, `print("tracing f")`) is a
+    legitimate way to observe tracing and is not flagged.
+
+    ## Known problems
+    A value the model cannot classify (an attribute of an argument, which may
+    be a static pytree field, or the result of an unknown call) is not
+    considered traced, so `print(state.step)` is not flagged. Functions only
+    transformed eagerly (`jax.grad` outside `jit`) run their `print` on every
+    call and are not checked.
+
+    ## Example
+    ```python
+    @jax.jit
+    def log2(x):
+        print("printed x:", x)
+        return jnp.log(x) / jnp.log(2.0)
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def log2(x):
+        jax.debug.print("printed x: {}", x)
+        return jnp.log(x) / jnp.log(2.0)
+    ```
+
+    ## Fix safety
+    Safe: the call becomes `jax.debug.print` with a format string built from
+    the arguments — literal text (braces escaped as `{{`/`}}`) and the `sep`
+    separator between them, a `{}` placeholder for each value, f-string parts
+    turned into placeholders (with their conversion and format spec). An `end`
+    that ends with a newline is folded into the format. The module's alias for
+    `jax` is reused, or `import jax` is added. There is no fix when `print`
+    gets `file=`, `flush=`, `*args`, a non-literal `sep`/`end`, an `end`
+    without a final newline, an f-string with `{x=}` or nested replacement
+    fields, bytes, or a value that is neither a literal nor traced
+    (`jax.debug.print` only accepts arrays and numbers as values, not a string
+    variable). The fixed code prints on every call, at run time, so output
+    appears more often than before — which is the point.
+    """
+    valid = (
+        "import jax\n@jax.jit\ndef f(x):\n    jax.debug.print('x = {}', x)\n    return x\n",
+        "import jax\n@jax.jit\ndef f(x):\n    print('tracing f with shape', x.shape)\n    return x\n",
+        "def host(x):\n    print('x:', x)\n    return x\n",
+    )
+    invalid = (
+        "import jax\n@jax.jit\ndef f(x):\n    print('printed x:', x)\n    return x\n",
+        "import jax, jax.numpy as jnp\ndef body(i, c):\n    print(f'c={c}')\n    return c + 1\n"
+        "def run(x):\n    return jax.lax.fori_loop(0, 3, body, x)\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        st = staging(model)
+        for site in model.index.calls:
+            scope: Scope = site.scope
+            if not isinstance(scope, Function) or not model.is_traced(scope):
+                continue
+            if model.qn(site.call.func, scope) != "builtins.print" or not st.is_staged(scope, batching=True):
+                continue
+            traced = [v for v in printed_values(site.call) if st.values.kind(v, scope) is Kind.TRACED]
+            if not traced:
+                continue
+            shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v in traced[:3])
+            yield Violation(
+                site.call,
+                message(
+                    f"`print` runs only while `{scope.display_name}` is traced (",
+                    *reason_parts(model.trace_reason(scope)),
+                    f"): it prints tracers for {shown} once per compilation, not the values on each call; "
+                    "use `jax.debug.print`",
+                ),
+                data={"call": site.call, "scope": scope, "traced": traced},
+            )
+
+
+RULE = PrintInTracedCode

@@ -1,0 +1,320 @@
+"""JF402 python-control-flow-on-traced-value."""
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.scopes import Function, Scope, iter_children
+from jaxfuse_lint.model.staging import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS, own_nodes, staging
+from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
+
+# What each construct needs from its operand, and what to write instead.
+_ADVICE = {
+    "if": ("`if`", "use `jnp.where(...)` or `lax.cond(...)`"),
+    "elif": ("`elif`", "use `jnp.where(...)` or `lax.cond(...)`/`lax.switch(...)`"),
+    "while": ("`while`", "use `lax.while_loop(...)` (or `lax.fori_loop(...)`)"),
+    "assert": ("`assert`", "use `checkify.check(...)` (jax.experimental.checkify) or check the value "
+                           "outside the traced function"),
+    "ifexp": ("the conditional expression", "use `jnp.where(cond, a, b)`"),
+    "compif": ("the comprehension's `if`", "use a mask with `jnp.where(...)`"),
+    "and": ("`and`", "use `jnp.logical_and(...)` (or `&`)"),
+    "or": ("`or`", "use `jnp.logical_or(...)` (or `|`)"),
+    "not": ("`not`", "use `jnp.logical_not(...)` (or `~`)"),
+    "bool": ("`bool(...)`", "keep the value an array (`jnp.where`, `lax.cond`)"),
+    "int": ("`int(...)`", "keep the value an array (`.astype(jnp.int32)`)"),
+    "float": ("`float(...)`", "keep the value an array (`.astype(jnp.float32)`)"),
+    "complex": ("`complex(...)`", "keep the value an array (`.astype(jnp.complex64)`)"),
+    "range": ("`range(...)`", "use `lax.fori_loop(...)` (or `lax.scan`)"),
+    "max": ("`max(...)`", "use `jnp.maximum(...)`"),
+    "min": ("`min(...)`", "use `jnp.minimum(...)`"),
+}
+_CONVERSIONS = {"builtins.bool": "bool", "builtins.int": "int", "builtins.float": "float",
+                "builtins.complex": "complex", "builtins.range": "range", "builtins.max": "max",
+                "builtins.min": "min"}
+# Annotations under which a bare `if param:` tests a container or an optional value, not an array.
+_CONTAINER_HINT = re.compile(
+    r"\b(dict|Dict|Mapping|MutableMapping|list|List|Sequence|tuple|Tuple|set|Set|Iterable|Optional|None|"
+    r"Any|PyTree|Pytree|FrozenDict|Params|Callable|str)\b"
+)
+_MAX_ROOT_DEPTH = 6
+
+
+class PythonControlFlowOnTracedValue(Rule):
+    code = "JF402"
+    name = "python-control-flow-on-traced-value"
+    summary = "Python `if`/`while`/`assert`/`and`/`not`/`int()` on a traced value (concretization error)"
+    fixable = "never"
+    doc = """
+    ## What it does
+    Flags, in a staged function (one traced by `jax.jit`, `pmap`, `checkpoint`,
+    `shard_map`, a lax loop or branch, `vmap`, or called from one), a Python
+    construct that needs a concrete Python value from a traced one: the test of
+    `if`/`elif`/`while`/`assert`, a conditional expression or a comprehension's
+    `if`, the operand of `not` and the left operand of `and`/`or`, and
+    `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` of a
+    traced value. A value is traced when it is derived from an argument that is
+    not static (not in `static_argnums`/`static_argnames`, not a lax loop's
+    Python bound) through array operations. Shapes are static: `.shape`,
+    `.ndim`, `.dtype`, `.size`, `len()`, `isinstance()` and `is None` tests are
+    never flagged.
+
+    ## Why is this bad?
+    Under `jit` the arguments are abstract tracers: they have a shape and a
+    dtype but no value. Python control flow has to pick a branch while the
+    function is traced, so converting a tracer to a Python bool or int raises
+    `TracerBoolConversionError` / `ConcretizationTypeError` (the JIT tutorial's
+    `f` with `if x > 0` and `g` with `while i < n`, both under `jax.jit`).
+
+    ## Known problems
+    Attributes of a traced argument (`state.step`, `cfg.flag`) may be static
+    pytree fields (flax `pytree_node=False`, `eqx.field(static=True)`), and a
+    bare `if params:` may test a dict: neither is flagged. Functions traced
+    only by eager transforms (`jax.grad`, `custom_jvp` rules, `equinox`'s
+    filtered transforms) see concrete values or static non-arrays and are not
+    checked. Arguments with a default value may be left out by callers and
+    stay Python values, so they are not treated as traced.
+
+    ## Example
+    ```python
+    @jax.jit
+    def f(x):
+        if x > 0:
+            return x
+        return 2 * x
+
+    def g(x, n):
+        i = 0
+        while i < n:
+            i += 1
+        return x + i
+
+    g_jit = jax.jit(g)
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def f(x):
+        return jnp.where(x > 0, x, 2 * x)
+
+    g_jit = jax.jit(g, static_argnames=["n"])  # or lax.while_loop / lax.fori_loop
+    ```
+
+    ## Fix safety
+    No automatic fix: whether a value should become static (one compilation per
+    value) or the code should use `jnp.where`/`lax.cond`/`lax.while_loop` (both
+    branches traced, different shapes not allowed) is a design decision.
+    """
+    valid = (
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\n"
+        "def f(x, flag):\n    if flag:\n        return x * 2\n    return x\n",
+        "import jax\n@jax.jit\ndef f(x, y=None):\n    if x.ndim == 2 and x.shape[0] > 3 and y is None:\n"
+        "        return x.T\n    return x\n",
+        "def host(x, n):\n    while x < n:\n        x += 1\n    return x\n",
+        "import jax\n@jax.jit\ndef f(params, x):\n    for k, v in params.items():\n        if k == 'b':\n"
+        "            x = x + v\n    return x\n",
+    )
+    invalid = (
+        "import jax\n@jax.jit\ndef f(x):\n    if x > 0:\n        return x\n    return 2 * x\n",
+        "import jax\ndef g(x, n):\n    i = 0\n    while i < n:\n        i += 1\n    return x + i\n"
+        "g_jit = jax.jit(g)\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    n = int(jnp.sum(x))\n    return x * n\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        st = staging(model)
+        checker = _Checker(model)
+        for fn in model.traced.reasons:
+            if not st.is_staged(fn, batching=True):
+                continue
+            yield from checker.function(fn)
+
+
+class _Checker:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.staging = staging(model)
+        self.values = self.staging.values
+        self.read_names = {r.name for r in model.index.reads}
+
+    def traced(self, expr: cst.CSTNode, scope: Scope) -> bool:
+        return self.values.kind(expr, scope) is Kind.TRACED
+
+    def function(self, fn: Function) -> Iterator[Violation]:
+        flagged: set[cst.CSTNode] = set()
+        for node in own_nodes(fn):
+            for context, expr, truthiness in self._contexts(node, fn):
+                if not self.traced(expr, fn):
+                    continue
+                if truthiness and not self._truthiness_is_of_an_array(expr, fn):
+                    continue
+                if self._inside_flagged(expr, flagged, fn):
+                    continue
+                flagged.add(expr)
+                yield self._violation(fn, context, expr)
+
+    def _contexts(self, node: cst.CSTNode, fn: Function):
+        """(context, operand, is-a-truthiness-test) for every construct that converts to Python."""
+        m = self.model
+        if isinstance(node, cst.If):
+            parent = m.parent(node)
+            context = "elif" if isinstance(parent, cst.If) and parent.orelse is node else "if"
+            yield context, node.test, True
+        elif isinstance(node, cst.While):
+            yield "while", node.test, True
+        elif isinstance(node, cst.Assert):
+            yield "assert", node.test, True
+        elif isinstance(node, cst.IfExp):
+            yield "ifexp", node.test, True
+        elif isinstance(node, cst.CompIf):
+            yield "compif", node.test, True
+        elif isinstance(node, cst.BooleanOperation):
+            yield ("and" if isinstance(node.operator, cst.And) else "or"), node.left, True
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            yield "not", node.expression, True
+        elif isinstance(node, cst.Call):
+            which = _CONVERSIONS.get(m.qn(node.func, fn) or "")
+            if which is None:
+                return
+            args = [a for a in node.args if a.keyword is None and not a.star]
+            if which in ("max", "min"):
+                if len(args) >= 2:
+                    for a in args:
+                        yield which, a.value, False
+            elif which == "range":
+                for a in args:
+                    yield which, a.value, False
+            elif args:
+                yield which, args[0].value, False
+
+    def _inside_flagged(self, expr: cst.CSTNode, flagged: set, fn: Function) -> bool:
+        for a in self.model.ancestors(expr):
+            if a in flagged:
+                return True
+            if a is fn.node:
+                return False
+        return False
+
+    def _truthiness_is_of_an_array(self, expr: cst.CSTNode, fn: Function) -> bool:
+        """`if x:` is an error only if x is an array; a pytree container or None is fine.
+        Bare names count when they are unannotated (or array-annotated) parameters or are
+        bound only to array computations; bare attributes and subscripts never count."""
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            return False
+        if not isinstance(expr, cst.Name):
+            return True
+        found = self.model.lookup(expr.value, fn)
+        if found is None:
+            return False
+        owner, bindings = found
+        for b in bindings:
+            if b.kind == "param":
+                if not isinstance(owner, Function):
+                    return False
+                p = owner.param_nodes.get(b.name)
+                if p is not None and p.annotation is not None:
+                    text = self.model.module.code_for_node(p.annotation.annotation)
+                    if _CONTAINER_HINT.search(text):
+                        return False
+                if self._passed_a_container(owner, b.name):
+                    return False
+            elif b.kind in ("assign", "annassign", "augassign", "walrus"):
+                if not _array_producing(b.value):
+                    return False
+            else:
+                return False
+        return True
+
+    def _passed_a_container(self, fn: Function, name: str) -> bool:
+        """Whether some call of fn from traced code passes a tuple/list/dict/None for `name`."""
+        for r in self.model.traced.reasons.get(fn, ()):
+            if r.kind == "called" and isinstance(r.node, cst.Call):
+                arg = self.model.argument_for(r.node, fn, name)
+                if isinstance(arg, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp)) or (
+                        isinstance(arg, cst.Name) and arg.value == "None"):
+                    return True
+        return False
+
+    # -- the message ------------------------------------------------------------------------------
+    def _violation(self, fn: Function, context: str, expr: cst.CSTNode) -> Violation:
+        what, advice = _ADVICE[context]
+        roots = self.roots(expr, fn)
+        reason = self.model.trace_reason(fn)
+        if roots:
+            names = ", ".join(f"`{name}`" for _, name in roots[:3])
+            owners = {o.display_name for o, _ in roots}
+            of = f" of `{owners.pop()}`" if len(owners) == 1 else ""
+            depends = f"depends on traced argument{'s' if len(roots) > 1 else ''} {names}{of}"
+        else:
+            depends = "is a traced value"
+        hint = self._static_hint(roots)
+        return Violation(
+            expr,
+            message(
+                f"{what} needs a concrete Python value, but `{code_of(self.model, expr)}` {depends}: "
+                f"this raises a concretization error while `{fn.display_name}` is traced (",
+                *reason_parts(reason),
+                f"); {advice}{hint}",
+            ),
+            data={"context": context, "roots": [name for _, name in roots]},
+        )
+
+    def _static_hint(self, roots) -> str:
+        names = []
+        transform = None
+        for owner, name in roots:
+            t = self.staging.staging_transform(owner)
+            if t in ACCEPTS_STATIC_ARGNUMS:
+                names.append(name)
+                transform = transform or t
+        if not names:
+            return ""
+        if transform in ACCEPTS_STATIC_ARGNAMES:
+            listed = ", ".join(repr(n) for n in names)
+            return f", or mark {'it' if len(names) == 1 else 'them'} static (`static_argnames=[{listed}]`)"
+        return f", or mark {'it' if len(names) == 1 else 'them'} static (`static_argnums`)"
+
+    def roots(self, expr: cst.CSTNode, scope: Scope) -> list[tuple[Function, str]]:
+        """The traced parameters a traced expression is computed from (through local names)."""
+        out: list[tuple[Function, str]] = []
+        seen: set = set()
+        stack = [(expr, scope, 0)]
+        while stack:
+            node, sc, depth = stack.pop()
+            if isinstance(node, cst.BaseExpression) and self.values.kind(node, sc) is not Kind.TRACED:
+                continue
+            if isinstance(node, cst.Name) and node in self.read_names:
+                found = self.model.lookup(node.value, sc)
+                if found is None or not isinstance(found[0], Function):
+                    continue
+                owner, bindings = found
+                for b in bindings:
+                    key = (id(owner), b.name, id(b.node))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if b.kind == "param":
+                        if self.values.param_kind(owner, b.name) is Kind.TRACED and (owner, b.name) not in out:
+                            out.append((owner, b.name))
+                    elif b.value is not None and depth < _MAX_ROOT_DEPTH:
+                        stack.append((b.value, owner, depth + 1))
+                continue
+            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend((c, sc, depth) for _, c in reversed(list(iter_children(node))))
+        return out
+
+
+def _array_producing(value: cst.BaseExpression | None) -> bool:
+    """An expression whose result is an array when its inputs are (not a container or None)."""
+    if value is None:
+        return False
+    if isinstance(value, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    return isinstance(value, cst.Call)
+
+
+RULE = PythonControlFlowOnTracedValue

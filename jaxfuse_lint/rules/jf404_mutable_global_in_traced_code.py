@@ -1,0 +1,232 @@
+"""JF404 mutable-global-in-traced-code."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.scopes import Binding, Function
+from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+
+_LOOPS = (cst.For, cst.While)
+
+
+class MutableGlobalInTracedCode(Rule):
+    code = "JF404"
+    name = "mutable-global-in-traced-code"
+    summary = "traced code reads a module-level variable that is rebound elsewhere (frozen at first trace)"
+    fixable = "never"
+    doc = """
+    ## What it does
+    Flags, in a staged function (`jax.jit`, `pmap`, `checkpoint`, a lax loop
+    body or branch, or a function they call), a read of a module-level name
+    that the module rebinds:
+    - inside a function, through `global name`;
+    - at module level (a second assignment, `name += 1`, a `for` loop) after
+      module-level code has already used the traced function — so it was
+      traced, and compiled, with the old value.
+
+    Constants bound once, imports, functions and classes are never flagged, nor
+    are names whose bindings are alternatives of one `if`/`try` statement.
+
+    ## Why is this bad?
+    A global is read while the function is traced, and its value at that
+    moment is baked into the compiled program as a constant. Later calls with
+    arguments of the same shapes and dtypes reuse the cached program, so a
+    rebinding is silently ignored — until some call with a new shape retraces
+    and picks the new value up (the notes' `impure_uses_globals`: first call
+    `4.0`, after `g = 10.` still `5.0`, then `[14.]`).
+
+    ## Known problems
+    The rule cannot know whether a function that rebinds the name runs before
+    the first trace (configuration code that runs once at start-up is
+    harmless); if it does, pass the value as an argument anyway or silence the
+    line. Module-level rebindings count only after a module-level use of the
+    function (a call, or `jax.jit(f)` being applied and called): uses from
+    inside other functions are not followed, and notebook-style scripts that
+    redefine a name before using the function again are left alone.
+
+    ## Example
+    ```python
+    g = 0.0
+
+    @jax.jit
+    def impure_uses_globals(x):
+        return x + g
+
+    def update_global():
+        global g
+        g = 10.0
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def pure_uses_argument(x, g):
+        return x + g
+    ```
+    (or `static_argnames=["g"]` when it must stay a Python value: a new value
+    then triggers a new compilation instead of being ignored).
+
+    ## Fix safety
+    No automatic fix: it changes the function's signature and every call site.
+    """
+    valid = (
+        "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
+        "import jax\ntry:\n    DTYPE = jax.numpy.float64\nexcept AttributeError:\n    DTYPE = None\n"
+        "@jax.jit\ndef f(x):\n    return x.astype(DTYPE)\n",
+        "g = 0.0\ndef host(x):\n    return x + g\ndef update():\n    global g\n    g = 1.0\n",
+    )
+    invalid = (
+        "import jax\ng = 0.0\n@jax.jit\ndef f(x):\n    return x + g\ndef update():\n    global g\n    g = 10.0\n",
+        "import jax\ng = 0.0\ndef f(x):\n    return x + g\nf_jit = jax.jit(f)\nprint(f_jit(1.0))\ng = 10.0\n"
+        "print(f_jit(1.0))\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        st = staging(model)
+        module_scope = model.index.scope
+        top = _top_level_index(model)
+        uses = _ModuleUses(model, top)
+        for fn in model.traced.reasons:
+            if not st.is_staged(fn):
+                continue
+            seen: set[str] = set()
+            holders = None
+            for read in fn.reads:
+                name = read.name.value
+                if name in seen or name.startswith("__"):
+                    continue
+                found = model.lookup(name, fn)
+                if found is None or found[0] is not module_scope:
+                    continue
+                owner, bindings = found
+                if name in fn.globals and any(model.scope_of(b.node) is fn for b in bindings):
+                    continue  # fn writes it itself: JF403
+                if holders is None:
+                    holders = _trace_holders(model, fn, top)
+                rebind = _rebinding(model, bindings, top, _top_level_of(model, fn.node, top), uses, holders)
+                if rebind is None:
+                    continue
+                seen.add(name)
+                where = model.function_of(rebind.node)
+                inside = f" in `{where.display_name}`" if where is not None else ""
+                yield Violation(
+                    read.name,
+                    message(
+                        f"`{fn.display_name}` reads module-level `{name}`, which is rebound on line ",
+                        LineOf(rebind.node), f"{inside}: its value is frozen into the compiled program when "
+                        f"`{fn.display_name}` is traced (",
+                        *reason_parts(model.trace_reason(fn)),
+                        "), and later rebindings are ignored until something forces a retrace; pass it as an "
+                        "argument",
+                    ),
+                    data={"name": name, "rebinding": rebind},
+                )
+
+
+def _top_level_index(model: SemanticModel) -> dict[cst.CSTNode, int]:
+    return {stmt: i for i, stmt in enumerate(model.module.body)}
+
+
+def _top_level_of(model: SemanticModel, node: cst.CSTNode, top: dict[cst.CSTNode, int]) -> int | None:
+    if node in top:
+        return top[node]
+    for a in model.ancestors(node):
+        if a in top:
+            return top[a]
+    return None
+
+
+def _in_loop(model: SemanticModel, b: Binding) -> bool:
+    if b.kind == "for":
+        return True
+    return any(isinstance(a, _LOOPS) for a in model.ancestors(b.node))
+
+
+class _ModuleUses:
+    """Where module-level code (outside any def) uses the names that hold a traced function."""
+
+    def __init__(self, model: SemanticModel, top: dict[cst.CSTNode, int]) -> None:
+        self.by_name: dict[str, list[int]] = {}
+        for read in model.index.reads:
+            if read.scope is model.index.scope:
+                index = _top_level_of(model, read.name, top)
+                if index is not None:
+                    self.by_name.setdefault(read.name.value, []).append(index)
+
+    def of(self, names: set[str]) -> list[int]:
+        return sorted(i for n in names for i in self.by_name.get(n, ()))
+
+
+def _holders(model: SemanticModel, stmt: cst.CSTNode) -> set[str]:
+    """The module-level names a top-level statement binds (a def, a class, `f_jit = jax.jit(f)`)."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return {stmt.name.value}
+    names = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    if isinstance(t.target, cst.Name):
+                        names.add(t.target.value)
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                names.add(small.target.value)
+    return names
+
+
+def _trace_holders(model: SemanticModel, fn: Function, top: dict) -> set[str]:
+    """The module-level names through which module code can trace fn: the names bound by its
+    own top-level statement, by `f_jit = jax.jit(f)` statements, and those of its traced callers."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        index = _top_level_of(model, f.node, top)
+        if index is not None:
+            names |= _holders(model, model.module.body[index])
+        for r in model.traced.reasons.get(f, ()):
+            if r.kind == "transform":
+                index = _top_level_of(model, r.node, top)
+                if index is not None:
+                    names |= _holders(model, model.module.body[index])
+            if r.caller is not None:
+                stack.append(r.caller)
+    return names
+
+
+def _rebinding(model: SemanticModel, bindings: list[Binding], top: dict, fn_index: int | None,
+               uses: _ModuleUses, holders: set[str]) -> Binding | None:
+    """The binding that changes the name after the function may have been traced, if any:
+    an assignment inside a function (`global name`), which can run at any time; or a
+    module-level rebinding that follows a module-level use of the traced function (it was
+    traced with the old value), or a rebinding loop that also uses it."""
+    if any(b.kind in ("import", "def", "class") for b in bindings):
+        return None
+    for b in bindings:
+        if model.function_of(b.node) is not None:
+            return b
+    if fn_index is None:
+        return None
+    groups = {_top_level_of(model, b.node, top) for b in bindings}
+    if len(groups) < 2 and not any(b.kind == "augassign" or _in_loop(model, b) for b in bindings):
+        return None
+    used_at = uses.of(holders)
+    for b in bindings:
+        index = _top_level_of(model, b.node, top)
+        if index is None or index <= fn_index:
+            continue
+        if any(fn_index < u < index for u in used_at):
+            return b
+        if _in_loop(model, b) and index in used_at:
+            return b
+    return None
+
+
+RULE = MutableGlobalInTracedCode

@@ -1,0 +1,1 @@
+"""`jaxfuse-lint server`: a Language Server (pygls) for editors. Imported only by that command."""
