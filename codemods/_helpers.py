@@ -139,20 +139,12 @@ def atom(e: cst.BaseExpression) -> cst.BaseExpression:
     return e if is_atom(e) else paren(e)
 
 
-def strip_parens(e: cst.BaseExpression) -> cst.BaseExpression:
-    return e.with_changes(lpar=[], rpar=[]) if e.lpar else e
-
-
 def subscript(value: cst.BaseExpression, elements: Sequence[cst.BaseSlice]) -> cst.Subscript:
     return cst.Subscript(atom(value), [cst.SubscriptElement(s) for s in elements])
 
 
 def colon() -> cst.Slice:
     return cst.Slice(lower=None, upper=None)
-
-
-def index_value(e: cst.BaseExpression) -> cst.Index:
-    return cst.Index(e)
 
 
 def lane_index(axis: int | None, i: int) -> list[cst.BaseSlice]:
@@ -196,6 +188,8 @@ def fits_without_parens(model: "SemanticModel", node: cst.CSTNode) -> bool:
         return getattr(parent, "value", None) is node
     if isinstance(parent, cst.Lambda):
         return parent.body is node
+    if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return parent.elt is node
     return False
 
 
@@ -234,7 +228,10 @@ def in_context(model: "SemanticModel", original: cst.CSTNode, new: cst.BaseExpre
             ok = p_new > p_parent or (p_new == p_parent and power)
         if ok:
             return new
-    if isinstance(parent, cst.UnaryOperation) and p_new >= UNARY_PRECEDENCE and not isinstance(new, cst.BinaryOperation):
+    if isinstance(parent, cst.IfExp) and not original.lpar and p_new > 0:
+        return new  # arithmetic binds tighter than `a if c else b`
+    if (isinstance(parent, cst.UnaryOperation) and p_new >= UNARY_PRECEDENCE
+            and not isinstance(new, cst.BinaryOperation)):
         return new
     if original.lpar:
         return new.with_changes(lpar=original.lpar, rpar=original.rpar)
@@ -283,6 +280,39 @@ def top_of_body(fn_node: cst.FunctionDef) -> cst.BaseStatement | None:
     return block.body[0]
 
 
+def remove_statement(model: "SemanticModel", stmt: cst.BaseStatement, replacements: dict) -> bool:
+    """Add the removal of `stmt` to `replacements`, keeping the block's blank-line layout tidy.
+
+    The statement after it loses its leading blank lines when `stmt` opened the block (after a
+    docstring it keeps one), or inherits `stmt`'s blank line otherwise; replacements already planned inside that next
+    statement are folded into its new version. False (nothing added) when `stmt` is the last
+    statement of its block (the block must not become empty) or its successor is a target itself.
+    """
+    block = model.parent(stmt)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    stmts = list(block.body)
+    i = stmts.index(stmt)
+    if i + 1 >= len(stmts):
+        return False
+    nxt = stmts[i + 1]
+    if nxt in replacements:
+        return False
+    lines = list(nxt.leading_lines)
+    if i == 0:
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+    elif not (lines and lines[0].comment is None):
+        lines = [ln for ln in stmt.leading_lines if ln.comment is None][:1] + lines
+    inner = {k: v for k, v in replacements.items() if k is not nxt and is_inside(model, k, nxt)}
+    new_next = replace_within(nxt, inner) if inner else nxt
+    for k in inner:
+        del replacements[k]
+    replacements[nxt] = new_next.with_changes(leading_lines=lines)
+    replacements[stmt] = cst.RemoveFromParent()
+    return True
+
+
 def keyword_names(call_node: cst.Call) -> set[str]:
     return {a.keyword.value for a in call_node.args if a.keyword is not None}
 
@@ -299,10 +329,6 @@ def literal_bool(e: cst.BaseExpression | None) -> bool | None:
     if isinstance(e, cst.Name) and e.value in ("True", "False"):
         return e.value == "True"
     return None
-
-
-def block_statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
-    return list(block.body) if isinstance(block, cst.IndentedBlock) else []
 
 
 def is_docstring(stmt: cst.CSTNode) -> bool:
@@ -760,10 +786,12 @@ def plan(safe: bool, message: str, replacements: dict, imports: Iterable[ImportS
 class RuleCodemodCommand(CodemodCommand):
     """Run one rule's analysis on the tree and apply its fixes, as `jaxfuse-lint --fix --select CODE` does.
 
-    Usable from libcst's own tooling:
+    Usable from libcst's own tooling (`--no-format` unless a formatter is configured in
+    `.libcst.codemod.yaml`; libcst defaults to black):
         python -m libcst.tool codemod -x --no-format codemods.<module>.<Command> PATH [--unsafe-fixes]
     """
 
+    DESCRIPTION = "Base class of the jaxfuse-lint codemods (not a codemod itself)."
     CODE: str = ""
     MAX_PASSES = 10
 
@@ -788,6 +816,9 @@ class RuleCodemodCommand(CodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         from jaxfuse_lint.engine import Analysis
+
+        if not self.CODE:
+            raise NotImplementedError("RuleCodemodCommand is a base class: run one of its subclasses")
 
         settings = self._settings()
         filename = self.context.filename or "<codemod>"

@@ -1,26 +1,32 @@
 """JF101: unroll a reduction over a small axis into explicit indexing and arithmetic.
 
     jnp.sum(v * v, axis=-1)          ->  v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1]
-    jnp.sum(kvm * x, axis=1, keepdims=True)
-                                     ->  ((kvm * x)[:, 0] + (kvm * x)[:, 1])[:, None]   (x's size unknown)
     jnp.linalg.norm(v, axis=-1)      ->  jnp.sqrt(jnp.abs(v[..., 0]) ** 2 + jnp.abs(v[..., 1]) ** 2)
     v.max(axis=-1)                   ->  jnp.maximum(v[..., 0], v[..., 1])
     jnp.dot(m, w)   (w rank 1, n=2)  ->  m[..., 0] * w[0] + m[..., 1] * w[1]
+    return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)      (x's size along axis 1 unknown)
+        ->  _, x_b = jnp.broadcast_arrays(kvm, x)
+            return x * 2 + (kvm[:, 0] * x_b[:, 0] + kvm[:, 1] * x_b[:, 1])[:, None]
 
-An elementwise operand is split into its factors only when every array factor
-is known to have the full size along the reduced axis (a factor of unknown size
-could broadcast along it, or have another rank); otherwise the operand is
-indexed as a whole. Operands are repeated once per term, so they must be pure
-(names, attributes, subscripts, arithmetic, jnp calls, the module's own pure
-functions); XLA computes a repeated pure expression once (CSE).
+An elementwise operand is split into its factors when every array factor is
+known to have the full size along the reduced axis. A factor of unknown size
+could broadcast along it or have another rank, so it is never indexed itself:
+where a statement can be inserted, the factors are broadcast together first
+(`jnp.broadcast_arrays`) and the broadcast factor is indexed; elsewhere (a lambda,
+a conditional expression) the operand is indexed as a whole,
+`((kvm * x)[:, 0] + (kvm * x)[:, 1])`. Measured on CPU, only split forms fuse when
+the operand contains a `jnp.stack`. Operands are repeated once per term, so they
+must be pure (names, attributes, subscripts, arithmetic, jnp calls, the module's
+own pure functions); XLA computes a repeated pure expression once (CSE).
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from codemods._helpers import (
-    PRECEDENCE, Purity, RuleCodemodCommand, atom, binop, call, has_star, in_context, jnp_name, keyword_names,
-    lane_index, literal_bool, n_positional, new_axis_index, paren, plan, precedence, subscript,
+    PRECEDENCE, Purity, RuleCodemodCommand, atom, binop, call, fresh_name, has_star, in_context, is_inside, jnp_name,
+    keyword_names, lane_index, literal_bool, n_positional, new_axis_index, paren, plan, precedence, replace_within,
+    subscript,
 )
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
@@ -57,22 +63,134 @@ def build_fix(violation, model, settings):
     jnp = jnp_name(model, [scope]) if kind in ("max", "min", "norm") else None
     if kind in ("max", "min", "norm") and jnp is None:
         return None
-    terms = _lanes(model, operand, axis, size, shape, scope)
-    if terms is None:
-        return None
-    terms, whole = terms
-    result = _combine(kind, terms, jnp)
-    if keepdims:
-        result = subscript(result, new_axis_index(axis))
-    result = in_context(model, node, result)
+    terms, whole = _lanes(model, operand, axis, size, shape, scope)
     where = "the only axis" if axis is None else f"axis {axis}"
-    short = {"norm": "norm"}.get(kind, kind)
-    message = f"Unroll `{short}` over {where} (size {size}) into {size} explicit terms"
+    message = f"Unroll `{kind}` over {where} (size {size}) into {size} explicit terms"
+    broadcast = _broadcast_split(model, node, operand, axis, size, shape, scope) if whole is not None else None
+    if broadcast is not None:
+        terms, stmt, bind, names, bjnp = broadcast
+        result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
+        new_stmt = replace_within(stmt, {node: result}).with_changes(leading_lines=[])
+        bind = bind.with_changes(leading_lines=stmt.leading_lines)
+        shown = ", ".join(f"`{n}`" for n in names)
+        message += (f"; {shown} (size along the axis unknown) {'is' if len(names) == 1 else 'are'} broadcast "
+                    "with `jnp.broadcast_arrays` first, so the operand can be split into its factors")
+        imports = tuple({*(jnp.imports if jnp else ()), *bjnp.imports})
+        return plan(True, message, {stmt: cst.FlattenSentinel([bind, new_stmt])}, imports)
+    result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
     if whole is not None:
         hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
         message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is unknown "
                     f"(declare it, e.g. `assert {whole}.shape[{hint_axis}] == {size}`, and the fix splits the operand)")
     return plan(True, message, {node: result}, jnp.imports if jnp is not None else ())
+
+
+def _finish(kind, terms, jnp, keepdims, axis) -> cst.BaseExpression:
+    result = _combine(kind, terms, jnp)
+    if keepdims:
+        result = subscript(result, new_axis_index(axis))
+    return result
+
+
+def _broadcast_split(model, node, operand, axis, size, shape, scope):
+    """Split a product whose factors' sizes are partly unknown by broadcasting those factors first.
+
+    `jnp.sum(kvm * x, axis=1)`, x's size unknown  ->  `_, x_b = jnp.broadcast_arrays(kvm, x)` on the line
+    before, then `kvm[:, 0] * x_b[:, 0] + kvm[:, 1] * x_b[:, 1]`. A broadcast factor has the product's
+    full shape, so indexing it is always right. Only where a statement can be inserted: the reduction
+    runs whenever its statement does (not in a lambda, comprehension or conditional expression).
+    """
+    if not isinstance(operand, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) or axis is None:
+        return None
+    stmt = model.statement_of(node)
+    if not isinstance(stmt, cst.SimpleStatementLine) or not isinstance(model.parent(stmt), cst.IndentedBlock):
+        return None
+    fn = model.function_of(node)
+    if fn is None or fn.is_lambda:
+        return None
+    for a in model.ancestors(node):
+        if a is stmt:
+            break
+        if isinstance(a, (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+                          cst.GeneratorExp)):
+            return None
+    from jaxfuse_lint.model.scopes import walk
+
+    if any(isinstance(n, cst.NamedExpr) for n in walk(stmt)):
+        return None
+    rank = shape.rank if shape is not None else None
+    for eff_axis in ([axis] + ([axis - rank] if axis >= 0 and rank is not None else [])):
+        leaves: list = []
+        if not _collect_leaves(model, operand, eff_axis, size, rank, scope, leaves):
+            continue
+        unknown = [leaf for leaf, known in leaves if not known]
+        arrays = [leaf for leaf, known in leaves if known != "scalar"]
+        if not unknown:
+            continue
+        bjnp = jnp_name(model, [scope])
+        if bjnp is None:
+            return None
+        code = model.module.code_for_node
+        order: list[str] = []
+        firsts: dict[str, cst.BaseExpression] = {}
+        for leaf in arrays:
+            key = code(leaf)
+            if key not in firsts:
+                firsts[key] = leaf
+                order.append(key)
+        unknown_keys = {code(leaf) for leaf in unknown}
+        taken: set[str] = set()
+        subst: dict[str, str] = {}
+        for key in order:
+            if key in unknown_keys:
+                name = fresh_name(model, f"{_stem(firsts[key])}_b", taken)
+                taken.add(name)
+                subst[key] = name
+        reads_underscore = "_" in fn.bindings or any(
+            r.name.value == "_" and is_inside(model, r.name, fn.node) for r in model.index.reads)
+        targets = []
+        for key in order:
+            if key in subst:
+                targets.append(subst[key])
+            elif reads_underscore:
+                placeholder = fresh_name(model, "unused", taken)
+                taken.add(placeholder)
+                targets.append(placeholder)
+            else:
+                targets.append("_")
+        call_node = call(bjnp.attr("broadcast_arrays"), *[firsts[k] for k in order])
+        target = cst.Tuple([cst.Element(cst.Name(t)) for t in targets], lpar=[], rpar=[])
+        bind = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(target)], call_node)])
+        terms = [_split(model, operand, eff_axis, i, scope, subst) for i in range(size)]
+        return terms, stmt, bind, [k for k in order if k in subst], bjnp
+    return None
+
+
+def _collect_leaves(model, e, axis, size, rank, scope, out) -> bool:
+    """The leaves of an elementwise operand: (leaf, "lane" | "scalar" | None for unknown size)."""
+    if isinstance(e, cst.BinaryOperation):
+        if isinstance(e.operator, cst.MatrixMultiply):
+            return False
+        return (_collect_leaves(model, e.left, axis, size, rank, scope, out)
+                and _collect_leaves(model, e.right, axis, size, rank, scope, out))
+    if isinstance(e, cst.UnaryOperation):
+        if isinstance(e.operator, cst.Not):
+            return False
+        return _collect_leaves(model, e.expression, axis, size, rank, scope, out)
+    if isinstance(e, cst.Call) and model.qn(e.func, scope) in _SPLITTABLE_CALLS:
+        if any(a.keyword is not None or a.star for a in e.args):
+            return False
+        return all([_collect_leaves(model, a.value, axis, size, rank, scope, out) for a in e.args])
+    out.append((e, _leaf_full(model, e, axis, size, rank, scope)))
+    return True
+
+
+def _stem(e) -> str:
+    if isinstance(e, cst.Name):
+        return e.value
+    if isinstance(e, cst.Attribute):
+        return e.attr.value
+    return "factor"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,13 +299,17 @@ def _leaf_full(model, e, axis, size, rank, scope) -> str | None:
     return "lane" if s.size(axis) == size else None
 
 
-def _split(model, e, axis, i, scope) -> cst.BaseExpression:
+def _split(model, e, axis, i, scope, subst=None) -> cst.BaseExpression:
     if isinstance(e, cst.BinaryOperation):
-        return e.with_changes(left=_split(model, e.left, axis, i, scope), right=_split(model, e.right, axis, i, scope))
+        return e.with_changes(left=_split(model, e.left, axis, i, scope, subst),
+                              right=_split(model, e.right, axis, i, scope, subst))
     if isinstance(e, cst.UnaryOperation):
-        return e.with_changes(expression=_split(model, e.expression, axis, i, scope))
+        return e.with_changes(expression=_split(model, e.expression, axis, i, scope, subst))
     if isinstance(e, cst.Call) and model.qn(e.func, scope) in _SPLITTABLE_CALLS:
-        return e.with_changes(args=[a.with_changes(value=_split(model, a.value, axis, i, scope)) for a in e.args])
+        args = [a.with_changes(value=_split(model, a.value, axis, i, scope, subst)) for a in e.args]
+        return e.with_changes(args=args)
+    if subst and model.module.code_for_node(e) in subst:
+        return subscript(cst.Name(subst[model.module.code_for_node(e)]), lane_index(axis, i))
     if _is_scalar(model, e, scope):
         return e
     return atom(_index(e, axis, i, model, scope))
@@ -230,7 +352,8 @@ def _compose_stack(model, e, axis, i, scope) -> cst.BaseExpression | None:
 def _int(e) -> int | None:
     if isinstance(e, cst.Integer):
         return int(e.value, 0)
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+    if (isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus)
+            and isinstance(e.expression, cst.Integer)):
         return -int(e.expression.value, 0)
     return None
 

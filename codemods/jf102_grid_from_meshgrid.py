@@ -9,17 +9,16 @@ with the arithmetic of `jnp.fft.fftfreq` / `rfftfreq` exactly (same values, bit 
 first two axes swapped for `indexing="xy"` (meshgrid's default), and the 1-D assignments that
 only fed the meshgrid removed.
 
-    python -m libcst.tool codemod codemods.jf102_grid_from_meshgrid.GridFromIndicesCommand PATH
+    python -m libcst.tool codemod -x --no-format codemods.jf102_grid_from_meshgrid.GridFromIndicesCommand PATH
 """
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod import Codemod, CodemodContext
 
-from codemods.jf103_short_loop_not_unrolled import run_rule_fixes
+from codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.diagnostics import Applicability
 from jaxfuse_lint.fixes import FixPlan, ImportSpec
-from jaxfuse_lint.model import keyword, positional
+from jaxfuse_lint.model import Kind, keyword, positional
 from jaxfuse_lint.model.fusion import expression_names, reaching_binding
 
 CODE = "JF102"
@@ -88,7 +87,7 @@ def _indent_of(model, stmt: cst.CSTNode) -> str:
 
 
 def _removable_source(model, name: cst.Name, stmt_line: cst.SimpleStatementLine, assign: cst.Assign,
-                      targets: list[str]):
+                      targets: list[str], args: list[cst.BaseExpression]):
     """The 1-D `kx = jnp.fft.fftfreq(...)` line feeding this meshgrid argument, when nothing
     else reads that value (so the line can go)."""
     found = reaching_binding(model, name)
@@ -107,8 +106,9 @@ def _removable_source(model, name: cst.Name, stmt_line: cst.SimpleStatementLine,
         return None
     if any(ll.comment is not None for ll in line.leading_lines):
         return None
+    arg_ids = {id(a) for a in args}
     for read in model.index.reads:
-        if read.name.value != name.value or read.name is name:
+        if read.name.value != name.value or id(read.name) in arg_ids:
             continue
         found_r = model.lookup(read.name.value, read.scope)
         if found_r is None or found_r[0] is not owner:
@@ -119,6 +119,95 @@ def _removable_source(model, name: cst.Name, stmt_line: cst.SimpleStatementLine,
                 continue  # reads the grid the meshgrid line binds, not the 1-D vector
         return None
     return line
+
+
+def _atom(text: str, node: cst.BaseExpression) -> str:
+    return text if isinstance(node, _ATOMIC) else f"({text})"
+
+
+# Only scalings: an added offset after a multiplication may be contracted into an FMA by XLA in
+# one program and not the other (measured: 1 ulp), so `+`/`-` get no fix.
+_PREC = {cst.Multiply: 6, cst.Divide: 6}
+
+
+def _prec(node: cst.BaseExpression) -> int:
+    if node.lpar or isinstance(node, _ATOMIC):
+        return 100
+    if isinstance(node, cst.BinaryOperation):
+        return _PREC.get(type(node.operator), 0)
+    if isinstance(node, cst.UnaryOperation):
+        return 7
+    return 0
+
+
+def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, forbidden: set[str], jnp: str,
+                  depth: int = 0) -> tuple[str, str, int] | None:
+    """(length, per-grid formula in terms of the index array `t`, the formula's precedence) of
+    one meshgrid argument: `fftfreq(n[, d])`, `rfftfreq(n[, d])`, a name bound to one, or one
+    negated, multiplied or divided by Python scalars (`2 * jnp.pi * fftfreq(n, d)`). The scalar arithmetic
+    stays in its original order around the formula, so every element is computed by the same
+    operations as before."""
+    if depth > 8:
+        return None
+    code = model.module.code_for_node
+    if isinstance(expr, cst.Name):
+        found = reaching_binding(model, expr)
+        if found is None:
+            return None
+        owner, b = found
+        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            return None
+        return _grid_formula(model, b.value, owner, t, mesh_scope, forbidden, jnp, depth + 1)
+    if isinstance(expr, cst.Call):
+        qn = model.qn(expr.func, scope)
+        if qn not in ("jax.numpy.fft.fftfreq", "jax.numpy.fft.rfftfreq"):
+            return None
+        nd = _freq_args(expr)
+        if nd is None:
+            return None
+        n, d = nd
+        for e in (n, d):
+            if e is not None and not (_simple(e) and _same_names(model, e, scope, mesh_scope, forbidden)):
+                return None
+        n_text = code(n).strip()
+        pn = _atom(n_text, n)
+        denom = pn if d is None else f"({_atom(code(d).strip(), d)} * {pn})"
+        if qn.endswith(".fftfreq"):
+            return n_text, f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn}) / {denom}", 6
+        return f"{pn} // 2 + 1", f"{t} / {denom}", 6
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = _grid_formula(model, expr.expression, scope, t, mesh_scope, forbidden, jnp, depth + 1)
+        if inner is None:
+            return None
+        text = inner[1] if inner[2] > 7 else f"({inner[1]})"
+        return inner[0], f"-{text}", 7
+    if isinstance(expr, cst.BinaryOperation) and type(expr.operator) in _PREC:
+        op = code(expr.operator).strip()
+        prec = _PREC[type(expr.operator)]
+        for side, other, left in ((expr.left, expr.right, True), (expr.right, expr.left, False)):
+            inner = _grid_formula(model, side, scope, t, mesh_scope, forbidden, jnp, depth + 1)
+            if inner is None:
+                continue
+            # The other operand must be a Python scalar (a vector would broadcast differently
+            # against the grid) that means the same at the meshgrid.
+            if model.kind(other, scope) is not Kind.STATIC or not _simple(other) or \
+                    not _same_names(model, other, scope, mesh_scope, forbidden):
+                return None
+            shape = model.shape(other, scope)
+            if shape is not None and shape.rank not in (None, 0):
+                return None
+            o = code(other).strip()
+            # Left-associative: the left operand needs parentheses below the operator's
+            # precedence, the right one at it too (keeps the original grouping).
+            if left:
+                a = inner[1] if inner[2] >= prec else f"({inner[1]})"
+                b = o if _prec(other) > prec else f"({o})"
+            else:
+                a = o if _prec(other) >= prec else f"({o})"
+                b = inner[1] if inner[2] > prec else f"({inner[1]})"
+            return inner[0], f"{a} {op} {b}", prec
+        return None
+    return None
 
 
 def build_fix(violation, model, settings) -> FixPlan | None:
@@ -132,7 +221,7 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         return None
     if any(a.keyword is not None and a.keyword.value not in ("indexing", "copy", "sparse") for a in call.args):
         return None
-    if any(s is None or not s.direct or s.kind not in ("fftfreq", "rfftfreq") for s in sources):
+    if any(s is None or s.kind not in ("fftfreq", "rfftfreq") for s in sources):
         return None
     assign = model.parent(call)
     if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
@@ -153,28 +242,12 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     sizes, formulas = [], []
     jnp, imports = _jnp_prefix(model, call, scope)
     code = model.module.code_for_node
-    for t, src in zip(names, sources):
-        nd = _freq_args(src.call)
-        if nd is None:
+    for t, arg in zip(names, args):
+        found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp)
+        if found is None:
             return None
-        n, d = nd
-        for e in (n, d):
-            if e is not None and not (_simple(e) and _same_names(model, e, src.scope, scope, forbidden)):
-                return None
-        n_text = code(n).strip()
-        pn = n_text if isinstance(n, _ATOMIC) else f"({n_text})"
-        if d is None:
-            denom = pn
-        else:
-            d_text = code(d).strip()
-            pd = d_text if isinstance(d, _ATOMIC) else f"({d_text})"
-            denom = f"({pd} * {pn})"
-        if src.kind == "fftfreq":
-            sizes.append(n_text)
-            formulas.append(f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn}) / {denom}")
-        else:
-            sizes.append(f"{pn} // 2 + 1")
-            formulas.append(f"{t} / {denom}")
+        sizes.append(found[0])
+        formulas.append(found[1])
     k = len(names)
     perm = list(range(k))
     if indexing == "xy":
@@ -196,7 +269,7 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     replacements: dict = {line: cst.FlattenSentinel([first, second])}
     for arg in args:
         if isinstance(arg, cst.Name):
-            dead = _removable_source(model, arg, line, assign, names)
+            dead = _removable_source(model, arg, line, assign, names, args)
             if dead is not None:
                 replacements[dead] = cst.RemovalSentinel.REMOVE
     return FixPlan(
@@ -218,11 +291,6 @@ def _jnp_prefix(model, call: cst.Call, scope) -> tuple[str, tuple[ImportSpec, ..
     return "jnp", (ImportSpec("jax.numpy", None, "jnp"),)
 
 
-class GridFromIndicesCommand(Codemod):
-    DESCRIPTION = "Rewrite meshgrids of fftfreq/rfftfreq vectors as jnp.indices with index arithmetic (JF102)."
-
-    def __init__(self, context: CodemodContext) -> None:
-        super().__init__(context)
-
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        return run_rule_fixes(tree, CODE, build_fix)
+class GridFromIndicesCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF102: rewrite meshgrids of fftfreq/rfftfreq vectors as jnp.indices with index arithmetic."
+    CODE = CODE

@@ -1,14 +1,14 @@
 """JF103 codemod: add `unroll=True` to a short `lax.fori_loop` / `lax.scan`.
 
-    python -m libcst.tool codemod codemods.jf103_short_loop_not_unrolled.UnrollShortLoopCommand PATH
+    python -m libcst.tool codemod -x --no-format codemods.jf103_short_loop_not_unrolled.UnrollShortLoopCommand PATH
 """
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod import Codemod, CodemodContext
 
+from codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.diagnostics import Applicability
-from jaxfuse_lint.fixes import FixPlan, apply_plans, non_overlapping
+from jaxfuse_lint.fixes import FixPlan
 
 CODE = "JF103"
 
@@ -46,26 +46,6 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     )
 
 
-def run_rule_fixes(module: cst.Module, code: str, build) -> cst.Module:
-    """Apply one rule's fixes (safe and unsafe) to a module, as a libcst codemod does."""
-    from dataclasses import replace
-
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.model import SemanticModel
-    from jaxfuse_lint.rules import get_rule
-
-    settings = replace(Settings(), select=(code,))
-    model = SemanticModel(module, settings.jax_modules)
-    rule = get_rule(code)
-    plans = [p for v in rule.check(model, settings) if (p := build(v, model, settings)) is not None]
-    return apply_plans(module, non_overlapping(plans, model.index.parents)) if plans else module
-
-
-class UnrollShortLoopCommand(Codemod):
-    DESCRIPTION = "Add unroll=True to lax.fori_loop/lax.scan calls with a short literal trip count (JF103)."
-
-    def __init__(self, context: CodemodContext) -> None:
-        super().__init__(context)
-
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        return run_rule_fixes(tree, CODE, build_fix)
+class UnrollShortLoopCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF103: add unroll=True to lax.fori_loop/lax.scan calls with a short literal trip count."
+    CODE = CODE

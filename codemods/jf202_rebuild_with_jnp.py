@@ -65,13 +65,15 @@ def build_fix(violation, model, settings):
     if fn.is_lambda:
         if not _consumed_as_array(model, read, fn, 0):
             return None
-        return plan(False, f"Build `{name}` with `{jnp.name}` inside the lambda", {read: in_context(model, read, new_value)}, jnp.imports)
+        return plan(False, f"Build `{name}` with `{jnp.name}` inside the lambda",
+                    {read: in_context(model, read, new_value)}, jnp.imports)
     if name in fn.globals or name in fn.nonlocals or name in fn.params:
         return None
     first = top_of_body(fn.node)
     if first is None:
         return None
-    return plan(False, f"Build `{name}` with `{jnp.name}` inside `{fn.display_name}` instead of capturing the NumPy array",
+    return plan(False,
+                f"Build `{name}` with `{jnp.name}` inside `{fn.display_name}` instead of capturing the NumPy array",
                 {first: insert_before(first, assign(name, new_value))}, jnp.imports)
 
 

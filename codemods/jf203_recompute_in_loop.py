@@ -26,8 +26,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods._helpers import (
-    Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_docstring, is_inside, plan,
-    replace_within, top_of_body,
+    Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_inside, plan, remove_statement,
+    top_of_body,
 )
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
@@ -74,9 +74,9 @@ def build_fix(violation, model, settings):
     all_reads = _reads_of(model, name, b)
     if read not in [r.name for r in all_reads]:
         return None
-    # The loop bodies that read the value: this one, plus every other lax loop body that does,
-    # when together they hold all the reads (then the outer binding goes away).
-    bodies = _bodies_reading(model, all_reads)
+    # The bodies of this loop that read the value (a while_loop's cond and body): all of them get the
+    # recomputation when together they hold every read, and then the outer binding goes away.
+    bodies = _bodies_reading(model, site, all_reads)
     others = [f for f in bodies if f is not body]
     covered = [r for f in bodies for r in bodies[f]]
     group = [body] + others if len(covered) == len(all_reads) else [body]
@@ -100,7 +100,7 @@ def build_fix(violation, model, settings):
     fixed_regions = [fn.node for fn in group]
     removable = all(any(is_inside(model, r.name, n) for n in fixed_regions) for r in all_reads)
     if removable:
-        _remove_statement(model, stmt, replacements)
+        remove_statement(model, stmt, replacements)
 
     where = " and ".join("the lambda" if fn.is_lambda else f"`{fn.name}`" for fn in group)
     what = "recompute" if removable else "also compute"
@@ -112,14 +112,13 @@ def build_fix(violation, model, settings):
     return plan(safe, msg, replacements)
 
 
-def _bodies_reading(model, reads) -> dict:
-    """{loop body Function: [reads inside it]} over every lax loop of the module."""
+def _bodies_reading(model, site, reads) -> dict:
+    """{body Function of this lax loop: [reads inside it]}."""
     out: dict = {}
-    for site in model.loop_sites:
-        for fn in site.bodies:
-            inside = [r for r in reads if is_inside(model, r.name, fn.node)]
-            if inside and fn not in out:
-                out[fn] = inside
+    for fn in site.bodies:
+        inside = [r for r in reads if is_inside(model, r.name, fn.node)]
+        if inside and fn not in out:
+            out[fn] = inside
     # A body nested in another body: the outer one is where the value goes.
     for fn in list(out):
         if any(other is not fn and is_inside(model, fn.node, other.node) for other in out):
@@ -131,14 +130,13 @@ def _fix_body(model, fn, reads, name, stmt, value, info, owner, site, replacemen
     """Add the recomputation to one loop body. True: safe; False: unproven names; None: cannot."""
     if not reads:
         return None
-    fn_site = _site_of(model, fn) or site
     if fn.is_lambda:
         scopes = list({id(r.scope): r.scope for r in reads}.values())
     else:
         if name in fn.nonlocals or name in fn.globals or name in fn.params:
             return None
         scopes = [fn]
-    verdicts = [_names_agree(model, value, info, owner, sc, fn, fn_site) for sc in scopes]
+    verdicts = [_names_agree(model, value, info, owner, sc, fn, site) for sc in scopes]
     if None in verdicts:
         return None
     if fn.is_lambda:
@@ -151,17 +149,6 @@ def _fix_body(model, fn, reads, name, stmt, value, info, owner, site, replacemen
             return None
         replacements[first] = insert_before(first, new_stmt)
     return all(verdicts)
-
-
-def _site_of(model, fn):
-    for site in model.loop_sites:
-        if fn in site.bodies:
-            return site
-    return None
-
-
-def _atomic(e: cst.BaseExpression) -> bool:
-    return isinstance(e, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(e.lpar)
 
 
 def _reads_of(model, name: str, binding):
@@ -233,32 +220,6 @@ def _is_carry_from(model, body: Function, site, name: str, at_owner) -> bool:
         return False
     found = model.lookup(init.value, site.scope)
     return found is not None and found[0] is at_owner[0] and found[1] == at_owner[1]
-
-
-def _remove_statement(model, stmt: cst.SimpleStatementLine, replacements: dict) -> None:
-    """Remove `stmt`; keep the block's blank-line layout tidy (the next statement may be a target too)."""
-    block = model.parent(stmt)
-    stmts = list(block.body)
-    i = stmts.index(stmt)
-    if i + 1 >= len(stmts):
-        return  # nothing follows: leave it (the block must not become empty)
-    nxt = stmts[i + 1]
-    lines = list(nxt.leading_lines)
-    first_code = i == 0 or (i == 1 and is_docstring(stmts[0]))
-    if first_code:
-        while lines and lines[0].comment is None:
-            lines.pop(0)
-    elif not (lines and lines[0].comment is None):
-        blanks = [ln for ln in stmt.leading_lines if ln.comment is None][:1]
-        lines = blanks + lines
-    inner = {k: v for k, v in replacements.items() if k is not nxt and is_inside(model, k, nxt)}
-    if nxt in replacements:
-        return  # already rewritten as a whole; keep it simple
-    new_next = replace_within(nxt, inner).with_changes(leading_lines=lines) if inner else nxt.with_changes(leading_lines=lines)
-    for k in inner:
-        del replacements[k]
-    replacements[nxt] = new_next
-    replacements[stmt] = cst.RemoveFromParent()
 
 
 class RecomputeInLoopCommand(RuleCodemodCommand):

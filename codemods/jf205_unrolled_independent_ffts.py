@@ -8,14 +8,13 @@ becomes
 The first iteration is peeled off as the initial carry, so the carry has the term's shape and
 dtype even when the accumulator starts as a Python `0`.
 
-    python -m libcst.tool codemod codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH
+    python -m libcst.tool codemod -x --no-format codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH --unsafe-fixes
 """
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod import Codemod, CodemodContext
 
-from codemods.jf103_short_loop_not_unrolled import run_rule_fixes
+from codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.diagnostics import Applicability
 from jaxfuse_lint.fixes import FixPlan, ImportSpec
 from jaxfuse_lint.model import positional, walk
@@ -173,11 +172,6 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     )
 
 
-class FoldIntoForiLoopCommand(Codemod):
-    DESCRIPTION = "Turn Python accumulation loops over independent FFTs into lax.fori_loop (JF205, unsafe)."
-
-    def __init__(self, context: CodemodContext) -> None:
-        super().__init__(context)
-
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        return run_rule_fixes(tree, CODE, build_fix)
+class FoldIntoForiLoopCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF205: turn Python accumulation loops over independent FFTs into lax.fori_loop (unsafe)."
+    CODE = CODE

@@ -20,7 +20,7 @@ import libcst as cst
 
 from codemods._helpers import (
     RuleCodemodCommand, assign, containing_block, document_order, fresh_name, free_name_nodes, is_inside, plan,
-    replace_within,
+    remove_statement, replace_within,
 )
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
@@ -61,12 +61,45 @@ def build_fix(violation, model, settings):
     for n in names:
         if n.value == "<scope>" or not _stable_before(model, n.value, scope, loop, anchor, order):
             return None
+    moved = _movable_assignment(model, call, scope, loop)
+    if moved is not None:
+        # `h = jax.jit(f)` inside the loop: move the statement itself out of the loop.
+        stmt, name = moved
+        edits: dict[cst.CSTNode, object] = {}
+        if remove_statement(model, stmt, edits):
+            new_stmt = stmt.with_changes(body=[stmt.body[0].with_changes(value=jit_expr)],
+                                         leading_lines=[ln for ln in stmt.leading_lines if ln.comment is not None])
+            what = "it" if new_target is target else "the callable it wraps"
+            return plan(True, f"Move `{name} = ...` before the loop: jit once, call {what} many times",
+                        {anchor: cst.FlattenSentinel([new_stmt, replace_within(anchor, edits)])})
     name = fresh_name(model, f"{base}_jit")
     new_stmt = assign(name, jit_expr)
     new_anchor = replace_within(anchor, {call: cst.Name(name)})
     what = "the lambda's target" if isinstance(target, cst.Lambda) and new_target is not target else "it"
     return plan(True, f"Jit once before the loop as `{name}` and call {what} there",
                 {anchor: cst.FlattenSentinel([new_stmt, new_anchor])})
+
+
+def _movable_assignment(model, call, scope, loop):
+    """(statement, name) when the jit call is the whole value of `name = ...` in the loop, bound only there."""
+    parent = model.parent(call)
+    if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    stmt = model.parent(parent)
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(loop, (cst.For, cst.While))):
+        return None
+    if not isinstance(model.parent(stmt), cst.IndentedBlock) or not is_inside(model, stmt, loop):
+        return None
+    # Directly in the loop body (not under an `if` inside it), so it runs on every iteration anyway.
+    if model.parent(model.parent(stmt)) is not loop:
+        return None
+    name = parent.targets[0].target.value
+    found = model.lookup(name, scope)
+    if found is None or found[0] is not scope or len(found[1]) != 1:
+        return None
+    return stmt, name
 
 
 def _evaluated_unconditionally(model, comp, anchor) -> bool:
@@ -82,7 +115,8 @@ def _evaluated_unconditionally(model, comp, anchor) -> bool:
 def _simplify(model, target, scope) -> tuple[cst.BaseExpression | None, str]:
     """`partial(f)` -> f; `lambda x: f(x)` -> f; otherwise the callable as it is. Plus a name stem."""
     if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
-        inner = target.args[0].value if target.args and target.args[0].keyword is None and not target.args[0].star else None
+        first = target.args[0] if target.args else None
+        inner = first.value if first is not None and first.keyword is None and not first.star else None
         if inner is None:
             return None, ""
         if len(target.args) == 1:
@@ -120,7 +154,8 @@ def _forwarded(lam: cst.Lambda) -> cst.BaseExpression | None:
     if len(body.args) != len(params):
         return None
     for arg, param in zip(body.args, params):
-        if arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Name) or arg.value.value != param.name.value:
+        if (arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Name)
+                or arg.value.value != param.name.value):
             return None
     names = {x.name.value for x in params}
     if any(n.value in names for n in free_name_nodes(body.func)):

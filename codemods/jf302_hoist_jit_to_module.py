@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods._helpers import RuleCodemodCommand, assign, document_order, fresh_name, free_name_nodes, plan, replace_within
+from codemods._helpers import (
+    RuleCodemodCommand, assign, document_order, free_name_nodes, fresh_name, plan, replace_within,
+)
 from jaxfuse_lint.model import keyword, positional
 
 CODE = "JF302"

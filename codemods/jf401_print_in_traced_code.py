@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.jf40_support import RuleFixCommand, module_name_for
+from codemods._helpers import RuleCodemodCommand
+from codemods.jf40_support import module_name_for
 from jaxfuse_lint.diagnostics import Applicability
 from jaxfuse_lint.fixes import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
@@ -196,15 +197,17 @@ def _escape(text: str, quote: str) -> str:
 def _format_literal(model: SemanticModel, segments: list) -> cst.BaseExpression:
     """The format string: a plain literal, or an f-string when static shape values are shown."""
     static = [s for s in segments if isinstance(s, _Value) and s.static]
+    text = "".join(s.value for s in segments if isinstance(s, _Text))
     if not static:
-        quote = '"'
+        quote = "'" if '"' in text and "'" not in text else '"'
         body = "".join(
             _escape(s.value.replace("{", "{{").replace("}", "}}"), quote) if isinstance(s, _Text) else _placeholder(s)
             for s in segments
         )
         return cst.SimpleString(f"{quote}{body}{quote}")
     sources = [model.module.code_for_node(s.expr) for s in static]
-    quote = next((q for q in ('"', "'") if not any(q in src for src in sources)), None)
+    order = ("'", '"') if '"' in text and "'" not in text else ('"', "'")
+    quote = next((q for q in order if not any(q in src for src in sources)), None)
     if quote is None or any("\\" in src or "\n" in src for src in sources):
         raise NoFix("cannot embed the static values in an f-string")
     parts = []
@@ -219,6 +222,6 @@ def _format_literal(model: SemanticModel, segments: list) -> cst.BaseExpression:
     return cst.parse_expression(f"f{quote}{''.join(parts)}{quote}")
 
 
-class JaxDebugPrintCommand(RuleFixCommand):
-    DESCRIPTION = "Replace print() of traced values in traced JAX code with jax.debug.print (JF401)."
-    RULE_CODE = CODE
+class JaxDebugPrintCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF401: replace print() of traced values in traced code with jax.debug.print."
+    CODE = CODE

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.jf40_support import RuleFixCommand, module_name_for
+from codemods._helpers import RuleCodemodCommand
+from codemods.jf40_support import module_name_for
 from jaxfuse_lint.diagnostics import Applicability
 from jaxfuse_lint.fixes import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
@@ -128,6 +129,6 @@ def _used_only_as_a_number(model: SemanticModel, name: cst.Name, scope: Scope) -
     return True
 
 
-class MathProdShapeCommand(RuleFixCommand):
-    DESCRIPTION = "Replace jnp products of static shapes with math.prod in traced JAX code (JF405)."
-    RULE_CODE = CODE
+class MathProdShapeCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF405: replace jnp products of static shapes with math.prod in traced code."
+    CODE = CODE

@@ -78,8 +78,12 @@ def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callab
                 continue  # methods need an instance: only module-level functions are verified
             spec = specs[0]
             static = {k: parse_static_value(v) for k, v in spec.static}
+            # Recompilation fixes (JF3xx) are measured by calling the function, not by compiling it
+            # whole: a Python loop around `jax.jit` cannot itself be jitted.
+            recompilation = any(d.code.startswith("JF3") and _inside_any(d, outcome.original, [func])
+                                for d in outcome.fixed)
             result = verify_pair(outcome.original, outcome.source, func, list(spec.args), static,
-                                 filename=outcome.filename)
+                                 filename=outcome.filename, call=recompilation)
             where = f"{outcome.filename}::{func}"
             if result.verdict == "proved":
                 echo(f"jaxfuse-lint: verified {where}: {result.summary()}")

@@ -259,9 +259,10 @@ def test_every_fix_fixture_declares_verify():
 def test_harness_detects_a_wrong_fix(tmp_path):
     """The comparison is not vacuous: a fix that changes a value is caught."""
     src = tmp_path / "case.py"
-    src.write_text("import jax.numpy as jnp\nVERIFY = {'f': ['f32[4,2]']}\n\ndef f(x):\n    return jnp.sum(x, axis=-1)\n")
+    head = "import jax.numpy as jnp\nVERIFY = {'f': ['f32[4,2]']}\n\ndef f(x):\n"
+    src.write_text(head + "    return jnp.sum(x, axis=-1)\n")
     bad = tmp_path / "case.fixed.py"
-    bad.write_text("import jax.numpy as jnp\nVERIFY = {'f': ['f32[4,2]']}\n\ndef f(x):\n    return x[..., 0] + x[..., 0]\n")
+    bad.write_text(head + "    return x[..., 0] + x[..., 0]\n")
     before, after = load_module(src), load_module(bad)
     with pytest.raises(AssertionError):
         assert_same(run(before.f, ["f32[4,2]"]), run(after.f, ["f32[4,2]"]), "case")

@@ -8,8 +8,9 @@ bytes of folded constants, or fewer compilations. Results must stay equal too.
 
 Measured on CPU (jax 0.10.2):
   f_sum_jax, x f32[131072,2], x's size along axis 1 declared:  2 -> 1 kernels, 1 MiB -> 0 temp
-  f_sum_jax exactly as in the notebook (x's size unknown):    2 -> 2 kernels, 1 MiB -> 1 MiB
-      (the safe fix indexes `kvm * x` as a whole; XLA only fuses the stacked k-mesh once it is split)
+  f_sum_jax exactly as in the notebook (x's size unknown,
+      x broadcast with jnp.broadcast_arrays, then split):      2 -> 1 kernels, 1 MiB -> 0 temp
+      (indexing `kvm * x` as a whole instead: 2 -> 2 kernels, and at 1024 rows 4 KiB -> 8 KiB temp)
   f_filter_with_temp, rho f32[64,64,64]:                       8 -> 7 kernels, 2.16 MB -> 1.08 MB temp
   f_cse_loop_expl, x f32[131072,2]:                            7 -> 5 kernels, 1 MiB -> 129 B temp
   f_numpy, x f32[131072,2]:                                    1 MiB of folded constants -> 0
@@ -176,15 +177,60 @@ def test_f_sum_jax_with_declared_size_fuses_into_one_kernel():
     assert temp_bytes(cb) == 131072 * 2 * 4 and temp_bytes(ca) == 0
 
 
-def test_f_sum_jax_as_written_is_fixed_safely_but_does_not_fuse_on_cpu():
-    """x's size along axis 1 is unknown, so the safe fix indexes `kvm * x` as a whole. It computes the
-    same and costs nothing extra, but XLA does not push the lane slices through the product into the
-    stacked k-mesh: still two kernels (the fix's message says how to get the split)."""
+def test_f_sum_jax_as_written_broadcasts_the_unknown_factor_and_fuses():
+    """x's size along axis 1 is unknown, so x is broadcast against kvm before it is indexed."""
     after = fixed(F_SUM_JAX, "JF101")
-    assert "((kvm * x)[:, 0] + (kvm * x)[:, 1])[:, None]" in after
-    cb, ca = compile_both(F_SUM_JAX, after, "f_sum_jax", probe(131072, 2))
-    assert kernels(ca) <= kernels(cb) and temp_bytes(ca) <= temp_bytes(cb)
-    assert (kernels(cb), kernels(ca)) == (2, 2)
+    assert ("    _, x_b = jnp.broadcast_arrays(kvm, x)\n"
+            "    return x * 2 + (kvm[:, 0] * x_b[:, 0] + kvm[:, 1] * x_b[:, 1])[:, None]\n") in after
+    for rows in (1024, 131072):
+        cb, ca = compile_both(F_SUM_JAX, after, "f_sum_jax", probe(rows, 2))
+        assert (kernels(cb), kernels(ca)) == (2, 1)
+        assert temp_bytes(cb) > 0 and temp_bytes(ca) == 0
+
+
+WHOLE = '''
+import jax
+import jax.numpy as jnp
+
+
+def kvec_mesh(N):
+    return jnp.stack((jnp.arange(0, N), jnp.arange(0, N)), axis=-1)
+
+
+@jax.jit
+def f_sum_jax(x):
+    kvm = kvec_mesh(len(x))
+    return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)
+
+
+@jax.jit
+def f_sum_whole(x):
+    kvm = kvec_mesh(len(x))
+    return x * 2 + ((kvm * x)[:, 0] + (kvm * x)[:, 1])[:, None]
+
+
+@jax.jit
+def g_sum(y):
+    return jnp.exp(y) + jnp.sum(jnp.sin(y) * y, axis=-1, keepdims=True)
+
+
+@jax.jit
+def g_sum_whole(y):
+    return jnp.exp(y) + ((jnp.sin(y) * y)[..., 0] + (jnp.sin(y) * y)[..., 1])[..., None]
+'''
+
+
+def test_indexing_the_operand_as_a_whole_fuses_only_without_a_stack_inside():
+    """Why the fix broadcasts instead of indexing `(kvm * x)` as a whole where it can: XLA does not push
+    the lane slices through the product into the stacked k-mesh (still 2 kernels, and at 1024 rows
+    twice the temporaries); without a stack in the operand, whole indexing fuses."""
+    ns = load(WHOLE)
+    x = probe(1024, 2)
+    stacked = [jax.jit(ns[n]).lower(x).compile() for n in ("f_sum_jax", "f_sum_whole")]
+    assert [kernels(c) for c in stacked] == [2, 2]
+    assert temp_bytes(stacked[1]) >= temp_bytes(stacked[0])
+    plain = [jax.jit(ns[n]).lower(x).compile() for n in ("g_sum", "g_sum_whole")]
+    assert [kernels(c) for c in plain] == [2, 1] and temp_bytes(plain[1]) == 0
 
 
 # -- JF203: f_filter_with_temp ------------------------------------------------------------------------

@@ -229,7 +229,9 @@ def test_unrolled_short_loop_is_proved():
 def test_bytes_accessed_is_shown_but_does_not_decide():
     # XLA's cost model charges each read of x in the unrolled form; memory is read once either way.
     before = "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2 + jnp.sum(x * x, axis=1, keepdims=True)\n"
-    after = "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2 + (x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1])[:, None]\n"
+    after = (
+        "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2 + (x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1])[:, None]\n"
+    )
     result = verify_pair(before, after, "f", ["f32[4096,2]"], filename="pairs.py")
     accessed = result.metric("bytes_accessed")
     assert not accessed.deciding

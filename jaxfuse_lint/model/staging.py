@@ -20,7 +20,6 @@ staged function's arguments: the analysis behind the trace-time hazard rules
 """
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -244,6 +243,11 @@ class StagedValues(ValueAnalysis):
         scope = m.function_of(r.node) or m.index.scope
         target = positional(r.node, 0) if isinstance(r.node, cst.Call) else None
         for _ in range(6):
+            if isinstance(target, cst.Name):  # `inner = partial(f, n=3); jax.vmap(inner)`
+                found = m.lookup(target.value, scope)
+                if found is None or len(found[1]) != 1 or found[1][0].kind != "assign" or found[1][0].index is not None:
+                    return False
+                target = found[1][0].value
             if not isinstance(target, cst.Call):
                 return False
             qn = m.qn(target.func, scope)
@@ -309,8 +313,10 @@ class StagedValues(ValueAnalysis):
 
     def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
         qn = self.model.qn(e.func, scope)
+        if qn in STATIC_RESULT_FUNCTIONS:
+            return STATIC
         if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
-                and qn not in STATIC_RESULT_FUNCTIONS and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
+                and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
@@ -321,15 +327,11 @@ class StagedValues(ValueAnalysis):
         return super()._call_kind(e, scope, depth)
 
 
-_CACHE: "weakref.WeakKeyDictionary[SemanticModel, Staging]" = weakref.WeakKeyDictionary()
-
-
 def staging(model: "SemanticModel") -> Staging:
-    """The model's Staging analysis (built once per model)."""
-    s = _CACHE.get(model)
+    """The model's Staging analysis (built once per model, kept with it)."""
+    s = model.__dict__.get("_staging")
     if s is None:
-        s = Staging(model)
-        _CACHE[model] = s
+        s = model.__dict__["_staging"] = Staging(model)
     return s
 
 

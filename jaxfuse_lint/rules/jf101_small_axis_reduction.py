@@ -70,15 +70,32 @@ class SmallAxisReduction(Rule):
 
     ## Fix safety
     The fix is safe when the size is known: the reduction is unrolled along the
-    same axis (positive axes index with leading `:`, negative with `...`),
-    `keepdims` becomes a `None` index, `mean` divides by the size, `max`/`min`
-    become nested `jnp.maximum`/`jnp.minimum`, `norm` becomes the square root of
-    the sum of `abs(x)**2`. A compound operand is indexed as a whole (never split
-    into its factors, which could differ in rank or broadcast along the axis) —
-    jnp arithmetic is pure, so repeating it changes no result and XLA's CSE
-    computes it once. Calls with `dtype=`, `where=`, `initial=`, `out=`, an
-    `ord=` for `norm`, or a tuple of axes get no fix. Results can differ from
-    the reduction in the last bit (a different summation order).
+    same axis (positive axis k indexes `[:, ..k.., i]`, negative axis -m
+    `[..., i, :, ..(m-1)..]`, no axis on a rank-1 array `[i]`), `keepdims`
+    becomes a `None` index at the reduced position, `mean` divides by the size,
+    `max`/`min` become nested `jnp.maximum`/`jnp.minimum`, `norm` becomes the
+    square root of the sum of `abs(x)**2`, and `dot` with a rank-1 second
+    operand becomes the sum of products. An elementwise operand (`v * w`,
+    `jnp.sin(x) * x`) is split into its factors when every array factor is
+    known to have the full size along the axis. A factor of unknown size could
+    broadcast along it or have another rank, so it is never indexed itself:
+    the factors are broadcast together on the line before
+    (`_, x_b = jnp.broadcast_arrays(kvm, x)`) and the broadcast factor is
+    indexed; where no statement can be inserted (a lambda, a conditional
+    expression) the operand is indexed as a whole, `(kvm * x)[:, 0] + ...`, and
+    the message says which size to declare (`assert x.shape[-1] == 2`) to get
+    the split. Measured on CPU, only split forms fuse when the operand holds a
+    `jnp.stack` (the notebook's `f_sum_jax`: 2 kernels and a 1 MiB temporary
+    before, 1 kernel and none after). The operand is repeated once per term,
+    so it must be pure (names, attributes, subscripts, arithmetic, jnp calls,
+    the module's own pure functions; XLA's CSE computes a repeated pure
+    expression once); calls of other functions get no fix. No fix either for `dtype=`, `where=`, `initial=`, `out=`, `ord=` of
+    `norm`, a non-literal `keepdims`, a tuple of axes, evidently boolean operands
+    (a sum of booleans counts in int32, `+` would not), `vdot` and `einsum`. The
+    module's alias for `jax.numpy` is used, or `import jax.numpy as jnp` added.
+    Results can differ in the last bit (summation order); `sum`/`prod` of
+    integer arrays narrower than 32 bits accumulate in the operand's dtype after
+    the fix instead of int32 — the linter cannot see dtypes.
     """
     valid = (
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    return jnp.sum(x, axis=0)\n",

@@ -143,14 +143,20 @@ class GridFromMeshgrid(Rule):
 
     ## Fix safety
     Safe, and offered when every vector is `jnp.fft.fftfreq(n[, d])` or
-    `jnp.fft.rfftfreq(n[, d])` (no `dtype=`/`device=`), the grid is unpacked
-    into distinct names (`kx, ky, kz = jnp.meshgrid(...)`), `indexing` is a
-    literal (`"xy"`, the default, swaps the first two axes, and the fix keeps
-    that), and `n`/`d` are simple expressions that mean the same at the
-    meshgrid. The grid becomes `jnp.indices` of the meshgrid's shape followed by
-    the exact arithmetic of `fftfreq` (`where(i < (n+1)//2, i, i-n) / (d*n)`)
-    and `rfftfreq` (`i / (d*n)`): the same values, bit for bit, for even and
-    odd `n`. The 1-D assignments that only fed the meshgrid are removed.
+    `jnp.fft.rfftfreq(n[, d])` (no `dtype=`/`device=`) — possibly through
+    names, negated, or multiplied or divided by Python scalars (`2 * jnp.pi *
+    fftfreq(n, d=dx)`) — the grid is unpacked into distinct names (`kx, ky, kz
+    = jnp.meshgrid(...)`), `indexing` is a literal (`"xy"`, the default, swaps
+    the first two axes, and the fix keeps that), and `n`, `d` and the scalars
+    are simple expressions that mean the same at the meshgrid. The grid becomes
+    `jnp.indices` of the meshgrid's shape followed by the exact arithmetic of
+    `fftfreq` (`where(i < (n+1)//2, i, i-n) / (d*n)`) and `rfftfreq`
+    (`i / (d*n)`), with the scalar factors applied in their original order:
+    the same values, bit for bit, for even and odd `n` (tested). The 1-D
+    assignments that only fed the meshgrid are removed. An added offset
+    (`fftfreq(n) + 0.5`) gets no fix: XLA may contract it with a
+    multiplication into an FMA in one program and not the other (measured: a
+    1-ulp difference).
     """
     valid = (
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n"

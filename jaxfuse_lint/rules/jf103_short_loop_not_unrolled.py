@@ -127,11 +127,16 @@ class ShortLoopNotUnrolled(Rule):
     holds for a 4-step `lax.scan`.
 
     ## Known problems
-    Bodies with FFTs, contractions, reductions, nested loops, random numbers or
-    calls the linter cannot see into are not flagged: there the launch overhead
-    is small next to the work, and unrolling iterations that do not depend on
-    each other lets XLA run them in parallel, which can raise peak memory (see
-    JF205). Compile time grows with the unrolled length.
+    Bodies with FFTs, contractions, reductions, nested loops, random numbers,
+    writes to refs or objects, or calls the linter cannot see into are not
+    flagged: there the launch overhead is small next to the work, and unrolling
+    iterations that do not depend on each other lets XLA run them in parallel,
+    which can raise peak memory (see JF205). Neither are bodies that recompute
+    something from outside the loop (`a + get_im(x)`, the notebook's
+    `f_cse_loop_impl`) or read an array computed outside it (JF203): those
+    loops are where the loop scope is used to control XLA's CSE, and unrolled,
+    the copies join the enclosing scope where CSE may merge them into a
+    temporary. Compile time grows with the unrolled length.
 
     ## Example
     ```python

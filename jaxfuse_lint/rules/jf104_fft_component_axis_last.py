@@ -88,8 +88,9 @@ class FftComponentAxisLast(Rule):
 
     ## Known problems
     When the rank of the array is unknown, explicit axes `0..k-1` are read as
-    leading axes, that is, as leaving the trailing component axis out. Only the trailing axis is considered (a small axis in the middle also forces
-    a transpose, but is rarer). The layout change has to be made where the
+    leading axes, that is, as leaving the trailing component axis out. Only
+    the trailing axis is considered (a small axis in the middle also forces a
+    transpose, but is rarer). The layout change has to be made where the
     array is built, often in several places, so there is no automatic fix.
 
     ## Example

@@ -52,13 +52,21 @@ class NumpyConstantInTracedCode(Rule):
     ## Fix safety
     Safe where `jax.numpy` has the same function with the same meaning
     (`arange`, `linspace`, `zeros`, `ones`, `full`, `eye`, `indices`,
-    `meshgrid`, `fft.fftfreq`, elementwise math...): the call is rewritten to
-    `jnp.` (reusing the module's alias for `jax.numpy`, or adding
-    `import jax.numpy as jnp`). With x64 disabled (JAX's default) NumPy's
+    `meshgrid`, `mgrid`, `fft.fftfreq`, stacking, elementwise math...) and the
+    array is only used as an array (arithmetic, jnp calls, indexing, returned):
+    every array-building NumPy call in the reported expression is rewritten to
+    `jnp.` (reusing the module's alias for `jax.numpy`, or adding `import
+    jax.numpy as jnp`); static helpers such as `np.prod(x.shape)`, `np.pi` and
+    `np.float32` are left alone. With x64 disabled (JAX's default) NumPy's
     64-bit results are canonicalised to 32 bits when they enter the traced
     program, so dtypes agree; values computed in float32 instead of float64 may
-    differ in the last bit. `np.random.*` has no fix (JAX's random numbers need
-    keys and differ in value), nor has any call without a `jnp` equivalent.
+    differ in the last bit, and integer results beyond the int32 range wrap the
+    same way in both. The fix is unsafe when the array is also iterated or used
+    where the code might need a concrete value, and there is no fix when it is
+    used where only a concrete NumPy value works (an `if` test, `int()`,
+    `.tolist()`, another NumPy call). `np.random.*` has no fix (JAX's random
+    numbers need keys and differ in value), nor has any call without a `jnp`
+    equivalent.
     """
     valid = (
         "import jax, numpy as np\n@jax.jit\ndef f(x):\n    return x.reshape(np.prod(x.shape)) * np.pi\n",

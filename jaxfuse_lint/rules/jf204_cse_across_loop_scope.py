@@ -235,9 +235,12 @@ class CseAcrossLoopScope(Rule):
 
     ## Known problems
     Whether XLA keeps the merged value or recomputes it is a cost heuristic
-    (the notebook calls it unpredictable): on CPU, `sin(iota ** 2.3)` is kept
-    while `sin(iota * 1.0)` is recomputed. Expressions that differ only in
-    spacing or parentheses compare unequal.
+    (the notebook calls it unpredictable), and it depends on the consumers too:
+    on CPU, `sin(iota ** 2.3)` is kept while `sin(iota * 1.0)` is recomputed,
+    and a 64×64 k² grid used as `rho + k2` before and `out + k2` after the
+    loop is kept (16 KB) while `rho * k2` before and `out / (1 + k2)` after is
+    recomputed. The rule reports the pattern, not a measured temporary.
+    Expressions that differ only in spacing or parentheses compare unequal.
 
     ## Example
     ```python

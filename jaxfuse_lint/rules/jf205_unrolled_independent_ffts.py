@@ -158,9 +158,13 @@ class UnrolledIndependentFfts(Rule):
     matmuls behave alike (n=5: 5.2 MB against 2.1 MB).
 
     ## Known problems
-    Loops with a literal trip count below 2 are not flagged. A body whose
+    Loops with a literal trip count below 2 are not flagged; a trip count from
+    a static argument (`range(n)`) is assumed to be larger. A body whose
     expensive calls read the accumulator (or anything else carried across
-    iterations) is sequential already and not flagged.
+    iterations, such as the notebook's `optimization_barrier((res, x))`
+    variant) is sequential already and not flagged. Bodies with nested blocks
+    (`if`, inner loops) are not analysed. The trip count and the size of the
+    operands are not weighed: a loop over a few tiny matmuls is reported too.
 
     ## Example
     ```python
@@ -176,8 +180,11 @@ class UnrolledIndependentFfts(Rule):
     def f(x, n=5):
         res = 0
         res = jax.lax.fori_loop(
-            1, n, lambda i, res: res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)), axes=(1, 2, 3)),
-            res + jnp.fft.irfftn((0 + 2) * jnp.fft.rfftn(x + 0, axes=(1, 2, 3)), axes=(1, 2, 3)))
+            1,
+            n,
+            lambda i, res: res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)), axes=(1, 2, 3)),
+            res + jnp.fft.irfftn((0 + 2) * jnp.fft.rfftn(x + 0, axes=(1, 2, 3)), axes=(1, 2, 3)),
+        )
         return res
     ```
 
@@ -251,8 +258,9 @@ class UnrolledIndependentFfts(Rule):
             loop,
             message(
                 f"this Python loop over `{model.module.code_for_node(it)}` is unrolled in traced "
-                f"`{scope.display_name}` (", *reason_parts(model.trace_reason(scope)), "), and each iteration's ",
-                ", ".join(f"`{o}`" for o in ops), " is independent of the others and accumulated into ",
+                f"`{scope.display_name}` (", *reason_parts(model.trace_reason(scope)), "): each iteration's ",
+                " and ".join(f"`{o}`" for o in ops), " result", " does" if len(ops) == 1 else "s do",
+                " not depend on the other iterations and", " is" if len(ops) == 1 else " are", " accumulated into ",
                 ", ".join(f"`{a}`" for a in accs), ": XLA may run all iterations side by side, so peak temporary "
                 "memory grows with the trip count; `lax.fori_loop` runs them one after another",
             ),

@@ -88,10 +88,10 @@ class FusionBlockingBarrier(Rule):
 
     ## Known problems
     Modules that import Pallas are skipped: inside a Pallas kernel the barrier
-    orders instructions and XLA fusion does not apply. A module that is only differentiated from other modules has its
-    `checkpoint(prevent_cse=True)` reported. Barriers placed on purpose (to
-    order side effects or cap memory on GPU) are reported too: suppress with
-    `# noqa: JF206`.
+    orders instructions and XLA fusion does not apply. A module that is only
+    differentiated from other modules has its `checkpoint(prevent_cse=True)`
+    reported. Barriers placed on purpose (to order side effects or cap memory
+    on GPU) are reported too: suppress with `# noqa: JF206`.
 
     ## Example
     ```python

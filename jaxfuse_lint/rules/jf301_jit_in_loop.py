@@ -99,12 +99,18 @@ class JitInLoop(Rule):
     ```
 
     ## Fix safety
-    Safe when the jitted callable does not depend on anything bound in the
-    loop: `jax.jit(...)` is hoisted into a name bound just before the loop,
+    Safe when the jitted callable (and the transform's options) read nothing
+    bound in the loop, and everything they read is bound before it:
+    `jax.jit(...)` is bound to a fresh name (`step_jit`) just before the loop —
+    or, for a comprehension, before the statement holding it — and the loop
+    calls that; `h = jax.jit(f)` written inside the loop is moved out as it is.
     `jax.jit(partial(f))` becomes `jax.jit(f)` and `jax.jit(lambda x: f(x))`
-    becomes `jax.jit(f)`. When the callable reads a loop variable there is no
-    fix: make that value an argument (static with `static_argnames` if it must
-    be a Python value) and jit once outside the loop.
+    becomes `jax.jit(f)`. Nested loops are hoisted one loop per pass, up to the
+    outermost. When the callable reads a loop variable, or `@jax.jit` decorates
+    a `def` inside the loop, there is no fix: hoisted, it would be traced once
+    with the first iteration's value baked in — make that value an argument
+    (static with `static_argnames` if it must be a Python value) and jit once
+    outside the loop.
     """
     valid = (
         "import jax\ndef f(v):\n    return v + 1\ndef g(xs):\n    h = jax.jit(f)\n    return [h(x) for x in xs]\n",

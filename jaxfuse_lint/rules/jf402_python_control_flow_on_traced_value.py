@@ -40,6 +40,8 @@ _CONTAINER_HINT = re.compile(
     r"Any|PyTree|Pytree|FrozenDict|Params|Callable|str)\b"
 )
 _MAX_ROOT_DEPTH = 6
+# Tests and handlers that mean "this code knows about tracers".
+_GUARD = re.compile(r"[Tt]racer|[Cc]oncrete|Concretization")
 
 
 class PythonControlFlowOnTracedValue(Rule):
@@ -75,7 +77,10 @@ class PythonControlFlowOnTracedValue(Rule):
     only by eager transforms (`jax.grad`, `custom_jvp` rules, `equinox`'s
     filtered transforms) see concrete values or static non-arrays and are not
     checked. Arguments with a default value may be left out by callers and
-    stay Python values, so they are not treated as traced.
+    stay Python values, so they are not treated as traced. Code under a test
+    that mentions tracers or concreteness (`if not isinstance(x, core.Tracer)`,
+    `if is_concrete(x)`) or inside a `try` that catches the concretization
+    error is assumed to know what it does.
 
     ## Example
     ```python
@@ -151,7 +156,7 @@ class _Checker:
                     continue
                 if truthiness and not self._truthiness_is_of_an_array(expr, fn):
                     continue
-                if self._inside_flagged(expr, flagged, fn):
+                if self._inside_flagged(expr, flagged, fn) or self._guarded(expr, fn):
                     continue
                 flagged.add(expr)
                 yield self._violation(fn, context, expr)
@@ -198,6 +203,20 @@ class _Checker:
                 return False
         return False
 
+    def _guarded(self, expr: cst.CSTNode, fn: Function) -> bool:
+        """Code that only runs on concrete values (`if not isinstance(x, core.Tracer):`,
+        `if is_concrete(x):`) or catches the concretization error itself."""
+        m = self.model
+        for a in m.ancestors(expr):
+            if a is fn.node:
+                return False
+            if isinstance(a, (cst.If, cst.While)) and _GUARD.search(m.module.code_for_node(a.test)):
+                return True
+            if isinstance(a, cst.Try) and any(
+                    h.type is not None and _GUARD.search(m.module.code_for_node(h.type)) for h in a.handlers):
+                return True
+        return False
+
     def _truthiness_is_of_an_array(self, expr: cst.CSTNode, fn: Function) -> bool:
         """`if x:` is an error only if x is an array; a pytree container or None is fine.
         Bare names count when they are unannotated (or array-annotated) parameters or are
@@ -219,7 +238,7 @@ class _Checker:
                     text = self.model.module.code_for_node(p.annotation.annotation)
                     if _CONTAINER_HINT.search(text):
                         return False
-                if self._passed_a_container(owner, b.name):
+                if self._passed_a_container(owner, b.name) or self._used_as_container(owner, b.name):
                     return False
             elif b.kind in ("assign", "annassign", "augassign", "walrus"):
                 if not _array_producing(b.value):
@@ -227,6 +246,24 @@ class _Checker:
             else:
                 return False
         return True
+
+    def _used_as_container(self, fn: Function, name: str) -> bool:
+        """Whether fn treats the parameter as a dict or list: `p.items()`, `p["w"]`, `"w" in p`."""
+        m = self.model
+        for read in fn.reads:
+            if read.name.value != name:
+                continue
+            parent = m.parent(read.name)
+            if isinstance(parent, cst.Attribute) and parent.value is read.name and parent.attr.value in (
+                    "items", "keys", "values", "get", "append"):
+                return True
+            if isinstance(parent, cst.Subscript) and parent.value is read.name and any(
+                    isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.SimpleString)
+                    for el in parent.slice):
+                return True
+            if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+                return True
+        return False
 
     def _passed_a_container(self, fn: Function, name: str) -> bool:
         """Whether some call of fn from traced code passes a tuple/list/dict/None for `name`."""
@@ -284,8 +321,9 @@ class _Checker:
         stack = [(expr, scope, 0)]
         while stack:
             node, sc, depth = stack.pop()
-            if isinstance(node, cst.BaseExpression) and self.values.kind(node, sc) is not Kind.TRACED:
-                continue
+            if (isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Attribute)
+                    and self.values.kind(node, sc) is not Kind.TRACED):
+                continue  # (attributes are looked through: `x.mean` in `x.mean()`)
             if isinstance(node, cst.Name) and node in self.read_names:
                 found = self.model.lookup(node.value, sc)
                 if found is None or not isinstance(found[0], Function):

@@ -63,9 +63,10 @@ class SideEffectInTracedCode(Rule):
     Objects named like a cache or memo table (`self._cache[key] = fn`) are
     taken to be deliberate trace-time memoisation and are not flagged; other
     deliberate trace-time state (a counter of compilations in a test) is
-    flagged: silence it with `# noqa: JF403`. Inside a traced function, a lax
-    loop body writing to the enclosing function's list or dict is flagged
-    only when it stores a traced value (a leaked tracer). Functions only transformed eagerly (`jax.grad`,
+    flagged: silence it with `# noqa: JF403`. Writes to an enclosing
+    function's list, dict or object are flagged only when they store a traced
+    value (a leaked tracer): collecting static facts (`shapes.append(x.shape)`)
+    once per trace is usually deliberate. Functions only transformed eagerly (`jax.grad`,
     `jax.vmap` without `jit`) run their Python on every call and are not
     checked.
 
@@ -145,7 +146,9 @@ class _Writes:
                     targets = [node.target]
                 value = getattr(node, "value", None)
                 for t in targets:
-                    yield from self._target_writes(fn, t, deleting=isinstance(node, cst.Del), value=value)
+                    for _, name, desc, verb in self._target_writes(fn, t, deleting=isinstance(node, cst.Del),
+                                                                   value=value):
+                        yield node, name, desc, verb
             elif isinstance(node, (cst.For, cst.CompFor)):
                 yield from self._target_writes(fn, node.target)
             elif isinstance(node, cst.NamedExpr):
@@ -222,9 +225,14 @@ class _Writes:
             return None
         if item_write and not all(_container(m, b.value, owner) or _namespace(m, b.value, owner) for b in bindings):
             return None
+        if not self._stores_tracer(fn, value):
+            return None  # `shapes.append(x.shape)`: collecting static facts once is deliberate
         if self._outside(fn, owner, value):
             return f"`{name.value}` of the enclosing `{owner.display_name}`"
         return None
+
+    def _stores_tracer(self, fn: Function, value: cst.BaseExpression | None) -> bool:
+        return value is not None and self.staging.values.kind(value, fn) is Kind.TRACED
 
     def _outside(self, fn: Function, owner: Function, value: cst.BaseExpression | None = None) -> bool:
         """Whether an enclosing function's state outlives fn's trace: the owner is not traced
@@ -232,9 +240,7 @@ class _Writes:
         a traced value there (a leaked tracer; static values collected once are deliberate)."""
         if not self.model.is_traced(owner):
             return True
-        if not self.staging.is_loop_body(fn) or value is None:
-            return False
-        return self.staging.values.kind(value, fn) is Kind.TRACED
+        return self.staging.is_loop_body(fn) and self._stores_tracer(fn, value)
 
     def _nonlocal_owner(self, fn: Function, name: str) -> Function | None:
         s: Scope | None = fn.parent

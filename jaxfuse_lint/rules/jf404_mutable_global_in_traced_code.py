@@ -24,9 +24,9 @@ class MutableGlobalInTracedCode(Rule):
     body or branch, or a function they call), a read of a module-level name
     that the module rebinds:
     - inside a function, through `global name`;
-    - at module level (a second assignment, `name += 1`, a `for` loop) after
-      module-level code has already used the traced function — so it was
-      traced, and compiled, with the old value.
+    - at module level (a second assignment, `name += 1`, a `for` loop)
+      between two module-level uses of the traced function — traced and
+      compiled with the old value, then called again after the change.
 
     Constants bound once, imports, functions and classes are never flagged, nor
     are names whose bindings are alternatives of one `if`/`try` statement.
@@ -43,10 +43,10 @@ class MutableGlobalInTracedCode(Rule):
     The rule cannot know whether a function that rebinds the name runs before
     the first trace (configuration code that runs once at start-up is
     harmless); if it does, pass the value as an argument anyway or silence the
-    line. Module-level rebindings count only after a module-level use of the
-    function (a call, or `jax.jit(f)` being applied and called): uses from
-    inside other functions are not followed, and notebook-style scripts that
-    redefine a name before using the function again are left alone.
+    line. Module-level rebindings count only between module-level uses of the
+    function (or of what jits or calls it): uses from inside other functions
+    are not followed, and notebook-style scripts that redefine the function
+    before using it again are left alone.
 
     ## Example
     ```python
@@ -147,9 +147,11 @@ def _in_loop(model: SemanticModel, b: Binding) -> bool:
 
 
 class _ModuleUses:
-    """Where module-level code (outside any def) uses the names that hold a traced function."""
+    """Where module-level code (outside any def) uses a name, and where it binds it."""
 
     def __init__(self, model: SemanticModel, top: dict[cst.CSTNode, int]) -> None:
+        self.model = model
+        self.top = top
         self.by_name: dict[str, list[int]] = {}
         for read in model.index.reads:
             if read.scope is model.index.scope:
@@ -157,8 +159,17 @@ class _ModuleUses:
                 if index is not None:
                     self.by_name.setdefault(read.name.value, []).append(index)
 
-    def of(self, names: set[str]) -> list[int]:
-        return sorted(i for n in names for i in self.by_name.get(n, ()))
+    def live_uses(self, names: set[str], since: int) -> list[int]:
+        """Top-level statements after `since` that use one of `names` before the module binds
+        that name again (a notebook redefining `step_fn` uses a new function from then on)."""
+        out = []
+        for name in names:
+            bound_at = sorted(i for b in self.model.index.scope.bindings.get(name, ())
+                              if (i := _top_level_of(self.model, b.node, self.top)) is not None and i >= since)
+            # The first binding from `since` on defines the holder (`def f`, `f_jit = jax.jit(f)`).
+            stop = bound_at[1] if len(bound_at) > 1 else None
+            out.extend(u for u in self.by_name.get(name, ()) if u > since and (stop is None or u < stop))
+        return sorted(out)
 
 
 def _holders(model: SemanticModel, stmt: cst.CSTNode) -> set[str]:
@@ -205,8 +216,8 @@ def _rebinding(model: SemanticModel, bindings: list[Binding], top: dict, fn_inde
                uses: _ModuleUses, holders: set[str]) -> Binding | None:
     """The binding that changes the name after the function may have been traced, if any:
     an assignment inside a function (`global name`), which can run at any time; or a
-    module-level rebinding that follows a module-level use of the traced function (it was
-    traced with the old value), or a rebinding loop that also uses it."""
+    module-level rebinding between two module-level uses of the traced function (traced with
+    the old value, called again with the new one), or a rebinding loop that also uses it."""
     if any(b.kind in ("import", "def", "class") for b in bindings):
         return None
     for b in bindings:
@@ -217,15 +228,15 @@ def _rebinding(model: SemanticModel, bindings: list[Binding], top: dict, fn_inde
     groups = {_top_level_of(model, b.node, top) for b in bindings}
     if len(groups) < 2 and not any(b.kind == "augassign" or _in_loop(model, b) for b in bindings):
         return None
-    used_at = uses.of(holders)
+    used_at = uses.live_uses(holders, fn_index)
     for b in bindings:
         index = _top_level_of(model, b.node, top)
         if index is None or index <= fn_index:
             continue
-        if any(fn_index < u < index for u in used_at):
-            return b
         if _in_loop(model, b) and index in used_at:
-            return b
+            return b  # `for lr in ...: step(x)`: traced on the first iteration, stale after
+        if any(u < index for u in used_at) and any(u > index for u in used_at):
+            return b  # traced with the old value, called again with the new one
     return None
 
 

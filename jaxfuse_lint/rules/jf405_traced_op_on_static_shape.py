@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, walk
-from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.model.staging import STATIC_RESULT_FUNCTIONS, own_nodes, staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
 
 ALL = "all"
@@ -226,7 +226,8 @@ class ShapeArithmetic:
         if isinstance(e, cst.Call):
             qn = m.qn(e.func, scope)
             if qn is not None:
-                if not qn.startswith(("jax.numpy.", "jax.lax.")) or qn in JNP_STATIC_FUNCTIONS:
+                if (not qn.startswith(("jax.numpy.", "jax.lax.")) or qn in JNP_STATIC_FUNCTIONS
+                        or qn in STATIC_RESULT_FUNCTIONS):
                     return False
                 args = [a.value for a in e.args]
                 return bool(args) and all(self._static_input(a, scope) for a in args) and any(

@@ -31,6 +31,7 @@ from jaxfuse_lint.verify.hlo import (
     short_shape,
     trip_count,
 )
+from jaxfuse_lint.verify.report import format_bytes
 
 
 @dataclass(frozen=True)
@@ -135,12 +136,6 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _format_bytes(n: int) -> str:
-    from jaxfuse_lint.verify.report import format_bytes
-
-    return format_bytes(n)
-
-
 def kernel_graph_dot(module: HloModule, title: str) -> str:
     """DOT text for the kernel graph of `module`."""
     builder = _GraphBuilder(module)
@@ -168,7 +163,7 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
             producer = computation.by_name.get(operand)
             label = short_shape(producer.shape) if producer is not None else ""
             if producer is not None and shape_bytes(producer.shape):
-                label += f"\\n{_format_bytes(shape_bytes(producer.shape))}"
+                label += f"\\n{format_bytes(shape_bytes(producer.shape))}"
             for source in builder.sources(comp, operand, (), set()):
                 edges.add((source.node, target, label, source.loop_carried))
 
@@ -197,13 +192,13 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
             lines.append(f"{indent}}}")
 
     emit(module.entry_name, "  ")
-    output_label = f"{short_shape(entry.root.shape)}\\n{_format_bytes(shape_bytes(entry.root.shape))}"
+    output_label = f"{short_shape(entry.root.shape)}\\n{format_bytes(shape_bytes(entry.root.shape))}"
     for source in builder.sources(module.entry_name, entry.root.name, (), set()):
         edges.add((source.node, "output", output_label, False))
     for node, ins in builder.constants.items():
         lines.append(
             f'  {node} [shape=note, label="constant\\n{_escape(short_shape(ins.shape))}\\n'
-            f'{_format_bytes(ins.nbytes)}"];'
+            f'{format_bytes(ins.nbytes)}"];'
         )
     # A value passed through a loop unchanged arrives both ways; the plain arrow says it.
     edges = {e for e in edges if not (e[3] and (e[0], e[1], e[2], False) in edges)}

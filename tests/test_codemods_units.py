@@ -1,0 +1,196 @@
+"""Focused behaviour of each codemod: exact rewrites, and the cases that must get no fix."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+
+import pytest
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.diagnostics import Applicability
+from jaxfuse_lint.engine import check_source, fix_source
+
+HEADER = "import jax\nimport jax.numpy as jnp\n\n\n"
+
+
+def fix(src: str, code: str, unsafe: bool = False, header: str = HEADER) -> str:
+    text = header + textwrap.dedent(src)
+    outcome = fix_source(text, "m.py", replace(Settings(), select=(code,)), unsafe=unsafe)
+    assert not outcome.errors and not outcome.dropped, (outcome.errors, outcome.dropped)
+    compile(outcome.source, "m.py", "exec")
+    return outcome.source[len(header):] if outcome.source.startswith(header) else outcome.source
+
+
+def fixes(src: str, code: str, header: str = HEADER) -> list:
+    result = check_source(header + textwrap.dedent(src), "m.py", replace(Settings(), select=(code,)))
+    assert not result.errors
+    return [d.fix.applicability if d.fix else None for d in result.diagnostics if d.code == code]
+
+
+def body(line: str, setup: str = "    v = jnp.stack([x, 2 * x], axis=-1)\n") -> str:
+    return f"@jax.jit\ndef f(x):\n{setup}    return {line}\n"
+
+
+# -- JF101 ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("setup,call,expected", [
+    ("    v = jnp.zeros((4, 5, 2))\n", "jnp.sum(v, axis=2)", "v[:, :, 0] + v[:, :, 1]"),
+    ("    v = jnp.zeros((4, 2, 5))\n", "jnp.sum(v, axis=-2)", "v[..., 0, :] + v[..., 1, :]"),
+    ("    v = jnp.zeros((4, 2, 5))\n", "jnp.sum(v, axis=-2, keepdims=True)",
+     "(v[..., 0, :] + v[..., 1, :])[..., None, :]"),
+    ("    v = jnp.zeros((4, 5, 2))\n", "v.sum(2, keepdims=True)", "(v[:, :, 0] + v[:, :, 1])[:, :, None]"),
+    ("    v = jnp.array([1.0, 2.0])\n", "x * jnp.sum(v)", "x * (v[0] + v[1])"),
+    ("    v = jnp.array([1.0, 2.0])\n", "x + jnp.sum(v, keepdims=True)", "x + (v[0] + v[1])[None]"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "-jnp.sum(v, axis=-1)", "-(v[..., 0] + v[..., 1])"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "jnp.sum(v, axis=-1).T", "(v[..., 0] + v[..., 1]).T"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "x - jnp.sum(v, axis=-1)", "x - (v[..., 0] + v[..., 1])"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "jnp.sum(v, axis=-1) - x", "v[..., 0] + v[..., 1] - x"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "2 ** jnp.prod(v, axis=-1)", "2 ** (v[..., 0] * v[..., 1])"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "jnp.mean(v, axis=-1)", "(v[..., 0] + v[..., 1]) / 2"),
+    ("    v = jnp.stack([x, x], axis=-1)\n", "jnp.min(v, axis=-1)", "jnp.minimum(v[..., 0], v[..., 1])"),
+])
+def test_jf101_index_forms_and_parentheses(setup, call, expected):
+    assert fix(body(call, setup), "JF101") == body(expected, setup)
+
+
+def test_jf101_compound_operand_is_split_only_with_known_factor_sizes():
+    known = body("jnp.sum(v * w, axis=-1)",
+                 "    v = jnp.stack([x, x], axis=-1)\n    w = jnp.stack([x, 1 - x], axis=-1)\n")
+    assert "v[..., 0] * w[..., 0] + v[..., 1] * w[..., 1]" in fix(known, "JF101")
+    unknown = "@jax.jit\ndef f(x, y):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v * y, axis=-1)\n"
+    assert ("    _, y_b = jnp.broadcast_arrays(v, y)\n    return v[..., 0] * y_b[..., 0] + v[..., 1] * y_b[..., 1]\n"
+            in fix(unknown, "JF101"))
+    in_lambda = "f = jax.jit(lambda x, y: jnp.sum(jnp.stack([x, x], axis=-1) * y, axis=-1))\n"
+    whole = "(jnp.stack([x, x], axis=-1) * y)[..., 0] + (jnp.stack([x, x], axis=-1) * y)[..., 1]"
+    assert whole in fix(in_lambda, "JF101")
+    reads_underscore = ("@jax.jit\ndef f(x, y):\n    v = jnp.stack([x, x], axis=-1)\n"
+                        "    return _(jnp.sum(v * y, axis=-1))\n\n\ndef _(a):\n    return a\n")
+    assert "    unused, y_b = jnp.broadcast_arrays(v, y)\n" in fix(reads_underscore, "JF101")
+    # A factor of lower rank cannot be indexed with a positive axis: its broadcast axis is another one.
+    lower = ("@jax.jit\ndef f(x):\n    assert x.ndim == 2\n    v = jnp.stack([x, x], axis=1)\n"
+             "    w = jnp.ones(2)\n    return jnp.sum(v * w, axis=1)\n")
+    out = fix(lower, "JF101")
+    assert "v[..., 0, :] * w" not in out and "return " in out
+
+
+def test_jf101_no_fix_for_impure_operands_and_unkeepable_arguments():
+    impure = ("def noisy(x):\n    print(x)\n    return jnp.stack([x, x], axis=-1)\n\n\n"
+              "@jax.jit\ndef f(x):\n    return jnp.sum(noisy(x), axis=-1)\n")
+    assert fixes(impure, "JF101") == [None]
+    for call in ("jnp.sum(v, axis=-1, dtype=jnp.float32)", "jnp.max(v, axis=-1, initial=0.0)",
+                 "jnp.linalg.norm(v, ord=1, axis=-1)", "jnp.sum(jnp.logical_not(v), axis=-1)",
+                 "jnp.mean(v, -1, None)"):
+        assert fixes(body(call), "JF101") == [None], call
+
+
+def test_jf101_repeats_pure_module_functions():
+    src = ("def pair(x):\n    return jnp.stack([x, x * x], axis=-1)\n\n\n"
+           "@jax.jit\ndef f(x):\n    return jnp.sum(pair(x), axis=-1)\n")
+    assert "return pair(x)[..., 0] + pair(x)[..., 1]" in fix(src, "JF101")
+
+
+def test_jf101_adds_jnp_only_when_free():
+    src = "@jax.jit\ndef f(x):\n    v = jax.numpy.stack([x, x], axis=-1)\n    return jax.numpy.max(v, axis=-1)\n"
+    out = fix(src, "JF101", header="import jax\n\n\n")
+    assert out.startswith("import jax\nimport jax.numpy as jnp\n") and "jnp.maximum(v[..., 0], v[..., 1])" in out
+    taken = ("import numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    v = jax.numpy.stack([x, x], axis=-1)\n"
+             "    return jax.numpy.max(v, axis=-1)\n")
+    assert fixes(taken, "JF101", header="import jax\n") == [None]
+
+
+# -- JF201 ----------------------------------------------------------------------------------------
+NP = "import jax\nimport numpy as np\n\n\n"
+
+
+def test_jf201_rewrites_nested_calls_and_keeps_static_helpers():
+    src = "@jax.jit\ndef f(x):\n    return x * np.cos(np.arange(x.shape[0]) * np.pi / np.prod(x.shape))\n"
+    out = fix(src, "JF201", header=NP)
+    assert out.startswith("import jax\nimport numpy as np\nimport jax.numpy as jnp\n")
+    assert "x * jnp.cos(jnp.arange(x.shape[0]) * np.pi / np.prod(x.shape))" in out
+
+
+def test_jf201_applicability_follows_how_the_array_is_used():
+    assert fixes("@jax.jit\ndef f(x):\n    return x + np.random.normal(size=x.shape)\n", "JF201", NP) == [None]
+    tested = "@jax.jit\ndef f(x):\n    w = np.ones(3)\n    if w.sum() > 1:\n        return x + w\n    return x\n"
+    assert fixes(tested, "JF201", NP) == [None]
+    handed = "@jax.jit\ndef f(x):\n    w = np.arange(3)\n    return x + np.asarray(w).tolist()[0]\n"
+    assert fixes(handed, "JF201", NP) == [None, None]
+    iterated = "@jax.jit\ndef f(x):\n    for i in np.arange(3):\n        x = x + i\n    return x\n"
+    assert fixes(iterated, "JF201", NP) == [Applicability.UNSAFE]
+    assert "for i in jnp.arange(3):" in fix(iterated, "JF201", unsafe=True, header=NP)
+
+
+# -- JF203 ----------------------------------------------------------------------------------------
+def loop(setup: str, params: str = "i, c", use: str = "c + g", init: str = "x") -> str:
+    return (f"@jax.jit\ndef f(x):\n    {setup}\n\n    def step({params}):\n        return {use}\n\n"
+            f"    return jax.lax.fori_loop(0, 3, step, {init})\n")
+
+
+def test_jf203_moves_a_shape_built_value_and_removes_the_outer_binding():
+    out = fix(loop("g = jnp.arange(x.size).reshape(x.shape)"), "JF203")
+    assert out == ("@jax.jit\ndef f(x):\n    def step(i, c):\n        g = jnp.arange(x.size).reshape(x.shape)\n"
+                   "        return c + g\n\n    return jax.lax.fori_loop(0, 3, step, x)\n")
+
+
+def test_jf203_carry_shadowing_is_safe_only_for_shape_reads_of_the_same_name():
+    assert fixes(loop("g = jnp.arange(x.size).reshape(x.shape)", "i, x", "x + g", "x"), "JF203") == [Applicability.SAFE]
+    assert fixes(loop("g = jnp.arange(x.size).reshape(x.shape)", "i, x", "x + g", "x + 1"), "JF203") == [
+        Applicability.UNSAFE]
+
+
+def test_jf203_no_fix_when_it_would_not_help_or_would_break():
+    assert fixes(loop("g = jnp.exp(x)"), "JF203") == [None]  # reads x's values: XLA hoists it back out
+    local = ("@jax.jit\ndef f(x):\n    g = jnp.arange(x.size).reshape(x.shape)\n\n    def step(i, c):\n"
+             "        y = c + g\n        x = y\n        return x\n\n    return jax.lax.fori_loop(0, 3, step, x)\n")
+    assert fixes(local, "JF203") == [None]  # `x` is a local of the body: reading it first would fail
+    impure = ("def grid(x):\n    print(x)\n    return jnp.arange(x.size)\n\n\n" + loop("g = grid(x)"))
+    assert fixes(impure, "JF203") == [None]
+
+
+def test_jf203_keeps_the_outer_binding_when_it_is_used_elsewhere():
+    out = fix(loop("g = jnp.arange(x.size).reshape(x.shape)", init="x + g"), "JF203")
+    assert "    g = jnp.arange(x.size).reshape(x.shape)\n\n    def step(i, c):\n        g = jnp.arange" in out
+
+
+def test_jf203_lambda_body_gets_the_expression_inline():
+    src = ("@jax.jit\ndef f(x):\n    g = jnp.arange(x.size) * 2.0\n"
+           "    return jax.lax.fori_loop(0, 3, lambda i, c: c * g, x)\n")
+    assert fix(src, "JF203") == ("@jax.jit\ndef f(x):\n"
+                                 "    return jax.lax.fori_loop(0, 3, lambda i, c: c * (jnp.arange(x.size) * 2.0), x)\n")
+
+
+# -- JF301 / JF302 / JF202 --------------------------------------------------------------------------
+def test_jf301_no_fix_when_the_callable_reads_a_loop_variable_or_a_later_name():
+    captured = "def g(xs):\n    for k in xs:\n        xs = jax.jit(lambda v: v + k)(xs)\n    return xs\n"
+    assert fixes(captured, "JF301") == [None]
+    later = ("def g(xs):\n    for x in xs:\n        x = jax.jit(h)(x)\n    h = 1\n    return xs\n")
+    assert fixes(later, "JF301") == [None]
+
+
+def test_jf301_nested_loops_hoist_to_the_outermost_loop_and_names_stay_fresh():
+    src = ("def step(v):\n    return v\n\n\nstep_jit = None\n\n\n"
+           "def g(xs):\n    for a in xs:\n        for b in xs:\n            a = jax.jit(step)(b)\n    return xs\n")
+    out = fix(src, "JF301")
+    assert "def g(xs):\n    step_jit_2 = jax.jit(step)\n    for a in xs:\n        for b in xs:\n" \
+           "            a = step_jit_2(b)\n" in out
+
+
+def test_jf301_moves_a_jit_assignment_out_of_the_loop():
+    src = ("def step(v):\n    return v\n\n\n"
+           "def g(xs):\n    out = []\n    for x in xs:\n        h = jax.jit(partial(step))\n\n"
+           "        out.append(h(x))\n"
+           "    return out\n")
+    out = fix(src, "JF301", header="from functools import partial\n\nimport jax\n\n\n")
+    assert "def g(xs):\n    out = []\n    h = jax.jit(step)\n    for x in xs:\n        out.append(h(x))\n" in out
+
+
+def test_jf302_and_jf202_fixes_are_unsafe_and_need_module_level_names():
+    hoistable = "def g(x):\n    return jax.jit(lambda v: v * 2)(x)\n"
+    assert fixes(hoistable, "JF302") == [Applicability.UNSAFE]
+    assert fix(hoistable, "JF302") == hoistable  # not applied without --unsafe-fixes
+    closes_over = "def g(x, k):\n    return jax.jit(lambda v: v * k)(x)\n"
+    assert fixes(closes_over, "JF302") == [None]
+    captured = "import numpy as np\nK = np.arange(8.0)\n\n\n@jax.jit\ndef f(x):\n    return x + K\n"
+    assert fixes(captured, "JF202") == [Applicability.UNSAFE]
+    assert "def f(x):\n    K = jnp.arange(8.0)\n    return x + K\n" in fix(captured, "JF202", unsafe=True)
+    loaded = "import numpy as np\nK = np.load('k.npy')\n\n\n@jax.jit\ndef f(x):\n    return x + K\n"
+    assert fixes(loaded, "JF202") == [None]

@@ -1,0 +1,198 @@
+"""`jaxfuse-lint --fix` end to end: the acceptance corpus, writes, --diff, noqa, applicability."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jaxfuse_lint.cli import cli
+from tests.test_codemods_numerics import assert_same, changed_functions, load_module, run
+
+ROOT = Path(__file__).resolve().parent.parent
+ACCEPTANCE = ROOT.parent / "shared" / "acceptance"
+CORE = "JF101,JF201,JF203,JF301"
+
+# Inputs for every function of the acceptance corpus that a core fix may change.
+ACCEPTANCE_SPECS = {
+    "a01_fusion_notebook.py": {
+        "f_sum_jax": ["f32[64,2]"], "f_filter_with_temp": ["f32[8,8,8]"], "f_numpy": ["f32[16,2]"],
+        "f_cse_loop_expl": ["f32[16,2]"],
+    },
+    "a02_jit_docs.py": {
+        "g_inner_jitted_partial": ["f32[3]", "py:3"], "g_inner_jitted_lambda": ["f32[3]", "py:3"],
+        "g_inner_jitted_normal": ["f32[3]", "py:3"],
+    },
+}
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, [*args, "--no-cache"], catch_exceptions=False)
+    return result
+
+
+def diagnostics(path: Path, select: str) -> list[dict]:
+    result = invoke("check", str(path), "--select", select, "--output-format", "json", "--exit-zero")
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    if not ACCEPTANCE.is_dir():
+        pytest.skip("the shared acceptance corpus is not available")
+    target = tmp_path / "acceptance"
+    target.mkdir()
+    for f in ACCEPTANCE.glob("a*.py"):
+        shutil.copy(f, target / f.name)
+    return target
+
+
+def test_fix_rewrites_every_safe_core_finding_of_the_acceptance_corpus(corpus, tmp_path):
+    original = tmp_path / "original"
+    shutil.copytree(corpus, original)
+    before = diagnostics(corpus, CORE)
+    safe = [d for d in before if d["fix"] and d["fix"]["applicability"] == "safe"]
+    assert len(safe) >= 7  # f_sum_jax, f_filter_with_temp, f_cse_loop_expl, f_numpy, three jitted loops
+
+    result = invoke(str(corpus), "--fix", "--select", CORE)
+    assert f"Fixed {len(safe)} diagnostic" in result.stderr
+
+    after = diagnostics(corpus, CORE)
+    assert not [d for d in after if d["fix"] and d["fix"]["applicability"] == "safe"]
+    assert len(after) == len(before) - len(safe)
+
+    # The fixed modules import and compute what the originals compute.
+    for name, specs in ACCEPTANCE_SPECS.items():
+        src, fixed = original / name, corpus / name
+        changed = {n for n in changed_functions(src, fixed)}
+        assert changed <= set(specs), f"no specs for the changed {sorted(changed - set(specs))} of {name}"
+        mod_b, mod_a = load_module(src), load_module(fixed)
+        for func in changed:
+            assert_same(run(getattr(mod_b, func), specs[func]), run(getattr(mod_a, func), specs[func]),
+                        f"{name}::{func}")
+    assert (corpus / "a03_negatives.py").read_bytes() == (original / "a03_negatives.py").read_bytes()
+
+    # A second --fix is a no-op.
+    snapshot = {f.name: f.read_bytes() for f in corpus.iterdir()}
+    again = invoke(str(corpus), "--fix", "--select", CORE)
+    assert "Fixed 0 diagnostics" in again.stderr
+    assert {f.name: f.read_bytes() for f in corpus.iterdir()} == snapshot
+
+
+SOURCE = (
+    "import jax\n"
+    "import jax.numpy as jnp\n"
+    "\n"
+    "\n"
+    "@jax.jit\n"
+    "def f(x):\n"
+    "    v = jnp.stack([x, 2 * x], axis=-1)\n"
+    "    return jnp.sum(v, axis=-1)\n"
+)
+FIXED = SOURCE.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")
+
+
+def test_diff_prints_the_fix_and_writes_nothing(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    mtime = path.stat().st_mtime_ns
+    result = invoke(str(path), "--diff")
+    assert result.exit_code == 1
+    assert "-    return jnp.sum(v, axis=-1)" in result.stdout
+    assert "+    return v[..., 0] + v[..., 1]" in result.stdout
+    assert path.read_text() == SOURCE and path.stat().st_mtime_ns == mtime
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def test_fix_writes_atomically_and_keeps_the_file_mode(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE)
+    os.chmod(path, 0o754)
+    invoke(str(path), "--fix")
+    assert path.read_text() == FIXED
+    assert stat.S_IMODE(path.stat().st_mode) == 0o754
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]  # no temporary file left behind
+
+
+def test_fix_keeps_crlf_newlines(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(SOURCE.replace("\n", "\r\n").encode())
+    invoke(str(path), "--fix")
+    data = path.read_bytes()
+    assert data == FIXED.replace("\n", "\r\n").encode()
+    assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_fix_keeps_a_latin1_coding_cookie(tmp_path):
+    path = tmp_path / "m.py"
+    text = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("@jax.jit", "# café, naïve\n@jax.jit")
+    path.write_bytes(text.encode("latin-1"))
+    invoke(str(path), "--fix")
+    data = path.read_bytes()
+    assert "café, naïve".encode("latin-1") in data
+    assert data.decode("latin-1") == text.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+
+
+def test_unparsable_files_are_left_alone(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import jax\ndef f(x:\n    return jnp.sum(x, axis=-1)\n")
+    good = tmp_path / "good.py"
+    good.write_text(SOURCE)
+    before = broken.read_bytes()
+    result = invoke(str(tmp_path), "--fix")
+    assert broken.read_bytes() == before
+    assert good.read_text() == FIXED
+    assert "JF000" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.py", "good.py"]
+
+
+def test_noqa_suppresses_the_fix(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE.replace("return jnp.sum(v, axis=-1)", "w = jnp.sum(v, axis=-1)  # noqa: JF101\n"
+                                   "    return w + jnp.sum(v, axis=-1)  # noqa\n"
+                                   "    return jnp.sum(v, axis=-1)"))
+    invoke(str(path), "--fix")
+    text = path.read_text()
+    assert "w = jnp.sum(v, axis=-1)  # noqa: JF101" in text
+    assert "return w + jnp.sum(v, axis=-1)  # noqa" in text
+    assert "    return v[..., 0] + v[..., 1]" in text
+
+
+UNSAFE = '''import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    spectrum = jnp.abs(jnp.fft.fft(jnp.arange(x.shape[-1]) * 1.0))
+
+    def step(i, c):
+        return c + spectrum
+
+    return jax.lax.fori_loop(0, 3, step, x)
+'''
+
+
+def test_unsafe_fixes_need_the_flag(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(UNSAFE)
+    result = invoke(str(path), "--fix")
+    assert path.read_text() == UNSAFE
+    assert "Fixed 0 diagnostics" in result.stderr
+    result = invoke(str(path), "--fix", "--unsafe-fixes", "--show-fixes")
+    assert "    def step(i, c):\n        spectrum = jnp.abs(" in path.read_text()
+    assert "JF203" in result.stderr and "Fixed 1 diagnostic" in result.stderr
+
+
+def test_check_reports_fix_availability(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(SOURCE + "\n\n" + UNSAFE.split("\n\n\n", 1)[1].replace("def f(", "def g("))
+    result = invoke("check", str(path), "--output-format", "json", "--exit-zero")
+    found = {d["code"]: d["fix"]["applicability"] for d in json.loads(result.stdout) if d["fix"]}
+    assert found == {"JF101": "safe", "JF203": "unsafe"}
