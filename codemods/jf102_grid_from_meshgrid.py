@@ -241,7 +241,6 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     forbidden = set(names)
     sizes, formulas = [], []
     jnp, imports = _jnp_prefix(model, call, scope)
-    code = model.module.code_for_node
     for t, arg in zip(names, args):
         found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp)
         if found is None:

@@ -8,7 +8,8 @@ becomes
 The first iteration is peeled off as the initial carry, so the carry has the term's shape and
 dtype even when the accumulator starts as a Python `0`.
 
-    python -m libcst.tool codemod -x --no-format codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH --unsafe-fixes
+    python -m libcst.tool codemod -x --no-format \
+        codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH --unsafe-fixes
 """
 from __future__ import annotations
 

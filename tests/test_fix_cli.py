@@ -100,7 +100,7 @@ def test_diff_prints_the_fix_and_writes_nothing(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
     mtime = path.stat().st_mtime_ns
-    result = invoke(str(path), "--diff")
+    result = invoke(str(path), "--diff", "--select", "JF101")
     assert result.exit_code == 1
     assert "-    return jnp.sum(v, axis=-1)" in result.stdout
     assert "+    return v[..., 0] + v[..., 1]" in result.stdout
@@ -112,7 +112,7 @@ def test_fix_writes_atomically_and_keeps_the_file_mode(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
     os.chmod(path, 0o754)
-    invoke(str(path), "--fix")
+    invoke(str(path), "--fix", "--select", "JF101")
     assert path.read_text() == FIXED
     assert stat.S_IMODE(path.stat().st_mode) == 0o754
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]  # no temporary file left behind
@@ -121,7 +121,7 @@ def test_fix_writes_atomically_and_keeps_the_file_mode(tmp_path):
 def test_fix_keeps_crlf_newlines(tmp_path):
     path = tmp_path / "m.py"
     path.write_bytes(SOURCE.replace("\n", "\r\n").encode())
-    invoke(str(path), "--fix")
+    invoke(str(path), "--fix", "--select", "JF101")
     data = path.read_bytes()
     assert data == FIXED.replace("\n", "\r\n").encode()
     assert b"\n" not in data.replace(b"\r\n", b"")
@@ -131,7 +131,7 @@ def test_fix_keeps_a_latin1_coding_cookie(tmp_path):
     path = tmp_path / "m.py"
     text = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("@jax.jit", "# café, naïve\n@jax.jit")
     path.write_bytes(text.encode("latin-1"))
-    invoke(str(path), "--fix")
+    invoke(str(path), "--fix", "--select", "JF101")
     data = path.read_bytes()
     assert "café, naïve".encode("latin-1") in data
     assert data.decode("latin-1") == text.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")
@@ -145,7 +145,7 @@ def test_unparsable_files_are_left_alone(tmp_path):
     good = tmp_path / "good.py"
     good.write_text(SOURCE)
     before = broken.read_bytes()
-    result = invoke(str(tmp_path), "--fix")
+    result = invoke(str(tmp_path), "--fix", "--select", "JF101")
     assert broken.read_bytes() == before
     assert good.read_text() == FIXED
     assert "JF000" in result.stdout
@@ -157,7 +157,7 @@ def test_noqa_suppresses_the_fix(tmp_path):
     path.write_text(SOURCE.replace("return jnp.sum(v, axis=-1)", "w = jnp.sum(v, axis=-1)  # noqa: JF101\n"
                                    "    return w + jnp.sum(v, axis=-1)  # noqa\n"
                                    "    return jnp.sum(v, axis=-1)"))
-    invoke(str(path), "--fix")
+    invoke(str(path), "--fix", "--select", "JF101")
     text = path.read_text()
     assert "w = jnp.sum(v, axis=-1)  # noqa: JF101" in text
     assert "return w + jnp.sum(v, axis=-1)  # noqa" in text
@@ -182,10 +182,10 @@ def f(x):
 def test_unsafe_fixes_need_the_flag(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(UNSAFE)
-    result = invoke(str(path), "--fix")
+    result = invoke(str(path), "--fix", "--select", "JF203")
     assert path.read_text() == UNSAFE
     assert "Fixed 0 diagnostics" in result.stderr
-    result = invoke(str(path), "--fix", "--unsafe-fixes", "--show-fixes")
+    result = invoke(str(path), "--fix", "--unsafe-fixes", "--show-fixes", "--select", "JF203")
     assert "    def step(i, c):\n        spectrum = jnp.abs(" in path.read_text()
     assert "JF203" in result.stderr and "Fixed 1 diagnostic" in result.stderr
 
@@ -193,6 +193,6 @@ def test_unsafe_fixes_need_the_flag(tmp_path):
 def test_check_reports_fix_availability(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(SOURCE + "\n\n" + UNSAFE.split("\n\n\n", 1)[1].replace("def f(", "def g("))
-    result = invoke("check", str(path), "--output-format", "json", "--exit-zero")
+    result = invoke("check", str(path), "--output-format", "json", "--exit-zero", "--select", "JF101,JF203")
     found = {d["code"]: d["fix"]["applicability"] for d in json.loads(result.stdout) if d["fix"]}
     assert found == {"JF101": "safe", "JF203": "unsafe"}

@@ -37,7 +37,7 @@ ORIGINAL = textwrap.dedent('''\
 
 
 def test_changed_and_restored_functions():
-    fixed = ORIGINAL.replace("np.arange", "jnp.arange")
+    fixed = ORIGINAL.replace("x + np.arange", "x + jnp.arange")
     assert changed_functions(ORIGINAL, fixed) == ["f_numpy"]
     assert restore_functions(ORIGINAL, fixed, ["f_numpy"]) == ORIGINAL
 

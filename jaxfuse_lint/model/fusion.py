@@ -13,6 +13,7 @@ Everything here is additive to the model: nothing in other modules depends on it
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
@@ -81,7 +82,8 @@ def static_int(model: "SemanticModel", expr: cst.BaseExpression | None, scope: "
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         v = static_int(model, expr.expression, scope, depth + 1)
         return -v if v is not None else None
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
         a = static_int(model, expr.left, scope, depth + 1)
         b = static_int(model, expr.right, scope, depth + 1)
         if a is None or b is None:
@@ -235,8 +237,8 @@ def _cheap_call(model: "SemanticModel", call: cst.Call, scope: "Scope", depth: i
         if attr in _CHEAP_METHODS:
             return True
         # x.at[i].set(v) and friends: an in-place update, fused on GPU.
-        if attr in _AT_METHODS and isinstance(func.value, cst.Subscript) and isinstance(func.value.value, cst.Attribute) \
-                and func.value.value.attr.value == "at":
+        at = func.value.value if isinstance(func.value, cst.Subscript) else None
+        if attr in _AT_METHODS and isinstance(at, cst.Attribute) and at.attr.value == "at":
             return True
         return False
     if isinstance(func, cst.Name):
@@ -247,7 +249,7 @@ def _cheap_call(model: "SemanticModel", call: cst.Call, scope: "Scope", depth: i
 
 
 # -- document order and reaching bindings ------------------------------------------------------------------
-_ORDERS: "weakref.WeakKeyDictionary" = None  # type: ignore[assignment]
+_ORDERS: "weakref.WeakKeyDictionary[SemanticModel, DocumentOrder]" = weakref.WeakKeyDictionary()
 
 
 class DocumentOrder:
@@ -277,11 +279,7 @@ class DocumentOrder:
 
 
 def document_order(model: "SemanticModel") -> DocumentOrder:
-    global _ORDERS
-    import weakref
-
-    if _ORDERS is None:
-        _ORDERS = weakref.WeakKeyDictionary()
+    """The model's document order, computed once per model."""
     order = _ORDERS.get(model)
     if order is None:
         order = DocumentOrder(model.module, model.index.parents)

@@ -20,7 +20,7 @@ class NameResolver:
     def __init__(self, module_scope: Scope, jax_modules: tuple[str, ...]) -> None:
         self.module_scope = module_scope
         self.jax_roots = frozenset(jax_modules) | {"jax"}
-        self._qn_cache: dict[int, str | None] = {}
+        self._qn_cache: dict[tuple[int, int], str | None] = {}
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         """The innermost scope that binds `name`, seen from `scope`, and its bindings there."""
@@ -48,7 +48,7 @@ class NameResolver:
 
     def qualified_name(self, expr: cst.CSTNode, scope: Scope) -> str | None:
         """`jnp.sum` -> `jax.numpy.sum`; `np.fft.fftfreq` -> `numpy.fft.fftfreq`; None if not an import."""
-        key = id(expr) ^ (id(scope) << 1)
+        key = (id(expr), id(scope))
         if key in self._qn_cache:
             return self._qn_cache[key]
         result = self._qualified_name(expr, scope)

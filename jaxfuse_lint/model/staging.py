@@ -42,6 +42,8 @@ STAGING = frozenset({
     "jax.experimental.shard_map.shard_map", "jax.shard_map", "jax.experimental.jax2tf.convert",
     "jax.experimental.maps.xmap", "equinox.filter_jit", "equinox.filter_pmap",
 })
+# Staging transforms that only look at the program (trace once, keep nothing to run).
+ANALYSIS = frozenset({"jax.make_jaxpr", "jax.eval_shape", "jax.xla_computation"})
 # Transforms that batch: eager, but batched arguments have no single value.
 BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"})
 # Transforms whose non-array arguments stay Python values (equinox filters by type).
@@ -51,10 +53,13 @@ ACCEPTS_STATIC_ARGNAMES = frozenset({"jax.jit", "jax.experimental.pjit.pjit"})
 ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
     "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint", "jax.make_jaxpr",
 })
-# jax functions (besides api.JNP_STATIC_FUNCTIONS) whose result is a Python value.
+# jax and NumPy functions (besides api.JNP_STATIC_FUNCTIONS) whose result is a Python value
+# even for a traced argument.
 STATIC_RESULT_FUNCTIONS = frozenset({
     "jax.lax.broadcast_shapes", "jax.lax.axis_size", "jax.core.get_aval", "jax.numpy.isdtype",
     "jax.process_count", "jax.local_devices", "jax.numpy.get_printoptions", "jax.config.read",
+    "numpy.ndim", "numpy.shape", "numpy.size", "numpy.result_type", "numpy.dtype", "numpy.issubdtype",
+    "numpy.iinfo", "numpy.finfo", "numpy.isscalar", "numpy.promote_types", "numpy.can_cast",
 })
 # Methods of arrays (and of `x.at[i]`): on a traced array they give traced arrays.
 ARRAY_METHODS = frozenset(
@@ -129,34 +134,38 @@ class Staging:
             self._values = StagedValues(self.model)
         return self._values
 
-    def is_staged(self, fn: "Function | None", batching: bool = False) -> bool:
+    def is_staged(self, fn: "Function | None", batching: bool = False, cached: bool = False) -> bool:
+        """Whether fn runs under abstract tracing. `batching`: `vmap` counts too. `cached`: only
+        tracing whose result is kept and run again (not `make_jaxpr`/`eval_shape`, which trace
+        once to look at the program — a side effect there is how one extracts trace-time facts)."""
         if fn is None:
             return False
-        key = (id(fn), batching)
+        key = (id(fn), batching, cached)
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
             return False
         self._active.add(key)
         try:
-            result = any(self.reason_is_staged(r, batching) for r in self.model.traced.reasons.get(fn, ()))
+            result = any(self.reason_is_staged(r, batching, cached) for r in self.model.traced.reasons.get(fn, ()))
         finally:
             self._active.discard(key)
         self._memo[key] = result
         return result
 
-    def reason_is_staged(self, r: "TraceReason", batching: bool = False) -> bool:
+    def reason_is_staged(self, r: "TraceReason", batching: bool = False, cached: bool = False) -> bool:
         if r.kind in ("decorator", "transform"):
-            if r.transform in STAGING or (batching and r.transform in BATCHING):
+            if (r.transform in STAGING and not (cached and r.transform in ANALYSIS)) or (
+                    batching and r.transform in BATCHING):
                 return True
             # `jax.grad(loss)(params)` inside a jitted step: staged by the enclosing jit.
-            return self.is_staged(self.model.function_of(r.node), batching)
+            return self.is_staged(self.model.function_of(r.node), batching, cached)
         if r.kind in ("control-flow", "external"):
             return True
         if r.kind == "passed" and self._handed_to_callback(r.node, r.caller):
             return False
         if r.kind in ("called", "passed"):
-            return self.is_staged(r.caller, batching)
+            return self.is_staged(r.caller, batching, cached)
         return False
 
     def _handed_to_callback(self, node: cst.CSTNode, scope: "Scope | None") -> bool:
@@ -318,6 +327,10 @@ class StagedValues(ValueAnalysis):
         if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
                 and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
+            kinds = [self.kind(a.value, scope, depth) for a in e.args]
+            return TRACED if TRACED in kinds else UNKNOWN
+        if isinstance(e.func, cst.Call) and self.model.qn(e.func.func, scope) in TRANSFORMS:
+            # `jax.value_and_grad(loss)(params, batch)`, `jax.vmap(f)(x)`: traced in, traced out.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:

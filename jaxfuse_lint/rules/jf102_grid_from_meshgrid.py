@@ -50,7 +50,8 @@ def source_of(model: SemanticModel, expr: cst.BaseExpression, scope, depth: int 
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         inner = source_of(model, expr.expression, scope, depth + 1)
         return Source(inner.kind, inner.call, inner.scope, False) if inner else None
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide, cst.Add, cst.Subtract)):
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.Multiply, cst.Divide, cst.Add, cst.Subtract)):
         # Arithmetic on a builder's vector is part of the same 1-D computation.
         for side in (expr.left, expr.right):
             inner = source_of(model, side, scope, depth + 1)
@@ -191,7 +192,8 @@ class GridFromMeshgrid(Rule):
             if not args:
                 continue
             sources = [source_of(model, a, scope) for a in args]
-            costly = [s for s in sources if s is not None and s.kind in ("fftfreq", "linspace", "logspace", "geomspace")]
+            costly = [s for s in sources
+                      if s is not None and s.kind in ("fftfreq", "linspace", "logspace", "geomspace")]
             if not costly:
                 continue
             kinds = sorted({s.kind for s in costly})

@@ -13,7 +13,8 @@ from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
 def _int(e: cst.BaseExpression | None) -> int | None:
     if isinstance(e, cst.Integer):
         return int(e.value, 0)
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) \
+            and isinstance(e.expression, cst.Integer):
         return -int(e.expression.value, 0)
     return None
 

@@ -74,7 +74,8 @@ class _Analysis:
                 return False
             for el in e.slice:
                 s = el.slice
-                parts = [s.value] if isinstance(s, cst.Index) else [p for p in (s.lower, s.upper, s.step) if p is not None]
+                parts = [s.value] if isinstance(s, cst.Index) else \
+                    [p for p in (s.lower, s.upper, s.step) if p is not None]
                 if not all(self.shape_only(p, scope, env, depth + 1) for p in parts):
                     return False
             return True

@@ -91,7 +91,7 @@ class MutableGlobalInTracedCode(Rule):
         top = _top_level_index(model)
         uses = _ModuleUses(model, top)
         for fn in model.traced.reasons:
-            if not st.is_staged(fn):
+            if not st.is_staged(fn, cached=True):
                 continue
             seen: set[str] = set()
             holders = None
