@@ -153,9 +153,10 @@ def _segments(model: SemanticModel, call: cst.Call, scope: Scope) -> list:
             continue
         if not isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString)):
             raise NoFix("non-literal sep/end")
-        text = "".join(s.value for s in _string_segments(model, a.value, scope) if isinstance(s, _Text))
-        if any(not isinstance(s, _Text) for s in _string_segments(model, a.value, scope)):
+        pieces = _string_segments(model, a.value, scope)
+        if any(not isinstance(s, _Text) for s in pieces):
             raise NoFix("formatted sep/end")
+        text = "".join(s.value for s in pieces)
         if a.keyword.value == "sep":
             sep = text
         else:
@@ -216,7 +217,7 @@ def _format_literal(model: SemanticModel, segments: list) -> cst.BaseExpression:
             parts.append(_escape(s.value.replace("{", "{{{{").replace("}", "}}}}"), quote))
         elif s.static:
             src = model.module.code_for_node(s.expr)
-            parts.append("{" + src + (f"!{s.conversion}" if s.conversion else "") + (f":{s.spec}" if s.spec else "") + "}")
+            parts.append(_placeholder(s).replace("{", "{" + src, 1))
         else:
             parts.append(_placeholder(s).replace("{", "{{").replace("}", "}}"))
     return cst.parse_expression(f"f{quote}{''.join(parts)}{quote}")

@@ -23,6 +23,9 @@ _RANDOM_NOT_ARRAYS = frozenset({
     "numpy.random.get_state", "numpy.random.set_state", "numpy.random.SeedSequence", "numpy.random.PCG64",
 })
 _SCALAR_METHODS = frozenset({"item", "tolist", "tobytes", "sum", "mean", "max", "min", "prod", "std", "var", "any", "all", "argmax", "argmin"})
+_NUMPY_REDUCTIONS = frozenset(
+    "numpy." + n for n in "sum prod max min amax amin mean median std var any all argmax argmin count_nonzero ptp".split()
+)
 _LITERAL_WRAPPERS = frozenset({"numpy.array", "numpy.asarray", "numpy.ascontiguousarray", "numpy.asanyarray"})
 
 
@@ -74,6 +77,9 @@ class NumpyArrays:
                     return qn not in _RANDOM_NOT_ARRAYS
                 if qn in NUMPY_ARRAY_BUILDERS:
                     return True
+                if qn in _NUMPY_REDUCTIONS and not any(a.keyword is not None and a.keyword.value == "axis" for a in e.args) \
+                        and positional(e, 1) is None:
+                    return False  # a whole-array reduction is a scalar
                 if qn in NUMPY_SCALAR_NAMES and not any(self.is_array(a.value, scope, depth) for a in e.args):
                     return False
                 # Array math: an array when one of its arguments is.

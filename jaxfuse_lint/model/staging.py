@@ -3,10 +3,11 @@
 `model.traced` says which functions run under *some* tracing. Not every kind of
 tracing turns arguments into abstract values or caches the result:
 
-* `jax.jit`, `pmap`, `pjit`, `shard_map`, `checkpoint`, `make_jaxpr`,
-  `eval_shape` and lax control flow *stage out* the function: its arguments are
-  abstract tracers (no value, so `if x > 0` raises a concretization error) and
-  its Python body runs once per trace (side effects and globals are frozen).
+* `jax.jit`, `pmap`, `pjit`, `shard_map`, `checkpoint` and lax control flow
+  *stage out* the function: its arguments are abstract tracers (no value, so
+  `if x > 0` raises a concretization error) and its Python body runs once per
+  trace, the compiled result being reused (side effects and globals are frozen).
+  `make_jaxpr` and `eval_shape` stage out too, but only to look at the program.
 * `jax.grad`, `jax.jvp`, `custom_jvp`... called eagerly run the Python on every
   call with *concrete* tracers (`if x > 0` works); under an enclosing `jit`
   they are staged like everything else.
@@ -24,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES,
-                                    TRANSFORMS)
+from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, JNP_STATIC_FUNCTIONS, LOOPS,
+                                    STATIC_ATTRIBUTES, TRANSFORMS)
 from jaxfuse_lint.model.scopes import iter_children
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
@@ -57,7 +58,7 @@ ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
 # even for a traced argument.
 STATIC_RESULT_FUNCTIONS = frozenset({
     "jax.lax.broadcast_shapes", "jax.lax.axis_size", "jax.core.get_aval", "jax.numpy.isdtype",
-    "jax.process_count", "jax.local_devices", "jax.numpy.get_printoptions", "jax.config.read",
+    "jax.process_count", "jax.local_devices", "jax.numpy.get_printoptions", "jax.config.read", "jax.typeof",
     "numpy.ndim", "numpy.shape", "numpy.size", "numpy.result_type", "numpy.dtype", "numpy.issubdtype",
     "numpy.iinfo", "numpy.finfo", "numpy.isscalar", "numpy.promote_types", "numpy.can_cast",
 })
@@ -66,11 +67,10 @@ ARRAY_METHODS = frozenset(
     "all any argmax argmin argpartition argsort astype choose clip compress conj conjugate copy cumprod "
     "cumsum diagonal dot flatten max mean min nonzero prod ptp ravel repeat reshape round searchsorted "
     "sort squeeze std sum swapaxes take trace transpose var view set add multiply divide power get apply "
-    "mul min max __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
+    "mul __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
 )
-# Options that make some arguments Python values in ways the model does not parse.
-_ARGUMENT_OPTIONS = ("static_argnums", "static_argnames", "static_broadcasted_argnums", "in_axes",
-                     "nondiff_argnums", "in_specs")
+# Options that make some arguments Python values (or unbatched) in ways the model does not parse.
+_ARGUMENT_OPTIONS = ("static_broadcasted_argnums", "in_axes", "nondiff_argnums", "in_specs")
 
 
 def option_calls(reason: "TraceReason") -> list[cst.Call]:
@@ -94,8 +94,7 @@ def _literal_options(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer):
         return True
     if isinstance(value, (cst.Tuple, cst.List)):
-        return all(_literal_options(el.value) for el in value.elements if not isinstance(el, cst.StarredElement)) \
-            and not any(isinstance(el, cst.StarredElement) for el in value.elements)
+        return all(not isinstance(el, cst.StarredElement) and _literal_options(el.value) for el in value.elements)
     return False
 
 
@@ -124,8 +123,8 @@ class Staging:
 
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
-        self._memo: dict[tuple[int, bool], bool] = {}
-        self._active: set[tuple[int, bool]] = set()
+        self._memo: dict[tuple[int, bool, bool], bool] = {}
+        self._active: set[tuple[int, bool, bool]] = set()
         self._values: StagedValues | None = None
 
     @property
@@ -182,10 +181,11 @@ class Staging:
         for _ in range(4):
             if not isinstance(call, cst.Call):
                 return False
-            qn = m.qn(call.func, scope) or ""
-            last = qn.rsplit(".", 1)[-1] if qn else (call.func.attr.value if isinstance(call.func, cst.Attribute)
-                                                     else getattr(call.func, "value", ""))
-            if qn in CALLBACKS or "callback" in str(last).lower() or last in ("id_tap", "id_print"):
+            qn = m.qn(call.func, scope)
+            func = call.func
+            last = qn.rsplit(".", 1)[-1] if qn else (
+                func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "")
+            if qn in CALLBACKS or "callback" in last.lower() or last in ("id_tap", "id_print"):
                 return True
             if qn != "functools.partial":
                 return False
@@ -201,8 +201,6 @@ class Staging:
         return None
 
     def is_loop_body(self, fn: "Function") -> bool:
-        from jaxfuse_lint.model.api import LOOPS
-
         return any(r.kind == "control-flow" and r.transform in LOOPS for r in self.model.traced.reasons.get(fn, ()))
 
 

@@ -32,6 +32,11 @@ class JitOfFreshCallable(Rule):
     Compilation takes milliseconds to minutes; the computation often takes
     microseconds.
 
+    A function memoised with `functools.cache`/`lru_cache` builds its jitted
+    callable once per key and is not reported. Test functions run once too; if
+    their inline `jax.jit(lambda ...)` calls are noise for you, silence the rule
+    there with `per-file-ignores` (`"tests/*" = ["JF302"]`).
+
     ## Example
     ```python
     def apply_once(x):
@@ -63,6 +68,7 @@ class JitOfFreshCallable(Rule):
     (make those values arguments, static ones with `static_argnames`).
     """
     valid = (
+        "import jax, functools\n@functools.lru_cache\ndef make(k):\n    return jax.jit(lambda v: v * k)\n",
         "import jax\ndef f(v):\n    return v + 1\ndef g(x):\n    return jax.jit(f)(x)\n",
         "import jax\nclass M:\n    def __init__(self):\n        self.apply = jax.jit(lambda v: v * 2)\n",
         "import jax\nsquare = jax.jit(lambda v: v * v)\n",
@@ -79,7 +85,7 @@ class JitOfFreshCallable(Rule):
             if site.loop is not None or not isinstance(scope, Function) or model.is_traced_scope(scope):
                 continue
             found = compiling_call(model, site.call, scope)
-            if found is None:
+            if found is None or _memoised(model, scope):
                 continue
             transform, target = found
             what, fresh = describe_callable(model, target, scope, None)
@@ -92,7 +98,7 @@ class JitOfFreshCallable(Rule):
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
                 continue
-            if model.is_traced_scope(parent) or _loop_of_def(model, fn) is not None:
+            if model.is_traced_scope(parent) or _loop_of_def(model, fn) is not None or _memoised(model, parent):
                 continue
             for dec in fn.node.decorators:
                 t = TracedAnalysis(model).transform_of(dec.decorator, parent)
@@ -109,6 +115,22 @@ class JitOfFreshCallable(Rule):
             ),
             data={"transform": transform, "scope": scope},
         )
+
+
+_CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
+
+
+def _memoised(model: SemanticModel, scope: Function) -> bool:
+    """A function behind `functools.cache`/`lru_cache` builds its jitted callable once per key."""
+    node = scope.node
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    for dec in node.decorators:
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        qn = model.qn(expr, scope.parent)
+        if qn in _CACHING_DECORATORS or (qn or "").endswith(("lru_cache", ".cache", "cached_property")):
+            return True
+    return False
 
 
 def _used_per_call(model: SemanticModel, call: cst.Call, scope: Function) -> bool:

@@ -42,7 +42,8 @@ class PrintInTracedCode(Rule):
     `print` is a Python side effect. It runs while the function is traced, and
     never again while the compiled program runs: you see one line per
     compilation instead of one per call, and what it shows is a tracer
-    (`Traced<ShapedArray(float32[])>with<DynamicJaxprTrace>`), not the values
+    (`JitTracer(float32[])`, or `Traced<ShapedArray(float32[])>...` in older
+    JAX), not the values
     (the JIT tutorial's `log2_with_print`). `jax.debug.print` is staged into the
     program and prints the runtime values on every call.
 

@@ -72,8 +72,12 @@ class PythonControlFlowOnTracedValue(Rule):
 
     ## Known problems
     Attributes of a traced argument (`state.step`, `cfg.flag`) may be static
-    pytree fields (flax `pytree_node=False`, `eqx.field(static=True)`), and a
-    bare `if params:` may test a dict: neither is flagged. Functions traced
+    pytree fields (flax `pytree_node=False`, `eqx.field(static=True)`), and
+    methods other than array methods (`model.is_training()`) may return
+    anything: neither is flagged. A bare `if params:` is flagged only when
+    `params` looks like an array — not annotated as a container or
+    `Optional`, not used as a dict or list (`params["w"]`, `params.items()`,
+    `"w" in params`), not passed a tuple or `None` by a caller. Functions traced
     only by eager transforms (`jax.grad`, `custom_jvp` rules, `equinox`'s
     filtered transforms) see concrete values or static non-arrays and are not
     checked. Arguments with a default value may be left out by callers and
@@ -219,8 +223,8 @@ class _Checker:
 
     def _truthiness_is_of_an_array(self, expr: cst.CSTNode, fn: Function) -> bool:
         """`if x:` is an error only if x is an array; a pytree container or None is fine.
-        Bare names count when they are unannotated (or array-annotated) parameters or are
-        bound only to array computations; bare attributes and subscripts never count."""
+        Bare names count when they are parameters not annotated, used or passed as containers,
+        or locals never bound to a container or None; bare attributes and subscripts never count."""
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             return False
         if not isinstance(expr, cst.Name):
@@ -241,7 +245,7 @@ class _Checker:
                 if self._passed_a_container(owner, b.name) or self._used_as_container(owner, b.name):
                     return False
             elif b.kind in ("assign", "annassign", "augassign", "walrus"):
-                if not _array_producing(b.value):
+                if b.index is None and _container_or_none(b.value):
                     return False
             else:
                 return False
@@ -346,13 +350,12 @@ class _Checker:
         return out
 
 
-def _array_producing(value: cst.BaseExpression | None) -> bool:
-    """An expression whose result is an array when its inputs are (not a container or None)."""
-    if value is None:
-        return False
-    if isinstance(value, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
+def _container_or_none(value: cst.BaseExpression | None) -> bool:
+    """A value whose truthiness is a Python question (`[]`, `{}`, `(a, b)`, `None`)."""
+    if value is None or (isinstance(value, cst.Name) and value.value == "None"):
         return True
-    return isinstance(value, cst.Call)
+    return isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+                              cst.GeneratorExp))
 
 
 RULE = PythonControlFlowOnTracedValue

@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
 from jaxfuse_lint.model.staging import own_nodes, staging
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
 
 # Methods that mutate whatever object they are called on (lists, dicts, sets, deques).
 MUTATORS = frozenset({
@@ -34,18 +34,21 @@ class SideEffectInTracedCode(Rule):
     fixable = "never"
     doc = """
     ## What it does
-    Flags, in a staged function (`jax.jit`, `pmap`, `checkpoint`, a lax loop
-    body or branch, or a function they call), a write to state that outlives
-    the call:
-    - assignment to a name declared `global`, or `nonlocal` when the enclosing
-      function is not itself traced (or the writer is a lax loop body, which
-      runs once however many iterations there are);
-    - item, attribute or `del` writes (`CACHE[k] = v`, `obj.n += 1`) and
-      mutating calls (`.append`, `.extend`, `.insert`, `.setdefault`,
-      `.clear`, `.remove`...; `.update`/`.add`/`.pop` only on objects known to
-      be lists, dicts or sets) on a module-level object or an enclosing
-      function's object;
-    - the same on `self` in a traced method (not in `__init__`, `setup`...).
+    Flags, in a function that is staged and compiled (`jax.jit`, `pmap`,
+    `checkpoint`, `shard_map`, a lax loop body or branch, or a function they
+    call), a write to state that outlives the call:
+    - assignment to a name declared `global`;
+    - assignment to a name declared `nonlocal` when the enclosing function is
+      not traced itself (or, inside a traced function, from a lax loop body
+      storing a traced value: the body runs once, however many iterations);
+    - item, attribute and `del` writes (`REGISTRY[k] = v`, `obj.n += 1`) and
+      mutating calls (`.append`, `.extend`, `.insert`, `.appendleft`,
+      `.setdefault`, `.clear`, `.remove`...; `.update`/`.add`/`.pop` only on
+      objects known to be lists, dicts or sets, so `tx.update(...)` and
+      `x.at[i].add(...)` are not mistaken for them) on a module-level object;
+    - the same on `self` in a traced method (not in `__init__`, `setup`...);
+    - the same on an enclosing function's list, dict or object when it stores
+      a traced value there.
 
     Writes to the function's own local objects and to its arguments are
     pure from JAX's point of view and are not flagged.
@@ -60,16 +63,16 @@ class SideEffectInTracedCode(Rule):
 
     ## Known problems
     Aliases are not followed (`lst = GLOBAL; lst.append(x)` is missed).
-    Objects named like a cache or memo table (`self._cache[key] = fn`) are
-    taken to be deliberate trace-time memoisation and are not flagged; other
-    deliberate trace-time state is flagged (silence it with `# noqa: JF403`),
-    except a `nonlocal` counter of a pytest-style test function (`test_*`,
-    methods of `Test*` classes), which is how tests count compilations. Writes to an enclosing
-    function's list, dict or object are flagged only when they store a traced
-    value (a leaked tracer): collecting static facts (`shapes.append(x.shape)`)
-    once per trace is usually deliberate. Functions only transformed eagerly (`jax.grad`,
-    `jax.vmap` without `jit`) run their Python on every call and are not
-    checked.
+    Deliberate trace-time state is flagged too — silence it with
+    `# noqa: JF403` — except three common idioms: objects named like a cache
+    or memo table (`self._cache[key] = fn`); static facts collected into an
+    enclosing function's list (`shapes.append(x.shape)`); and a `nonlocal`
+    counter owned by a pytest-style test (`test_*`, methods of `Test*`
+    classes), which is how tests count compilations. Functions only
+    transformed eagerly (`jax.grad`, `jax.vmap` without `jit`) run their
+    Python on every call, and `make_jaxpr`/`eval_shape` trace once to
+    inspect the program (a side effect there is how one extracts trace-time
+    facts): neither is checked.
 
     ## Example
     ```python
@@ -169,8 +172,8 @@ class _Writes:
                 elif t.value in fn.nonlocals:
                     owner = self._nonlocal_owner(fn, t.value)
                     if owner is not None and not _is_test(owner) and self._outside(fn, owner, value):
-                        yield t, t.value, f"`{t.value}` of the enclosing `{owner.display_name}` (declared `nonlocal`)", (
-                            "deletes" if deleting else "rebinds")
+                        desc = f"`{t.value}` of the enclosing `{owner.display_name}` (declared `nonlocal`)"
+                        yield t, t.value, desc, "deletes" if deleting else "rebinds"
             elif isinstance(t, (cst.Attribute, cst.Subscript)):
                 base = _base_name(t)
                 if base is None or _is_memo(t):

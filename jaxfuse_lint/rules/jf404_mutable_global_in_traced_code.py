@@ -20,16 +20,19 @@ class MutableGlobalInTracedCode(Rule):
     fixable = "never"
     doc = """
     ## What it does
-    Flags, in a staged function (`jax.jit`, `pmap`, `checkpoint`, a lax loop
-    body or branch, or a function they call), a read of a module-level name
-    that the module rebinds:
+    Flags, in a function that is staged and compiled (`jax.jit`, `pmap`,
+    `checkpoint`, a lax loop body or branch, or a function they call), a read
+    of a module-level name that the module rebinds:
     - inside a function, through `global name`;
-    - at module level (a second assignment, `name += 1`, a `for` loop)
-      between two module-level uses of the traced function — traced and
-      compiled with the old value, then called again after the change.
+    - at module level (a second assignment, `name += 1`) between two
+      module-level uses of the traced function — traced and compiled with the
+      old value, then called again after the change — or by a module-level
+      `for` loop whose body uses the function.
 
     Constants bound once, imports, functions and classes are never flagged, nor
-    are names whose bindings are alternatives of one `if`/`try` statement.
+    are names whose bindings are alternatives of one `if`/`try` statement. A
+    function that itself declares the name `global` and assigns it is left to
+    JF403.
 
     ## Why is this bad?
     A global is read while the function is traced, and its value at that
@@ -46,7 +49,8 @@ class MutableGlobalInTracedCode(Rule):
     line. Module-level rebindings count only between module-level uses of the
     function (or of what jits or calls it): uses from inside other functions
     are not followed, and notebook-style scripts that redefine the function
-    before using it again are left alone.
+    before using it again are left alone. `make_jaxpr`/`eval_shape` (traced
+    once, nothing cached) and eager transforms are not checked.
 
     ## Example
     ```python

@@ -42,9 +42,6 @@ SINKS.update({
 _RANDOM_SHAPE = ((None, "shape"),)
 # Methods of arrays that need static ints.
 METHOD_SINKS = {"reshape": ALL}
-# jax functions that turn a static shape into an array (the start of the mistake).
-_ARRAY_OF = frozenset({"jax.numpy.array", "jax.numpy.asarray"})
-_PROD = frozenset({"jax.numpy.prod", "jax.numpy.product"})
 _SHAPE_FUNCTIONS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.size", "numpy.size", "jax.numpy.ndim",
                               "numpy.ndim", "builtins.len"})
 
@@ -60,8 +57,9 @@ class TracedOpOnStaticShape(Rule):
     computation on static shape values — `jnp.array(x.shape).prod()`,
     `jnp.prod(x.shape)`, `jnp.prod(jnp.array(x.shape))`, `jnp.array(x.shape)[0]`
     — whose result is used where a static Python int is required: a
-    `reshape`, the shape of `zeros`/`ones`/`full`/`empty`/`broadcast_to`, the
-    bounds of `arange`/`range`, `linspace`'s `num`, `int()`, the sizes of
+    `reshape`, the shape of `zeros`/`ones`/`full`/`empty`/`broadcast_to`
+    (`jnp` or NumPy), the bounds of `arange`/`range` and of a slice,
+    `linspace`'s `num`, `int()`/`float()`, the sizes of
     `lax.dynamic_slice`/`lax.iota`, the `shape` of `jax.random` draws. It
     follows a local variable to its single assignment.
 
@@ -75,7 +73,9 @@ class TracedOpOnStaticShape(Rule):
     ## Known problems
     The same `jnp` shape arithmetic used as an array (`x.sum() /
     jnp.prod(jnp.array(x.shape))`) works under `jit` and is not flagged. A
-    shape computed in another function and returned is not followed.
+    shape computed in another function and returned is not followed. Eager
+    code (no `jit`, or only `grad`/`vmap`) gets concrete arrays from `jnp`,
+    which shape arguments accept, so it is not checked.
 
     ## Example
     ```python
