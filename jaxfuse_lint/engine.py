@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 import libcst as cst
 
@@ -173,7 +173,10 @@ class Analysis:
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
-                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True) -> FileResult:
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
+                 model_hook: Callable[[SemanticModel], None] | None = None) -> FileResult:
+    """Check one file. `external_traced`: its functions that other modules trace (see project.py);
+    `model_hook` is called with the file's model when it was parsed (the runner's project summary)."""
     result = FileResult(filename)
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
@@ -192,6 +195,8 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     try:
         analysis = Analysis(module, filename, settings, external_traced, apply_noqa)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        if model_hook is not None:
+            model_hook(analysis.model)
     except RecursionError:
         result.errors.append(f"{filename}: internal error: the file is nested too deeply to analyse")
         return result
@@ -203,7 +208,8 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
 
 
 def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe: bool = False,
-               external_traced: dict[str, str] | None = None) -> FixOutcome:
+               external_traced: dict[str, str] | None = None,
+               model_hook: Callable[[SemanticModel], None] | None = None) -> FixOutcome:
     """Apply fixes to a fixed point. Safe fixes always; unsafe ones only with `unsafe`."""
     if isinstance(source, bytes):
         text, encoding = decode(source)
@@ -222,6 +228,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
         if first_analysis is None:
             first_analysis = analysis
+            if model_hook is not None:  # the model of the original text
+                model_hook(analysis.model)
         candidates: list[tuple[Rule, Violation, FixPlan]] = []
         for rule, v in analysis.violations:
             plan = analysis.plan(rule, v)

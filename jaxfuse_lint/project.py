@@ -87,7 +87,9 @@ def absolute(level: int, module: str, package: str) -> str | None:
     """`from ..x import y` seen from `package` -> the absolute module `x` names."""
     if level == 0:
         return module or None
-    parts = package.split(".") if package else []
+    if not package:  # a relative import outside a package fails at run time
+        return None
+    parts = package.split(".")
     if level - 1 > len(parts):
         return None
     base = parts[: len(parts) - (level - 1)]
@@ -111,6 +113,13 @@ class Prescan:
 
     imports: set[str] = field(default_factory=set)  # absolute module names (and `from m import x`: m.x)
     reexports: dict[str, str] = field(default_factory=dict)  # module-level name -> absolute qualified name
+
+    def to_json(self) -> dict:
+        return {"imports": sorted(self.imports), "reexports": self.reexports}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Prescan":
+        return cls(set(data["imports"]), dict(data["reexports"]))
 
 
 def _split_names(text: str) -> Iterator[tuple[str, str]]:
@@ -180,10 +189,10 @@ class Summary:
 
 
 class _Summarizer:
-    def __init__(self, model: "SemanticModel", module: str, is_package: bool) -> None:
+    def __init__(self, model: "SemanticModel", module: str | None, is_package: bool, label: str) -> None:
         self.model = model
-        self.module = module
-        self.package = package_of(module, is_package)
+        self.module = module or label  # how messages name this module
+        self.package = package_of(module, is_package) if module else ""
         self.helper = TracedAnalysis(model)
 
     def ref(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
@@ -326,8 +335,10 @@ class _Summarizer:
         return self.module
 
 
-def summarize(model: "SemanticModel", module: str, is_package: bool) -> Summary:
-    return _Summarizer(model, module, is_package).run()
+def summarize(model: "SemanticModel", module: str | None, is_package: bool = False, label: str = "") -> Summary:
+    """The summary of a parsed module. `module` is its dotted name (None: not importable, then
+    relative imports do not resolve and `label` names it in messages)."""
+    return _Summarizer(model, module, is_package, label or "<module>").run()
 
 
 # -- 3. the project-wide fixpoint ------------------------------------------------------------------

@@ -230,6 +230,6 @@ def test_unknown_sizes_stay_unknown(expr, axis):
 
 
 def test_walk_survives_deep_nesting():
-    deep = "x = " + " + ".join(["1"] * 5000) + "\n"
+    deep = "x = " + " + ".join(["1"] * 1500) + "\n"
     m = model_of("import jax\n" + deep)
     assert m.index.functions == []

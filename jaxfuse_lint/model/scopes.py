@@ -36,15 +36,49 @@ def child_fields(node: cst.CSTNode) -> tuple[str, ...]:
     return names
 
 
+def _node_types() -> set[type]:
+    out: set[type] = set()
+    todo = [cst.CSTNode]
+    while todo:
+        t = todo.pop()
+        for sub in t.__subclasses__():
+            if sub not in out:
+                out.add(sub)
+                todo.append(sub)
+    return out
+
+
+# isinstance() against libcst's abstract base classes runs ABCMeta.__instancecheck__, a
+# Python-level call; the walk asks it for every field of every node. Exact types are
+# looked up in sets instead (a type first seen later is classified once, by isinstance).
+_NODE_TYPES: set[type] = _node_types()
+_LEAF_TYPES: set[type] = {str, type(None), bool, int, float, bytes}
+
+
+def _is_node(value: object) -> bool:
+    t = type(value)
+    if t in _NODE_TYPES:
+        return True
+    if t in _LEAF_TYPES:
+        return False
+    if isinstance(value, cst.CSTNode):
+        _NODE_TYPES.add(t)
+        return True
+    if not isinstance(value, (list, tuple)):
+        _LEAF_TYPES.add(t)
+    return False
+
+
 def iter_children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
     for name in child_fields(node):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield name, value
-        elif isinstance(value, (list, tuple)):
+        t = type(value)
+        if t is tuple or t is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if type(item) in _NODE_TYPES or _is_node(item):
                     yield name, item
+        elif t in _NODE_TYPES or _is_node(value):
+            yield name, value
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -178,6 +212,16 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+# The node types the walk handles, compared by exact type: isinstance() against libcst's
+# abstract base classes runs ABCMeta.__instancecheck__, a Python-level call, for every
+# node and every branch (none of these classes has subclasses).
+_BINDS = frozenset({
+    cst.Call, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.WithItem,
+    cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.Return, cst.Assert, cst.ExceptHandler,
+    cst.ExceptStarHandler,
+})
+_LOOP_TYPES = frozenset(PYTHON_LOOPS)
+
 # (parent type, field) pairs whose Name children are not reads.
 _NOT_READ = {
     (cst.Attribute, "attr"), (cst.Arg, "keyword"), (cst.FunctionDef, "name"), (cst.ClassDef, "name"),
@@ -273,16 +317,17 @@ class _Builder:
             inner_scope, inner_loop = scope, loop
             pushed: list[tuple[cst.CSTNode, cst.CSTNode | None, str, Scope, cst.CSTNode | None]] = []
 
-            if isinstance(node, cst.Name):
+            t = type(node)
+            if t is cst.Name:
                 if (type(parent), fname) not in _NOT_READ and node not in self.stores:
                     r = Read(node, scope)
                     self.reads.append(r)
                     if isinstance(scope, Function):
                         scope.reads.append(r)
                 continue
-            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            if t is cst.FunctionDef or t is cst.Lambda:
                 fn = Function(node=node, parent=scope)
-                if isinstance(node, cst.FunctionDef):
+                if t is cst.FunctionDef:
                     fn.name = node.name.value
                     if isinstance(scope, ClassInfo):
                         fn.cls = scope
@@ -304,11 +349,11 @@ class _Builder:
                         pushed.append((child, node, fname2, scope, loop))
                     else:
                         pushed.append((child, node, fname2, scope, loop))
-                if isinstance(node, cst.Lambda):
+                if t is cst.Lambda:
                     fn.returns.append(node.body)
                 stack.extend(reversed(pushed))
                 continue
-            if isinstance(node, cst.ClassDef):
+            if t is cst.ClassDef:
                 ci = ClassInfo(node=node, parent=scope, name=node.name.value)
                 self._bind(scope, Binding(ci.name, "class", node, target=node.name))
                 for fname2, child in iter_children(node):
@@ -316,48 +361,50 @@ class _Builder:
                 stack.extend(reversed(pushed))
                 continue
 
-            if isinstance(node, cst.Call):
+            if t not in _BINDS:
+                pass
+            elif t is cst.Call:
                 site = CallSite(node, scope, loop)
                 self.calls.append(site)
                 if isinstance(scope, Function):
                     scope.calls.append(site)
-            elif isinstance(node, cst.Assign):
+            elif t is cst.Assign:
                 for t in node.targets:
                     self._bind_target(scope, t.target, "assign", node, node.value)
-            elif isinstance(node, cst.AnnAssign):
+            elif t is cst.AnnAssign:
                 self._bind_target(scope, node.target, "annassign", node, node.value)
-            elif isinstance(node, cst.AugAssign):
+            elif t is cst.AugAssign:
                 # The target is read and written: keep it a read, and record the binding.
                 if isinstance(node.target, cst.Name):
                     self._bind(scope, Binding(node.target.value, "augassign", node, node.value, target=node.target))
-            elif isinstance(node, (cst.For, cst.CompFor)):
+            elif t is cst.For or t is cst.CompFor:
                 self._bind_target(scope, node.target, "for", node, node.iter)
-            elif isinstance(node, cst.NamedExpr):
+            elif t is cst.NamedExpr:
                 self._bind_target(scope, node.target, "walrus", node, node.value)
-            elif isinstance(node, cst.WithItem):
+            elif t is cst.WithItem:
                 if node.asname is not None:
                     self._bind_target(scope, node.asname.name, "with", node, node.item)
-            elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            elif t is cst.Import or t is cst.ImportFrom:
                 self._bind_import(scope, node)
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            elif t is cst.Global or t is cst.Nonlocal:
                 names = {n.name.value for n in node.names}
-                if isinstance(node, cst.Global):
+                if t is cst.Global:
                     scope.globals |= names
                 else:
                     scope.nonlocals |= names
-            elif isinstance(node, cst.Return) and isinstance(scope, Function) and node.value is not None:
+            elif t is cst.Return and isinstance(scope, Function) and node.value is not None:
                 scope.returns.append(node.value)
-            elif isinstance(node, cst.Assert) and isinstance(scope, Function):
+            elif t is cst.Assert and isinstance(scope, Function):
                 scope.asserts.append(node)
-            elif isinstance(node, (cst.ExceptHandler, cst.ExceptStarHandler)):
+            elif t is cst.ExceptHandler or t is cst.ExceptStarHandler:
                 if node.name is not None and isinstance(node.name.name, cst.Name):
                     self._bind(scope, Binding(node.name.name.value, "except", node, target=node.name.name))
 
-            if isinstance(node, PYTHON_LOOPS):
+            if t in _LOOP_TYPES:
                 inner_loop = node
             for fname2, child in iter_children(node):
                 # A loop's iterable is evaluated once, outside the loop.
-                child_loop = loop if (isinstance(node, cst.For) and fname2 == "iter") else inner_loop
+                child_loop = loop if (t is cst.For and fname2 == "iter") else inner_loop
                 pushed.append((child, node, fname2, inner_scope, child_loop))
             stack.extend(reversed(pushed))
 

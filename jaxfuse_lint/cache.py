@@ -1,0 +1,126 @@
+"""The per-file cache: `.jaxfuse_lint_cache/` (or `--cache-dir` / `cache-dir`).
+
+An entry is keyed by what a file's result depends on:
+- the file's bytes (SHA-256) and the name it is reported under,
+- its module name in the project (relative imports resolve against it),
+- the tool: its version and a fingerprint of its own source files (so that an edited
+  checkout never serves results of the old code),
+- the effective configuration (`Settings.fingerprint()`).
+It holds the file's text prescan and project summary (which depend on nothing else), and
+the diagnostics of the last check together with the `external_traced` map they were
+computed with: a result is reused only when the map is the same again, so a change in
+another module that changes what is traced here invalidates it.
+
+Entries are JSON files written atomically; a missing, unreadable or corrupt entry is a
+miss, and a cache directory that cannot be written is reported once and then left alone.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jaxfuse_lint import __version__
+from jaxfuse_lint.config import Settings
+
+DEFAULT_DIR = ".jaxfuse_lint_cache"
+FORMAT = 1
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """The version plus the size and mtime of every source file of the tool."""
+    h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
+    roots = [Path(__file__).resolve().parent]
+    try:
+        import codemods
+
+        roots.append(Path(codemods.__file__).resolve().parent)
+    except ImportError:  # pragma: no cover - codemods ships with the package
+        pass
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    p = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(p)
+                    except OSError:
+                        continue
+                    h.update(f"{os.path.relpath(p, root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:16]
+
+
+def default_directory(settings: Settings) -> Path:
+    if settings.cache_dir:
+        return Path(settings.cache_dir)
+    return Path(settings.project_root or ".") / DEFAULT_DIR
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: str | os.PathLike, settings: Settings) -> None:
+        self.root = Path(directory)
+        settings_key = hashlib.sha256(settings.fingerprint().encode()).hexdigest()[:16]
+        self.directory = self.root / tool_fingerprint() / settings_key
+        self.error: str | None = None  # the first write failure, reported once by the runner
+        self._prepared = False
+
+    @staticmethod
+    def key(filename: str, digest: str, module: str | None) -> str:
+        return hashlib.sha256(f"{filename}\0{digest}\0{module}".encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+    def store(self, key: str, entry: dict[str, Any]) -> None:
+        if self.error is not None:
+            return
+        entry = {"format": FORMAT, **entry}
+        path = self._path(key)
+        try:
+            self._prepare()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(entry, fh, separators=(",", ":"))
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, TypeError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.error = f"{self.root}: cannot write the cache ({reason}); continuing without it"
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        tag = self.root / "CACHEDIR.TAG"
+        if not tag.exists():
+            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n"
+                           "# This file is a cache directory tag created by jaxfuse-lint.\n")
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Automatically created by jaxfuse-lint.\n*\n")
+        self._prepared = True
