@@ -19,7 +19,7 @@ from codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.diagnostics import Applicability
 from jaxfuse_lint.fixes import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, keyword, positional
-from jaxfuse_lint.model.fusion import expression_names, reaching_binding
+from jaxfuse_lint.model.fusion import expression_names, reaching_binding, reaching_value
 
 CODE = "JF102"
 
@@ -151,13 +151,10 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         return None
     code = model.module.code_for_node
     if isinstance(expr, cst.Name):
-        found = reaching_binding(model, expr)
+        found = reaching_value(model, expr)
         if found is None:
             return None
-        owner, b = found
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
-            return None
-        return _grid_formula(model, b.value, owner, t, mesh_scope, forbidden, jnp, depth + 1)
+        return _grid_formula(model, found[0], found[1], t, mesh_scope, forbidden, jnp, depth + 1)
     if isinstance(expr, cst.Call):
         qn = model.qn(expr.func, scope)
         if qn not in ("jax.numpy.fft.fftfreq", "jax.numpy.fft.rfftfreq"):

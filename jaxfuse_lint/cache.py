@@ -57,9 +57,13 @@ def tool_fingerprint() -> str:
 
 
 def default_directory(settings: Settings) -> Path:
+    """`cache-dir` / `--cache-dir`; else next to the pyproject.toml that configured the run
+    (the project root); else in the current directory (as ruff does)."""
     if settings.cache_dir:
         return Path(settings.cache_dir)
-    return Path(settings.project_root or ".") / DEFAULT_DIR
+    if settings.config_path and settings.project_root:
+        return Path(settings.project_root) / DEFAULT_DIR
+    return Path(DEFAULT_DIR)
 
 
 def content_hash(data: bytes) -> str:

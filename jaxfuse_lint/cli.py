@@ -61,6 +61,8 @@ def _fail(message: str) -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are diagnostics.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(), default=None, help="Where to keep the cache (default .jaxfuse_lint_cache).")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: one per core",
+              help="Worker processes to check files in.")
 @click.option("--config", type=click.Path(dir_okay=False), default=None, help="A pyproject.toml (or jaxfuse-lint.toml) to use.")
 @click.option("--stdin-filename", default=None, help="The name of the file given on stdin as `-` (for editors).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
@@ -71,7 +73,7 @@ def _fail(message: str) -> None:
               help="With --fix: verify every changed function that has a verify spec and roll back fixes that do not "
                    "prove out. This imports and runs your code.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-                  config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes) -> None:
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
     try:
         settings = _load(config, paths, select, extend_select, ignore, cache_dir)
@@ -90,13 +92,17 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     files = list(discover(list(paths), settings))
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
 
-    from jaxfuse_lint import runner
+    from jaxfuse_lint import progress, runner
 
+    # A progress bar only for people watching a terminal, never in machine-readable output.
+    bar = progress.Progress(len(files), enabled=progress.wanted() and output_format in ("concise", "full"),
+                            label="Fixing" if fix or diff else "Checking")
     try:
-        if fix or diff:
-            run = runner.fix_files(files, settings, unsafe=unsafe_fixes)
-        else:
-            run = runner.check_files(files, settings)
+        with bar:
+            if fix or diff:
+                run = runner.fix_files(files, settings, unsafe=unsafe_fixes, jobs=jobs or None, progress=bar)
+            else:
+                run = runner.check_files(files, settings, jobs=jobs or None, use_cache=not no_cache, progress=bar)
     except KeyboardInterrupt:
         click.echo("jaxfuse-lint: interrupted; no file was written", err=True)
         sys.exit(130)

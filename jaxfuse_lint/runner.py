@@ -1,14 +1,65 @@
-"""Run the engine over many files: read each, check or fix it, collect results in a stable order."""
+"""Run the engine over many files: in worker processes, with the project index and the cache.
+
+The run, for `check` and `--fix` alike:
+
+1. Every file is read and hashed here. A cache hit gives its import prescan and project
+   summary; otherwise the text is decoded and prescanned (regular expressions, no parse).
+2. The project index (project.py) is built from the prescans and the cached summaries.
+3. Files that need analysis go to worker processes, importers before what they import,
+   and a file waits for the summaries of the files that import it where the import graph
+   allows (cycles excepted), so that it is analysed with its final `external_traced` map.
+   Each worker parses a file once: rules and the file's project summary come from the
+   same model. A file whose map changed after it was analysed (an import cycle) is
+   analysed again at the end. Files that never mention JAX are not parsed unless another
+   module traces their functions.
+4. Results stream back as workers finish and are kept in the input order, so the output
+   is the same whatever the number of workers and the order they finish in.
+
+A worker that dies (a crash in the native parser) or runs past the per-file time limit is
+replaced; that file gets a JF000 diagnostic when CPython also rejects it, else a one-line
+internal error, and the run goes on. Nothing here writes source files.
+"""
 from __future__ import annotations
 
+import heapq
+import multiprocessing
 import os
+import signal
+import sys
+import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait as wait_for
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.diagnostics import Diagnostic
-from jaxfuse_lint.engine import FileResult, FixOutcome, check_source, fix_source, syntax_error_diagnostic
+from jaxfuse_lint.engine import (
+    FileResult,
+    FixOutcome,
+    check_source,
+    decode,
+    fix_source,
+    mentions_jax,
+    syntax_error_diagnostic,
+)
+from jaxfuse_lint.project import (
+    ModuleNamer,
+    Prescan,
+    ProjectFile,
+    ProjectIndex,
+    Summary,
+    analysis_order,
+    prescan,
+    summarize,
+)
+
+# A file whose analysis takes longer than this is abandoned (reported, not fatal).
+FILE_TIMEOUT = 300.0
+# Lines this long, or brackets nested this deep, are checked by CPython's parser before
+# libcst's, whose native parser can overflow its stack on such input.
+LONG_LINE = 4000
+DEEP_BRACKETS = 150
 
 
 @dataclass
@@ -16,6 +67,8 @@ class RunResult:
     results: list[FileResult] = field(default_factory=list)
     fixes: list[FixOutcome] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # files, analysed (parsed by a worker), cached (results reused), reanalysed (import cycles)
+    stats: dict[str, int] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -25,6 +78,7 @@ class RunResult:
 
     @property
     def sources(self) -> dict[str, str]:
+        """The text of every file with diagnostics (what reporters show)."""
         return {r.filename: r.source for r in self.results if r.source is not None}
 
 
@@ -33,44 +87,598 @@ def read_file(path: Path) -> bytes:
         return fh.read()
 
 
-def check_files(files: Iterable[Path], settings: Settings) -> RunResult:
-    run = RunResult()
-    for path in files:
-        filename = str(path)
-        try:
-            data = read_file(path)
-        except (OSError, UnicodeError) as exc:
-            run.errors.append(f"{filename}: cannot read file: {exc.strerror if isinstance(exc, OSError) else exc}")
-            continue
-        result = check_source(data, filename, settings)
-        run.results.append(result)
-        run.errors.extend(result.errors)
-    return run
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
-def fix_files(files: Iterable[Path], settings: Settings, *, unsafe: bool) -> RunResult:
-    """Fix every file in memory; nothing is written here (the caller writes, or prints a diff)."""
-    run = RunResult()
-    for path in files:
-        filename = str(path)
+# -- guarding the native parser ---------------------------------------------------------------------
+
+def _deep_brackets(text: str, limit: int = DEEP_BRACKETS) -> bool:
+    """Brackets nested more than `limit` deep (strings and comments not told apart: a
+    false alarm only costs a CPython parse)."""
+    import re
+
+    s = re.sub(r"[^()\[\]{}]+", "", text)
+    pair = re.compile(r"\(\)|\[\]|\{\}")
+    for _ in range(limit):
+        s, n = pair.subn("", s)
+        if not n:
+            return False
+    return pair.search(s) is not None
+
+
+def cpython_rejects(text: str, filename: str) -> BaseException | None:
+    """CPython's own verdict on a text: the exception compile() raises, or None."""
+    try:
+        compile(text, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return exc
+    return None
+
+
+def parse_guard(data: bytes | str, filename: str) -> Diagnostic | None:
+    """JF000 for text that CPython rejects and that is shaped to hurt libcst's parser."""
+    try:
+        text = decode(data)[0] if isinstance(data, bytes) else data
+    except Exception:
+        return None  # the engine reports undecodable files itself
+    if max(map(len, text.split("\n")), default=0) < LONG_LINE and not _deep_brackets(text):
+        return None
+    exc = cpython_rejects(text, filename)
+    if exc is None:
+        return None
+    return _cpython_diagnostic(filename, exc)
+
+
+def _cpython_diagnostic(filename: str, exc: BaseException) -> Diagnostic:
+    if isinstance(exc, SyntaxError):
+        return syntax_error_diagnostic(filename, exc)
+    d = syntax_error_diagnostic(filename, ValueError(f"{type(exc).__name__}: {exc}"))
+    if isinstance(exc, RecursionError):
+        d.message = "Could not parse file: too deeply nested for CPython to compile it"
+    return d
+
+
+# -- the worker side -------------------------------------------------------------------------------
+
+@dataclass
+class _Task:
+    index: int
+    filename: str
+    data: bytes
+    external: dict[str, str]
+    module: str | None
+    is_package: bool
+    want_summary: bool
+    mode: str  # check | fix
+    unsafe: bool = False
+
+
+@dataclass
+class _Reply:
+    index: int
+    result: FileResult | None = None
+    outcome: FixOutcome | None = None
+    summary: dict | None = None
+    parsed: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def analyse(task: _Task, settings: Settings) -> _Reply:
+    """One file, as a worker does it (also run in-process by tests)."""
+    reply = _Reply(task.index)
+
+    def hook(model) -> None:
+        reply.parsed = True
+        if task.want_summary:
+            try:
+                reply.summary = summarize(model, task.module, task.is_package, task.filename).to_json()
+            except Exception as exc:
+                reply.errors.append(f"{task.filename}: internal error in the project index: "
+                                    f"{type(exc).__name__}: {exc}")
+
+    guard = parse_guard(task.data, task.filename)
+    external = task.external or None
+    if task.mode == "check":
+        if guard is not None:
+            reply.result = FileResult(task.filename, [guard])
+            return reply
         try:
-            data = read_file(path)
+            result = check_source(task.data, task.filename, settings, external_traced=external, model_hook=hook)
+        except Exception as exc:  # check_source catches what it expects; anything else is a bug
+            result = FileResult(task.filename, errors=[f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
+        if not result.diagnostics:
+            result.source = None  # the text travels back only when a reporter will show it
+        reply.result = result
+        return reply
+    if guard is not None:
+        reply.result = FileResult(task.filename, [guard])
+        return reply
+    try:
+        outcome = fix_source(task.data, task.filename, settings, unsafe=task.unsafe,
+                             external_traced=external, model_hook=hook)
+    except Exception as exc:  # unparsable: JF000, and the file is left alone
+        text = None
+        try:
+            text = decode(task.data)[0]
+        except Exception:
+            pass
+        reply.result = FileResult(task.filename, [syntax_error_diagnostic(task.filename, exc, text)])
+        return reply
+    reply.outcome = outcome
+    return reply
+
+
+def _worker_main(conn, settings: Settings) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles Ctrl-C
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply = analyse(task, settings)
+        except Exception as exc:
+            reply = _Reply(task.index, FileResult(task.filename), errors=[
+                f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):
+            return
+
+
+class _Worker:
+    def __init__(self, ctx, settings: Settings) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, settings), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: _Task | None = None
+        self.started = 0.0
+
+    def send(self, task: _Task) -> None:
+        self.task = task
+        self.started = time.monotonic()
+        self.conn.send(task)
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+            self.proc.join(5)
+        except (OSError, ValueError):
+            pass
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(1)
+        if self.proc.is_alive():
+            self.kill()
+        else:
+            self.conn.close()
+
+
+class _Pool:
+    """Worker processes, one task each at a time, so a crash points at its file."""
+
+    def __init__(self, jobs: int, settings: Settings, timeout: float) -> None:
+        self.jobs = jobs
+        self.settings = settings
+        self.timeout = timeout
+        methods = multiprocessing.get_all_start_methods()
+        self.ctx = multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else None)
+        self.idle: list[_Worker] = []
+        self.busy: list[_Worker] = []
+
+    def free_slots(self) -> int:
+        return self.jobs - len(self.busy)
+
+    def submit(self, task: _Task) -> None:
+        worker = self.idle.pop() if self.idle else _Worker(self.ctx, self.settings)
+        try:
+            worker.send(task)
+        except (OSError, ValueError):  # it died while idle: start another
+            worker.kill()
+            worker = _Worker(self.ctx, self.settings)
+            worker.send(task)
+        self.busy.append(worker)
+
+    def collect(self) -> list[tuple[_Task, _Reply | str]]:
+        """Wait for at least one busy worker to finish; (task, reply or why it failed)."""
+        out: list[tuple[_Task, _Reply | str]] = []
+        while not out and self.busy:
+            now = time.monotonic()
+            deadline = min(w.started for w in self.busy) + self.timeout
+            waitables = [w.conn for w in self.busy] + [w.proc.sentinel for w in self.busy]
+            ready = set(wait_for(waitables, timeout=max(0.0, deadline - now)))
+            for w in list(self.busy):
+                task = w.task
+                assert task is not None
+                failure = None
+                if w.conn in ready:
+                    try:
+                        reply = w.conn.recv()
+                    except (EOFError, OSError):
+                        failure = self._death(w)
+                    else:
+                        self.busy.remove(w)
+                        w.task = None
+                        self.idle.append(w)
+                        out.append((task, reply))
+                        continue
+                elif w.proc.sentinel in ready:
+                    failure = self._death(w)
+                elif time.monotonic() - w.started >= self.timeout:
+                    failure = f"it took longer than {self.timeout:g} s"
+                if failure is not None:
+                    self.busy.remove(w)
+                    w.kill()
+                    out.append((task, failure))
+        return out
+
+    @staticmethod
+    def _death(w: _Worker) -> str:
+        w.proc.join(1)
+        code = w.proc.exitcode
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            return f"the worker process died ({name})"
+        return f"the worker process died (exit code {code})"
+
+    def close(self, kill: bool = False) -> None:
+        for w in self.busy:
+            w.kill()
+        for w in self.idle:
+            w.kill() if kill else w.stop()
+        self.busy, self.idle = [], []
+
+
+# -- the coordinator -------------------------------------------------------------------------------
+
+PENDING, RUNNING, DONE = "pending", "running", "done"
+
+
+@dataclass
+class _State:
+    index: int
+    path: Path
+    filename: str
+    module: str | None = None
+    is_package: bool = False
+    digest: str | None = None
+    key: str | None = None
+    jax: bool = True
+    entry: dict | None = None  # the cache entry read at the start
+    status: str = PENDING
+    first_done: bool = False
+    used: dict[str, str] | None = None  # the external map of the current result
+    result: FileResult | None = None
+    outcome: FixOutcome | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class _Run:
+    def __init__(self, files: Iterable[Path | str], settings: Settings, mode: str, unsafe: bool,
+                 jobs: int | None, use_cache: bool, progress, timeout: float) -> None:
+        self.settings = settings
+        self.mode = mode
+        self.unsafe = unsafe
+        self.jobs = max(1, jobs or default_jobs())
+        self.progress = progress
+        self.timeout = timeout
+        self.states = [_State(i, Path(p), str(p)) for i, p in enumerate(files)]
+        self.cache = None
+        if use_cache and mode == "check":
+            from jaxfuse_lint.cache import Cache, default_directory
+
+            self.cache = Cache(default_directory(settings), settings)
+        self.stats = {"files": len(self.states), "analysed": 0, "cached": 0, "reanalysed": 0, "crashed": 0}
+        self.done_count = 0
+
+    # -- 1 and 2: read, prescan, index ----------------------------------------------------------------
+    def prepare(self) -> None:
+        from jaxfuse_lint.cache import content_hash
+
+        namer = ModuleNamer()
+        pfiles: list[ProjectFile] = []
+        for st in self.states:
+            named = namer.name(st.path)
+            if named is not None:
+                st.module, st.is_package = named
+            pfiles.append(self._prepare_one(st, namer, content_hash))
+        self.project = ProjectIndex(pfiles)
+        for st in self.states:
+            if st.entry is not None and st.entry.get("summary") is not None:
+                self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
+
+    def _prepare_one(self, st: _State, namer: ModuleNamer, content_hash) -> ProjectFile:
+        try:
+            data = read_file(st.path)
         except OSError as exc:
-            run.errors.append(f"{filename}: cannot read file: {exc.strerror}")
-            continue
+            st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
+            self._finish(st, None)
+            return ProjectFile(st.filename, None)
+        st.digest = content_hash(data)
+        if self.cache is not None:
+            st.key = self.cache.key(st.filename, st.digest, st.module)
+            entry = self.cache.load(st.key)
+            if entry is not None:
+                try:
+                    pre = Prescan.from_json(entry["prescan"])
+                    st.jax = bool(entry["jax"])
+                    st.entry = entry
+                    return ProjectFile(st.filename, st.module, st.is_package, pre)
+                except (KeyError, TypeError, ValueError):
+                    st.entry = None
         try:
-            outcome = fix_source(data, filename, settings, unsafe=unsafe)
-        except Exception as exc:  # unparsable: report as JF000 and leave the file alone
-            result = FileResult(filename)
-            result.diagnostics.append(syntax_error_diagnostic(filename, exc))
+            text, _ = decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            self._finish(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc)]), used={})
+            st.jax = False
+            return ProjectFile(st.filename, None)
+        st.jax = mentions_jax(text, self.settings)
+        pre = prescan(text, st.module or "", st.is_package)
+        return ProjectFile(st.filename, st.module, st.is_package, pre)
+
+    # -- 3: schedule ------------------------------------------------------------------------------------
+    def schedule(self) -> None:
+        project = self.project
+        for st in self.states:
+            if st.status == DONE:
+                continue
+            external = project.external(st.index)
+            entry = st.entry
+            if entry is not None and entry.get("result") is not None and entry.get("external") == external:
+                self._finish(st, _result_from_json(st.filename, entry["result"]), used=external, cached=True)
+            elif not st.jax and not external:
+                self._finish(st, FileResult(st.filename, skipped=True), used={})
+                self._store(st)
+        graph = project.graph()
+        order = analysis_order(graph)
+        self.pos = {v: k for k, v in enumerate(order)}
+        # File i waits for the summaries of the files that import it and come earlier in the order.
+        self.waiting = [0] * len(self.states)
+        self.unblocks: list[list[int]] = [[] for _ in self.states]
+        for j, targets in enumerate(graph):
+            if self._known(j):
+                continue
+            for i in targets:
+                if self.pos[j] < self.pos[i]:
+                    self.waiting[i] += 1
+                    self.unblocks[j].append(i)
+        self.ready: list[tuple[int, int]] = []
+        self.reruns: list[tuple[int, int]] = []
+        self.pending = 0
+        for st in self.states:
+            if st.status == PENDING:
+                self.pending += 1
+                if self.waiting[st.index] == 0:
+                    heapq.heappush(self.ready, (self.pos[st.index], st.index))
+
+    def _known(self, i: int) -> bool:
+        """Whether file i's summary is in the index (or it has nothing to add)."""
+        st = self.states[i]
+        return i in self.project.summaries or st.status == DONE
+
+    def _next_task(self) -> _Task | None:
+        while self.ready:
+            _, i = heapq.heappop(self.ready)
+            if self.states[i].status == PENDING:
+                return self._task(self.states[i])
+        if self.pending and not self.pool.busy:
+            # Nothing ready and nothing running: only possible around a cycle; go on regardless.
+            first = min((self.pos[st.index], st.index) for st in self.states if st.status == PENDING and not st.first_done)
+            return self._task(self.states[first[1]])
+        while self.reruns:
+            _, i = heapq.heappop(self.reruns)
+            st = self.states[i]
+            if st.status == PENDING:
+                self.stats["reanalysed"] += 1
+                return self._task(st)
+        return None
+
+    def _task(self, st: _State) -> _Task:
+        try:
+            data = read_file(st.path)
+        except OSError:
+            data = b""
+        if not st.first_done:
+            self.pending -= 1
+        st.status = RUNNING
+        return _Task(st.index, st.filename, data, self.project.external(st.index), st.module, st.is_package,
+                     st.index not in self.project.summaries, self.mode, self.unsafe)
+
+    def loop(self) -> None:
+        self.pool = _Pool(self.jobs, self.settings, self.timeout)
+        try:
+            while True:
+                while self.pool.free_slots() > 0:
+                    task = self._next_task()
+                    if task is None:
+                        break
+                    self.pool.submit(task)
+                if not self.pool.busy:
+                    break
+                for task, reply in self.pool.collect():
+                    if isinstance(reply, str):
+                        reply = self._crashed(task, reply)
+                    self._receive(task, reply)
+        except BaseException:
+            self.pool.close(kill=True)
+            raise
+        self.pool.close()
+
+    def _crashed(self, task: _Task, why: str) -> _Reply:
+        self.stats["crashed"] += 1
+        reply = _Reply(task.index)
+        text = None
+        try:
+            text = decode(task.data)[0]
+        except Exception:
+            pass
+        exc = cpython_rejects(text, task.filename) if text is not None else None
+        result = FileResult(task.filename)
+        if exc is not None:
+            result.diagnostics.append(_cpython_diagnostic(task.filename, exc))
+        else:
+            reply.errors.append(f"{task.filename}: internal error: the file could not be analysed: {why}")
+        reply.result = result
+        return reply
+
+    def _receive(self, task: _Task, reply: _Reply) -> None:
+        st = self.states[task.index]
+        if reply.parsed:
+            self.stats["analysed"] += 1
+        changed: set[int] = set()
+        if task.index not in self.project.summaries and (reply.parsed or not st.first_done):
+            summary = Summary.from_json(reply.summary) if reply.summary is not None else Summary()
+            changed = self.project.add_summary(task.index, summary)
+        st.errors = list(reply.errors)
+        if reply.outcome is not None:
+            o = reply.outcome
+            st.outcome = o
+            st.errors += o.errors + o.dropped
+            result = FileResult(st.filename, o.remaining, o.source if o.remaining else None)
+        else:
+            result = reply.result or FileResult(st.filename)
+            st.errors += result.errors
+        was_first = not st.first_done
+        st.first_done = True
+        if was_first:
+            for i in self.unblocks[task.index]:
+                self.waiting[i] -= 1
+                if self.waiting[i] == 0 and self.states[i].status == PENDING:
+                    heapq.heappush(self.ready, (self.pos[i], i))
+        st.status = DONE
+        st.result = result
+        st.used = task.external
+        if self.project.external(task.index) != task.external:
+            self._requeue(st)
+        else:
+            self._store(st)
+        if was_first:
+            self._count()
+        for j in sorted(changed):
+            other = self.states[j]
+            if other.status == DONE and self.project.external(j) != other.used:
+                self._requeue(other)
+
+    def _requeue(self, st: _State) -> None:
+        st.status = PENDING
+        heapq.heappush(self.reruns, (self.pos[st.index], st.index))
+
+    def _finish(self, st: _State, result: FileResult | None, used: dict | None = None, cached: bool = False) -> None:
+        st.status = DONE
+        st.result = result
+        st.used = used if used is not None else {}
+        if result is not None:
+            st.errors += result.errors
+        if cached:
+            self.stats["cached"] += 1
+        if not st.first_done:
+            st.first_done = True
+            self._count()
+
+    def _count(self) -> None:
+        self.done_count += 1
+        if self.progress is not None:
+            self.progress.update(self.done_count)
+
+    def _store(self, st: _State) -> None:
+        if self.cache is None or st.key is None or st.result is None or self.mode != "check":
+            return
+        summary = self.project.summaries.get(st.index)
+        pre = self.project.files[st.index].prescan
+        entry = {
+            "filename": st.filename,
+            "jax": st.jax,
+            "prescan": pre.to_json(),
+            "summary": summary.to_json() if summary is not None else None,
+            "external": st.used or {},
+            "result": _result_to_json(st.result),
+        }
+        if st.entry is not None and {k: st.entry.get(k) for k in entry} == entry:
+            return
+        self.cache.store(st.key, entry)
+
+    # -- 4: results in input order ---------------------------------------------------------------------
+    def finish(self) -> RunResult:
+        run = RunResult(stats=dict(self.stats))
+        for st in self.states:
+            run.errors.extend(st.errors)
+            if st.result is None:
+                continue
+            result = st.result
+            if result.diagnostics and result.source is None:
+                result.source = _text_of(st.path)
             run.results.append(result)
-            continue
-        run.fixes.append(outcome)
-        run.errors.extend(outcome.errors)
-        run.errors.extend(outcome.dropped)
-        result = FileResult(filename, outcome.remaining, outcome.source)
-        run.results.append(result)
-    return run
+            if st.outcome is not None:
+                run.fixes.append(st.outcome)
+        if self.cache is not None and self.cache.error:
+            run.errors.append(self.cache.error)
+        return run
+
+
+def _text_of(path: Path) -> str | None:
+    try:
+        return decode(read_file(path))[0]
+    except Exception:
+        return None
+
+
+def _result_to_json(result: FileResult) -> dict[str, Any]:
+    diags = []
+    for d in result.diagnostics:
+        data = d.to_json()
+        data["name"] = d.name
+        if d.extra:
+            data["extra"] = d.extra
+        diags.append(data)
+    return {"diagnostics": diags, "errors": list(result.errors), "skipped": result.skipped}
+
+
+def _result_from_json(filename: str, data: dict[str, Any]) -> FileResult:
+    diags = []
+    for item in data["diagnostics"]:
+        d = Diagnostic.from_json(item)
+        if "name" in item:
+            d.name = item["name"]
+        diags.append(d)
+    return FileResult(filename, diags, None, list(data.get("errors", [])), bool(data.get("skipped")))
+
+
+def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: bool = False,
+         jobs: int | None = None, use_cache: bool = False, progress=None,
+         timeout: float = FILE_TIMEOUT) -> RunResult:
+    run = _Run(files, settings, mode, unsafe, jobs, use_cache, progress, timeout)
+    run.prepare()
+    run.schedule()
+    run.loop()
+    return run.finish()
+
+
+def check_files(files: Iterable[Path | str], settings: Settings, *, jobs: int | None = None,
+                use_cache: bool = False, progress=None, timeout: float = FILE_TIMEOUT) -> RunResult:
+    """Check files. `jobs`: worker processes (default: one per core); `use_cache`: read and
+    write the cache (the command line's default); `progress`: a Progress (progress.py)."""
+    return _run(files, settings, "check", jobs=jobs, use_cache=use_cache, progress=progress, timeout=timeout)
+
+
+def fix_files(files: Iterable[Path | str], settings: Settings, *, unsafe: bool, jobs: int | None = None,
+              progress=None, timeout: float = FILE_TIMEOUT) -> RunResult:
+    """Fix every file in memory; nothing is written here (the caller writes, or prints a diff)."""
+    return _run(files, settings, "fix", unsafe=unsafe, jobs=jobs, progress=progress, timeout=timeout)
 
 
 def relative(path: str) -> str:

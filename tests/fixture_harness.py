@@ -5,7 +5,8 @@ Layout of a rule's folder:
   <case>.expected      one line per diagnostic of that rule: `row:col-endrow:endcol CODE`
                        (empty file: the case must produce nothing)
   <case>.fixed.py      optional: the exact result of `--fix --select CODE`
-  <case>.unsafe.py     optional: the exact result of `--fix --unsafe-fixes --select CODE`
+  <case>.unsafe.py     optional: the exact result of `--fix --unsafe-fixes --select CODE`, where it
+                       differs from <case>.fixed.py
 
 Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
 current output (then read the diff before committing it).

@@ -297,6 +297,17 @@ def _enclosing_blocks(model: "SemanticModel", node: cst.CSTNode, stop: cst.CSTNo
     return out
 
 
+def reaching_value(model: "SemanticModel", name: cst.Name):
+    """The value of the plain assignment (`name = value`) that reaches a read: (value, owner) or None."""
+    found = reaching_binding(model, name)
+    if found is None:
+        return None
+    owner, b = found
+    if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+        return None
+    return b.value, owner
+
+
 def reaching_binding(model: "SemanticModel", name: cst.Name):
     """The one binding of a read name that reaches it in straight-line code: the last binding
     before it in its own function, in a block that also holds the read, with no binding after

@@ -62,6 +62,18 @@ class Shape:
             v = dict(self.left).get(self.rank + axis)
         return v
 
+    def total(self) -> int | None:
+        """The number of elements, when every axis size is known."""
+        if self.rank is None:
+            return None
+        n = 1
+        for axis in range(self.rank):
+            size = self.size(axis)
+            if size is None:
+                return None
+            n *= size
+        return n
+
     def normalize_axis(self, axis: int) -> int | None:
         if self.rank is None:
             return axis

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
-from jaxfuse_lint.model.traced import positional
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Binding, Function, Scope

@@ -222,15 +222,7 @@ class SmallAxisReduction(Rule):
 
 
 def _total(s: Shape | None) -> int | None:
-    if s is None or s.rank is None:
-        return None
-    total = 1
-    for i in range(s.rank):
-        d = s.size(i)
-        if d is None:
-            return None
-        total *= d
-    return total
+    return s.total() if s is not None else None
 
 
 def _einsum_contracted_sizes(spec: str, shapes: list[Shape | None]) -> dict[str, int | None]:

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, keyword
-from jaxfuse_lint.model.fusion import reaching_binding
+from jaxfuse_lint.model.fusion import reaching_value
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
 
 FFTFREQ = "jax.numpy.fft.fftfreq"
@@ -40,13 +40,8 @@ def source_of(model: SemanticModel, expr: cst.BaseExpression, scope, depth: int 
             return Source(kind, expr, scope, True)
         return None
     if isinstance(expr, cst.Name):
-        found = reaching_binding(model, expr)
-        if found is None:
-            return None
-        owner, b = found
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
-            return None
-        return source_of(model, b.value, owner, depth + 1)
+        found = reaching_value(model, expr)
+        return source_of(model, found[0], found[1], depth + 1) if found is not None else None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         inner = source_of(model, expr.expression, scope, depth + 1)
         return Source(inner.kind, inner.call, inner.scope, False) if inner else None

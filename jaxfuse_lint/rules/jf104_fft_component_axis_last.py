@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, Shape, keyword, positional
-from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_binding
+from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_value
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
 
 
@@ -183,13 +183,10 @@ def operand_shape(model: SemanticModel, operand: cst.BaseExpression, scope, dept
         return shape
     value, value_scope = operand, scope
     if isinstance(operand, cst.Name):
-        found = reaching_binding(model, operand)
+        found = reaching_value(model, operand)
         if found is None:
             return shape
-        owner, b = found
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
-            return shape
-        value, value_scope = b.value, owner
+        value, value_scope = found
     if isinstance(value, cst.Call):
         qn = model.qn(value.func, value_scope)
         if qn in FFT_MULTI_AXIS or qn in FFT_ONE_AXIS:

@@ -141,15 +141,8 @@ def _known_small(model: SemanticModel, binding, owner: Function) -> bool:
     if binding.value is None or binding.index is not None:
         return False
     shape = model.shape(binding.value, owner)
-    if shape is None or shape.rank is None:
-        return False
-    total = 1
-    for axis in range(shape.rank):
-        size = shape.size(axis)
-        if size is None:
-            return False
-        total *= size
-    return total <= SMALL_ELEMENTS
+    total = shape.total() if shape is not None else None
+    return total is not None and total <= SMALL_ELEMENTS
 
 
 def _reads_within(body: Function):
