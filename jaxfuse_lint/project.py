@@ -466,6 +466,11 @@ class ProjectIndex:
             for r, kind, detail in refs:
                 self._reach(r, (KIND_ORDER[kind], describe(kind, detail, origin), ""), changed, work)
 
+    def external_of(self, i: int, mapping: dict[str, str]) -> dict[str, str]:
+        """`mapping` without the names that are not functions of file i (once that is known)."""
+        defs = self._defs.get(i)
+        return dict(mapping) if defs is None else {k: v for k, v in mapping.items() if k in defs}
+
     def external(self, i: int) -> dict[str, str]:
         """{name: why} for file i's functions that other modules trace (the most direct reason)."""
         reasons = self.reasons.get(i)
@@ -548,3 +553,73 @@ def analysis_order(graph: list[set[int]]) -> list[int]:
                 head.append(v)
                 break
     return head + tail[::-1]
+
+
+def upstream_masks(graph: list[set[int]]) -> list[int]:
+    """For each file, a bitmask of the files that can reach it along import edges (itself and
+    its whole import cycle included): the files whose summaries decide its external map."""
+    n = len(graph)
+    comp = [-1] * n
+    comps: list[list[int]] = []
+    # Tarjan's algorithm, iteratively; components come out sinks first.
+    index = [0] * n
+    low = [0] * n
+    seen = [False] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = 1
+    for root in range(n):
+        if seen[root]:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        seen[root] = True
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            v, children = work[-1]
+            advanced = False
+            for w in children:
+                if not seen[w]:
+                    seen[w] = True
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, iter(sorted(graph[w]))))
+                    advanced = True
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                members = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp[w] = len(comps)
+                    members.append(w)
+                    if w == v:
+                        break
+                comps.append(members)
+    # Sources first (reverse of Tarjan's order): a component's upstream is its own files plus
+    # the upstream of every component that imports it.
+    masks = [0] * len(comps)
+    preds: list[set[int]] = [set() for _ in comps]
+    for v in range(n):
+        for w in graph[v]:
+            if comp[v] != comp[w]:
+                preds[comp[w]].add(comp[v])
+    for c in reversed(range(len(comps))):
+        m = 0
+        for v in comps[c]:
+            m |= 1 << v
+        for p in preds[c]:
+            m |= masks[p]
+        masks[c] = m
+    return [masks[comp[v]] for v in range(n)]

@@ -7,11 +7,12 @@ The run, for `check` and `--fix` alike:
 2. The project index (project.py) is built from the prescans and the cached summaries.
 3. Files that need analysis go to worker processes, importers before what they import,
    and a file waits for the summaries of the files that import it where the import graph
-   allows (cycles excepted), so that it is analysed with its final `external_traced` map.
-   Each worker parses a file once: rules and the file's project summary come from the
-   same model. A file whose map changed after it was analysed (an import cycle) is
-   analysed again at the end. Files that never mention JAX are not parsed unless another
-   module traces their functions.
+   allows, so that it is analysed with its final `external_traced` map. Each worker parses
+   a file once: rules and the file's project summary come from the same model. In an
+   import cycle that cannot be: a file analysed while its map may still change is analysed
+   without computing fixes (the costly part), and again, with them, only if its map did
+   change or it has findings that may have fixes. Files that never mention JAX are not
+   parsed unless another module traces their functions.
 4. Results stream back as workers finish and are kept in the input order, so the output
    is the same whatever the number of workers and the order they finish in.
 
@@ -24,9 +25,12 @@ from __future__ import annotations
 import heapq
 import multiprocessing
 import os
+import re
 import signal
 import sys
+import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
@@ -52,6 +56,7 @@ from jaxfuse_lint.project import (
     analysis_order,
     prescan,
     summarize,
+    upstream_masks,
 )
 
 # A file whose analysis takes longer than this is abandoned (reported, not fatal).
@@ -68,7 +73,7 @@ class RunResult:
     fixes: list[FixOutcome] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     # files, analysed (parsed by a worker), cached (results reused), reanalysed (import cycles)
-    stats: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -96,24 +101,27 @@ def default_jobs() -> int:
 
 # -- guarding the native parser ---------------------------------------------------------------------
 
-def _deep_brackets(text: str, limit: int = DEEP_BRACKETS) -> bool:
-    """Brackets nested more than `limit` deep (strings and comments not told apart: a
-    false alarm only costs a CPython parse)."""
-    import re
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_PAIR = re.compile(r"\(\)|\[\]|\{\}")
 
-    s = re.sub(r"[^()\[\]{}]+", "", text)
-    pair = re.compile(r"\(\)|\[\]|\{\}")
+
+def _deep_brackets(text: str, limit: int = DEEP_BRACKETS) -> bool:
+    """Brackets nested more than `limit` deep: innermost pairs are removed one level at a
+    time (strings and comments are not told apart: a false alarm costs a CPython parse)."""
+    s = _NOT_BRACKETS.sub("", text)
     for _ in range(limit):
-        s, n = pair.subn("", s)
+        s, n = _PAIR.subn("", s)
         if not n:
             return False
-    return pair.search(s) is not None
+    return _PAIR.search(s) is not None
 
 
 def cpython_rejects(text: str, filename: str) -> BaseException | None:
     """CPython's own verdict on a text: the exception compile() raises, or None."""
     try:
-        compile(text, filename, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
         return exc
     return None
@@ -155,6 +163,7 @@ class _Task:
     want_summary: bool
     mode: str  # check | fix
     unsafe: bool = False
+    with_fixes: bool = True  # check: compute each diagnostic's fix (not while the map may change)
 
 
 @dataclass
@@ -165,6 +174,7 @@ class _Reply:
     summary: dict | None = None
     parsed: bool = False
     errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # the worker's time on this file
 
 
 def analyse(task: _Task, settings: Settings) -> _Reply:
@@ -187,7 +197,8 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
             reply.result = FileResult(task.filename, [guard])
             return reply
         try:
-            result = check_source(task.data, task.filename, settings, external_traced=external, model_hook=hook)
+            result = check_source(task.data, task.filename, settings, with_fixes=task.with_fixes,
+                                  external_traced=external, model_hook=hook)
         except Exception as exc:  # check_source catches what it expects; anything else is a bug
             result = FileResult(task.filename, errors=[f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
         if not result.diagnostics:
@@ -214,6 +225,27 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
 
 def _worker_main(conn, settings: Settings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles Ctrl-C
+    import faulthandler
+
+    faulthandler.disable()  # a crash is reported by the coordinator, on one line
+    # compile() of the user's code (validating fixes) must not print its SyntaxWarnings.
+    warnings.simplefilter("ignore", SyntaxWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    # Load the rules and codemods once, then take everything alive now out of the garbage
+    # collector's sight: its full collections no longer walk the tool itself (about 8%
+    # of a worker's time on the jax source).
+    try:
+        from codemods import fixers
+        from jaxfuse_lint.rules import all_rules
+
+        all_rules()
+        fixers()
+    except Exception:
+        pass  # reported per file by the engine, where it matters
+    import gc
+
+    gc.collect()
+    gc.freeze()
     while True:
         try:
             task = conn.recv()
@@ -221,11 +253,13 @@ def _worker_main(conn, settings: Settings) -> None:
             return
         if task is None:
             return
+        started = time.perf_counter()
         try:
             reply = analyse(task, settings)
         except Exception as exc:
             reply = _Reply(task.index, FileResult(task.filename), errors=[
                 f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
+        reply.seconds = time.perf_counter() - started
         try:
             conn.send(reply)
         except (OSError, ValueError):
@@ -266,6 +300,18 @@ class _Worker:
             self.conn.close()
 
 
+def start_method() -> str:
+    """fork where it is safe (fast: workers start with everything imported); with other
+    threads running (an editor integration) or where fork is unsafe, a fresh interpreter."""
+    methods = multiprocessing.get_all_start_methods()
+    # Native thread pools (jax's, when a test or `verify` imported it) are invisible to
+    # `threading` but make fork deadlock-prone: then start fresh interpreters instead.
+    native_threads = any(m in sys.modules for m in ("jax", "jaxlib", "torch", "tensorflow"))
+    if "fork" in methods and sys.platform != "darwin" and threading.active_count() == 1 and not native_threads:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 class _Pool:
     """Worker processes, one task each at a time, so a crash points at its file."""
 
@@ -273,8 +319,7 @@ class _Pool:
         self.jobs = jobs
         self.settings = settings
         self.timeout = timeout
-        methods = multiprocessing.get_all_start_methods()
-        self.ctx = multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else None)
+        self.ctx = multiprocessing.get_context(start_method())
         self.idle: list[_Worker] = []
         self.busy: list[_Worker] = []
 
@@ -346,7 +391,7 @@ class _Pool:
 
 # -- the coordinator -------------------------------------------------------------------------------
 
-PENDING, RUNNING, DONE = "pending", "running", "done"
+PENDING, RUNNING, UNSETTLED, DONE = "pending", "running", "unsettled", "done"
 
 
 @dataclass
@@ -360,8 +405,12 @@ class _State:
     key: str | None = None
     jax: bool = True
     entry: dict | None = None  # the cache entry read at the start
+    # pending: never analysed; running; unsettled: has a result that may not be final (its
+    # external map may still change, or it was computed without fixes); done: final.
     status: str = PENDING
     first_done: bool = False
+    analysed: bool = False  # parsed by a worker at least once
+    partial: bool = False  # the result was computed without fixes
     used: dict[str, str] | None = None  # the external map of the current result
     result: FileResult | None = None
     outcome: FixOutcome | None = None
@@ -383,8 +432,12 @@ class _Run:
             from jaxfuse_lint.cache import Cache, default_directory
 
             self.cache = Cache(default_directory(settings), settings)
-        self.stats = {"files": len(self.states), "analysed": 0, "cached": 0, "reanalysed": 0, "crashed": 0}
+        self.stats: dict[str, Any] = {"files": len(self.states), "analysed": 0, "cached": 0, "reanalysed": 0,
+                                      "crashed": 0, "worker_seconds": 0.0, "reanalysis_seconds": 0.0}
         self.done_count = 0
+        self.unknown = 0  # bitmask of files whose summaries are not known yet
+        self.unsettled: list[tuple[int, int]] = []
+        self.dirty = False  # something changed that may settle an unsettled file
 
     # -- 1 and 2: read, prescan, index ----------------------------------------------------------------
     def prepare(self) -> None:
@@ -396,18 +449,18 @@ class _Run:
             named = namer.name(st.path)
             if named is not None:
                 st.module, st.is_package = named
-            pfiles.append(self._prepare_one(st, namer, content_hash))
+            pfiles.append(self._prepare_one(st, content_hash))
         self.project = ProjectIndex(pfiles)
         for st in self.states:
             if st.entry is not None and st.entry.get("summary") is not None:
                 self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
 
-    def _prepare_one(self, st: _State, namer: ModuleNamer, content_hash) -> ProjectFile:
+    def _prepare_one(self, st: _State, content_hash) -> ProjectFile:
         try:
             data = read_file(st.path)
         except OSError as exc:
             st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
-            self._finish(st, None)
+            self._settle(st, None, used={})
             return ProjectFile(st.filename, None)
         st.digest = content_hash(data)
         if self.cache is not None:
@@ -424,8 +477,8 @@ class _Run:
         try:
             text, _ = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-            self._finish(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc)]), used={})
             st.jax = False
+            self._settle(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc)]), used={})
             return ProjectFile(st.filename, None)
         st.jax = mentions_jax(text, self.settings)
         pre = prescan(text, st.module or "", st.is_package)
@@ -434,20 +487,28 @@ class _Run:
     # -- 3: schedule ------------------------------------------------------------------------------------
     def schedule(self) -> None:
         project = self.project
+        graph = project.graph()
+        order = analysis_order(graph)
+        self.pos = {v: k for k, v in enumerate(order)}
+        self.upstream = upstream_masks(graph)
+        # Files whose summaries are still to come. A file without JAX adds nothing unless
+        # another module traces it, and then its own upstream decides when.
         for st in self.states:
-            if st.status == DONE:
+            if st.status == PENDING and st.jax and st.index not in project.summaries:
+                self.unknown |= 1 << st.index
+        for st in self.states:
+            if st.status != PENDING:
                 continue
             external = project.external(st.index)
             entry = st.entry
             if entry is not None and entry.get("result") is not None and entry.get("external") == external:
-                self._finish(st, _result_from_json(st.filename, entry["result"]), used=external, cached=True)
-            elif not st.jax and not external:
-                self._finish(st, FileResult(st.filename, skipped=True), used={})
+                self.stats["cached"] += 1
+                self._settle(st, _result_from_json(st.filename, entry["result"]), used=external)
+            elif not st.jax and not external and self._final(st.index):
+                self._settle(st, FileResult(st.filename, skipped=True), used={})
                 self._store(st)
-        graph = project.graph()
-        order = analysis_order(graph)
-        self.pos = {v: k for k, v in enumerate(order)}
-        # File i waits for the summaries of the files that import it and come earlier in the order.
+        # A file waits for the summaries of the files that import it and come earlier in the
+        # order; an import cycle is cut where the order goes backwards.
         self.waiting = [0] * len(self.states)
         self.unblocks: list[list[int]] = [[] for _ in self.states]
         for j, targets in enumerate(graph):
@@ -458,47 +519,131 @@ class _Run:
                     self.waiting[i] += 1
                     self.unblocks[j].append(i)
         self.ready: list[tuple[int, int]] = []
-        self.reruns: list[tuple[int, int]] = []
+        self.risky: list[tuple[int, int]] = []
         self.pending = 0
         for st in self.states:
             if st.status == PENDING:
                 self.pending += 1
                 if self.waiting[st.index] == 0:
                     heapq.heappush(self.ready, (self.pos[st.index], st.index))
+            elif st.status == DONE and st.used != project.external(st.index):
+                self._unsettle(st)
 
     def _known(self, i: int) -> bool:
         """Whether file i's summary is in the index (or it has nothing to add)."""
-        st = self.states[i]
-        return i in self.project.summaries or st.status == DONE
+        return not (self.unknown >> i & 1)
 
+    def _final(self, i: int) -> bool:
+        """Whether file i's external map can no longer change: every file that can reach it
+        along imports (its cycle included) has its summary in the index."""
+        return not (self.upstream[i] & self.unknown & ~(1 << i))
+
+    def _became_known(self, i: int) -> None:
+        if self.unknown >> i & 1:
+            self.unknown &= ~(1 << i)
+            self.dirty = True
+
+    # -- choosing the next file -------------------------------------------------------------------------
     def _next_task(self) -> _Task | None:
+        while True:
+            st = self._next_first_pass()
+            if st is not None:
+                if self._cached(st):
+                    continue
+                if not st.jax and not self.project.external(st.index):
+                    # No JAX and, so far, nothing traces it: no parse.
+                    self.pending -= 1
+                    task = _Task(st.index, st.filename, b"", {}, st.module, st.is_package, False, self.mode)
+                    self._receive(task, _Reply(st.index, result=FileResult(st.filename, skipped=True)))
+                    continue
+                return self._task(st, with_fixes=self._final(st.index))
+            st = self._next_unsettled()
+            if st is None:
+                return None
+            if st.analysed:
+                self.stats["reanalysed"] += 1
+            return self._task(st, with_fixes=True)
+
+    def _next_first_pass(self) -> _State | None:
+        # Files whose map is final first; one that may still change (downstream of, or in,
+        # an import cycle not yet analysed) waits while there is anything else to do.
         while self.ready:
-            _, i = heapq.heappop(self.ready)
+            item = heapq.heappop(self.ready)
+            if self.states[item[1]].status != PENDING:
+                continue
+            if self._final(item[1]):
+                return self.states[item[1]]
+            heapq.heappush(self.risky, item)
+        while self.risky:
+            _, i = heapq.heappop(self.risky)
             if self.states[i].status == PENDING:
-                return self._task(self.states[i])
+                return self.states[i]
         if self.pending and not self.pool.busy:
             # Nothing ready and nothing running: only possible around a cycle; go on regardless.
-            first = min((self.pos[st.index], st.index) for st in self.states if st.status == PENDING and not st.first_done)
-            return self._task(self.states[first[1]])
-        while self.reruns:
-            _, i = heapq.heappop(self.reruns)
-            st = self.states[i]
-            if st.status == PENDING:
-                self.stats["reanalysed"] += 1
-                return self._task(st)
+            first = min((self.pos[st.index], st.index) for st in self.states if st.status == PENDING)
+            return self.states[first[1]]
         return None
 
-    def _task(self, st: _State) -> _Task:
+    def _next_unsettled(self) -> _State | None:
+        """An unsettled file whose map is final and that needs another pass; files that need
+        none are settled on the way."""
+        if not self.dirty or not self.unsettled:
+            return None
+        keep = []
+        found = None
+        while self.unsettled:
+            item = heapq.heappop(self.unsettled)
+            st = self.states[item[1]]
+            if st.status != UNSETTLED:
+                continue
+            if not self._final(st.index):
+                keep.append(item)
+                continue
+            if st.used != self.project.external(st.index) or (st.partial and self._may_have_fixes(st)):
+                found = st
+                break
+            st.partial = False  # nothing in it could have had a fix
+            st.status = DONE
+            self._store(st)
+        for item in keep:
+            heapq.heappush(self.unsettled, item)
+        if found is None:
+            self.dirty = False
+        return found
+
+    @staticmethod
+    def _may_have_fixes(st: _State) -> bool:
+        from jaxfuse_lint.rules import get_rule
+
+        for d in st.result.diagnostics if st.result is not None else ():
+            rule = get_rule(d.code)
+            if rule is not None and rule.fixable != "never":
+                return True
+        return False
+
+    def _cached(self, st: _State) -> bool:
+        """Finish st from its cache entry if that was computed with the map it has now."""
+        entry = st.entry
+        if entry is None or entry.get("result") is None or entry.get("external") != self.project.external(st.index):
+            return False
+        self.pending -= 1
+        self.stats["cached"] += 1
+        task = _Task(st.index, st.filename, b"", entry["external"], st.module, st.is_package, False, self.mode)
+        self._receive(task, _Reply(st.index, result=_result_from_json(st.filename, entry["result"])))
+        return True
+
+    def _task(self, st: _State, with_fixes: bool) -> _Task:
         try:
             data = read_file(st.path)
         except OSError:
             data = b""
-        if not st.first_done:
+        if st.status == PENDING:
             self.pending -= 1
         st.status = RUNNING
         return _Task(st.index, st.filename, data, self.project.external(st.index), st.module, st.is_package,
-                     st.index not in self.project.summaries, self.mode, self.unsafe)
+                     st.index not in self.project.summaries, self.mode, self.unsafe, with_fixes)
 
+    # -- running --------------------------------------------------------------------------------------------
     def loop(self) -> None:
         self.pool = _Pool(self.jobs, self.settings, self.timeout)
         try:
@@ -538,10 +683,16 @@ class _Run:
 
     def _receive(self, task: _Task, reply: _Reply) -> None:
         st = self.states[task.index]
+        self.stats["worker_seconds"] += reply.seconds
+        if st.analysed:
+            self.stats["reanalysis_seconds"] += reply.seconds
         if reply.parsed:
             self.stats["analysed"] += 1
+            st.analysed = True
         changed: set[int] = set()
-        if task.index not in self.project.summaries and (reply.parsed or not st.first_done):
+        skipped = reply.result is not None and reply.result.skipped
+        if task.index not in self.project.summaries and not skipped:
+            # Parsed: its summary; unparsable or crashed: it adds nothing, ever.
             summary = Summary.from_json(reply.summary) if reply.summary is not None else Summary()
             changed = self.project.add_summary(task.index, summary)
         st.errors = list(reply.errors)
@@ -553,50 +704,45 @@ class _Run:
         else:
             result = reply.result or FileResult(st.filename)
             st.errors += result.errors
-        was_first = not st.first_done
-        st.first_done = True
-        if was_first:
+        if not st.first_done:
             for i in self.unblocks[task.index]:
                 self.waiting[i] -= 1
                 if self.waiting[i] == 0 and self.states[i].status == PENDING:
                     heapq.heappush(self.ready, (self.pos[i], i))
-        st.status = DONE
-        st.result = result
-        st.used = task.external
-        if self.project.external(task.index) != task.external:
-            self._requeue(st)
+        self._became_known(task.index)
+        st.partial = self.mode == "check" and not task.with_fixes and reply.parsed
+        # Names in the map that are not functions of the file did nothing (a re-exported
+        # variable, say): compare maps on the file's own functions only.
+        used = self.project.external_of(task.index, task.external)
+        self._settle(st, result, used=used)
+        if st.partial or not self._final(task.index) or self.project.external(task.index) != used:
+            self._unsettle(st)
         else:
             self._store(st)
-        if was_first:
-            self._count()
         for j in sorted(changed):
             other = self.states[j]
             if other.status == DONE and self.project.external(j) != other.used:
-                self._requeue(other)
+                self._unsettle(other)
 
-    def _requeue(self, st: _State) -> None:
-        st.status = PENDING
-        heapq.heappush(self.reruns, (self.pos[st.index], st.index))
-
-    def _finish(self, st: _State, result: FileResult | None, used: dict | None = None, cached: bool = False) -> None:
+    def _settle(self, st: _State, result: FileResult | None, used: dict[str, str]) -> None:
         st.status = DONE
         st.result = result
-        st.used = used if used is not None else {}
-        if result is not None:
-            st.errors += result.errors
-        if cached:
-            self.stats["cached"] += 1
+        st.used = used
+        if result is not None and not st.first_done:
+            st.errors += [e for e in result.errors if e not in st.errors]
         if not st.first_done:
             st.first_done = True
-            self._count()
+            self.done_count += 1
+            if self.progress is not None:
+                self.progress.update(self.done_count)
 
-    def _count(self) -> None:
-        self.done_count += 1
-        if self.progress is not None:
-            self.progress.update(self.done_count)
+    def _unsettle(self, st: _State) -> None:
+        st.status = UNSETTLED
+        heapq.heappush(self.unsettled, (self.pos[st.index], st.index))
+        self.dirty = True
 
     def _store(self, st: _State) -> None:
-        if self.cache is None or st.key is None or st.result is None or self.mode != "check":
+        if self.cache is None or st.key is None or st.result is None or self.mode != "check" or st.partial:
             return
         summary = self.project.summaries.get(st.index)
         pre = self.project.files[st.index].prescan

@@ -99,7 +99,7 @@ def settings(code: str, **kw) -> Settings:
 
 def test_launch_counter_counts_loop_iterations():
     def loop(x):
-        return jax.lax.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, x)
+        return jax.lax.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, x)  # noqa: JF103 (a rolled loop on purpose)
 
     text = jax.jit(loop).lower(SDS((64, 2), jnp.float32)).compile().as_text()
     assert launches(text).count("fusion") >= 3

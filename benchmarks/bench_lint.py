@@ -1,0 +1,373 @@
+"""Linting speed on a real corpus, side by side with the libcst parse floor, Fixit and flake8.
+
+The corpus is the installed `jax` package's own source plus any other installed JAX
+library (jaxlib, flax, equinox, optax, chex, ... whichever are installed), copied to a
+temporary directory so that no configuration file or ignore rule of the installation
+applies. Every tool runs in its own process, timed wall-clock, first pinned to one CPU
+core (one process: the fair comparison with the parse floor), then on all cores:
+
+- libcst parse only: read each file and `libcst.parse_module` it, nothing else (the floor
+  for any libcst-based tool; on all cores, a process pool);
+- jaxfuse-lint cold: `jaxfuse-lint check -j N --output-format json` with an empty cache;
+- jaxfuse-lint warm: the same command again, nothing changed (every result from the cache);
+- Fixit (`fixit lint`, its built-in rules; skipped if not installed);
+- flake8 (pyflakes, pycodestyle, mccabe; jaxfuse-lint's own flake8 plugin hidden from it;
+  skipped if not installed).
+
+Then the peak memory (RSS) of the coordinator and of the worker process of
+`check_files(..., jobs=1)` on growing subsets of the corpus: it should stay flat, set
+by the largest file rather than by the number of files.
+
+    python benchmarks/bench_lint.py [--package NAME ...] [--jobs N] [--output benchmarks/results.md]
+                                    [--skip-memory] [--skip-others]
+
+Writes a Markdown table (with the machine description) to --output and stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PACKAGES = ("jax", "jaxlib", "flax", "equinox", "optax", "chex", "diffrax", "haiku", "orbax")
+
+
+# -- the corpus --------------------------------------------------------------------------------------
+
+def package_root(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+@dataclass
+class Corpus:
+    root: Path
+    packages: list[str]
+    files: list[Path]
+    lines: int
+    bytes: int
+
+
+def build_corpus(names: list[str], dest: Path) -> Corpus:
+    files, lines, size, found = [], 0, 0, []
+    for name in names:
+        root = package_root(name)
+        if root is None:
+            continue
+        found.append(name)
+        for src in sorted(root.rglob("*.py")):
+            if "__pycache__" in src.parts:
+                continue
+            target = dest / name / src.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = src.read_bytes()
+            target.write_bytes(data)
+            files.append(target)
+            lines += data.count(b"\n")
+            size += len(data)
+    return Corpus(dest, found, files, lines, size)
+
+
+# -- running a tool --------------------------------------------------------------------------------------
+
+@dataclass
+class Timing:
+    tool: str
+    cores: int
+    processes: str
+    seconds: float | None
+    note: str = ""
+
+
+def run_timed(cmd: list[str], cores: set[int], cwd: Path, env: dict | None = None, timeout: float = 3600) -> tuple[float, int, str]:
+    def pin() -> None:
+        os.sched_setaffinity(0, cores)
+
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pin,
+                          timeout=timeout)
+    elapsed = time.perf_counter() - started
+    return elapsed, proc.returncode, (proc.stdout[-2000:] + proc.stderr[-2000:]).decode("utf-8", "replace")
+
+
+PARSE_SCRIPT = r"""
+import sys, multiprocessing, libcst
+files = open(sys.argv[1]).read().split("\n")
+jobs = int(sys.argv[2])
+def parse(path):
+    with open(path, "rb") as fh:
+        libcst.parse_module(fh.read())
+    return 0
+if jobs == 1:
+    for f in files:
+        parse(f)
+else:
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        for _ in pool.imap_unordered(parse, files, chunksize=1):
+            pass
+"""
+
+FLAKE8_SCRIPT = r"""
+import importlib.metadata as md, sys
+real = md.distributions
+def distributions(*args, **kwargs):
+    for d in real(*args, **kwargs):
+        if (d.metadata["Name"] or "").lower().replace("_", "-") != "jaxfuse-lint":
+            yield d
+md.distributions = distributions
+from flake8.main.cli import main
+sys.exit(main())
+"""
+
+FIXIT_SCRIPT = r"""
+import multiprocessing, sys
+from concurrent.futures import ProcessPoolExecutor
+import trailrunner.core
+jobs = int(sys.argv.pop(1))
+trailrunner.core.Trailrunner.DEFAULT_EXECUTOR = lambda *_: ProcessPoolExecutor(
+    jobs, mp_context=multiprocessing.get_context("spawn"))
+from fixit.cli import main
+sys.exit(main())
+"""
+
+
+def tool_copy(work: Path) -> Path:
+    """A snapshot of the tool's own source: the cache key includes the tool's files, so a
+    checkout edited during the run must not turn the warm run into a cold one."""
+    dest = work / "tool"
+    for name in ("jaxfuse_lint", "codemods"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def tool_env(work: Path) -> dict:
+    src = work / "tool"
+    return {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path) -> tuple[list[Timing], dict]:
+    all_cores = os.sched_getaffinity(0)
+    one = {min(all_cores)}
+    listing = work / "files.txt"
+    listing.write_text("\n".join(str(f) for f in corpus.files))
+    env = tool_env(work)
+    py = sys.executable
+    timings: list[Timing] = []
+    dirs = [str(corpus.root / p) for p in corpus.packages]
+    have_fixit = importlib.util.find_spec("fixit") is not None
+    have_flake8 = importlib.util.find_spec("flake8") is not None
+
+    for cores, n in ((one, 1), (all_cores, jobs)):
+        label = "1 core" if n == 1 else f"{len(cores)} cores"
+        print(f"[{label}] libcst parse only...", file=sys.stderr)
+        t, rc, out = run_timed([py, "-c", PARSE_SCRIPT, str(listing), str(n)], cores, work, env)
+        timings.append(Timing("libcst parse only (floor)", len(cores), str(n), t if rc == 0 else None, out if rc else ""))
+
+        cache = work / f"cache-{n}"
+        shutil.rmtree(cache, ignore_errors=True)
+        lint = [py, "-m", "jaxfuse_lint", "check", "--output-format", "json", "--exit-zero", "-j", str(n),
+                "--cache-dir", str(cache), *dirs]
+        print(f"[{label}] jaxfuse-lint cold...", file=sys.stderr)
+        t, rc, out = run_timed(lint, cores, work, env)
+        timings.append(Timing("jaxfuse-lint, cold", len(cores), str(n), t if rc == 0 else None, out if rc else ""))
+        print(f"[{label}] jaxfuse-lint warm...", file=sys.stderr)
+        t, rc, out = run_timed(lint, cores, work, env)
+        timings.append(Timing("jaxfuse-lint, warm (cache)", len(cores), str(n), t if rc == 0 else None, out if rc else ""))
+
+        if skip_others:
+            continue
+        if have_fixit:
+            print(f"[{label}] fixit...", file=sys.stderr)
+            t, rc, out = run_timed([py, "-c", FIXIT_SCRIPT, str(n), "lint", *dirs], cores, work, env)
+            # Fixit exits 1 when it reports something: that is a result, not a failure.
+            ok = rc in (0, 1) and "Traceback" not in out
+            timings.append(Timing("Fixit 2 (`fixit lint`, built-in rules)", len(cores), str(n), t if ok else None,
+                                  "" if ok else out))
+        else:
+            timings.append(Timing("Fixit", len(cores), str(n), None, "not installed: skipped"))
+        if have_flake8:
+            print(f"[{label}] flake8...", file=sys.stderr)
+            t, rc, out = run_timed([py, "-c", FLAKE8_SCRIPT, "-j", str(n), "--exit-zero", *dirs], cores, work, env)
+            timings.append(Timing("flake8 (pyflakes, pycodestyle, mccabe)", len(cores), str(n),
+                                  t if rc == 0 else None, out if rc else ""))
+        else:
+            timings.append(Timing("flake8", len(cores), str(n), None, "not installed: skipped"))
+
+    # What the cold run did (an extra run through the API, for its counters).
+    probe = subprocess.run([py, str(Path(__file__).resolve()), "--_stats-probe", str(listing), str(jobs)],
+                           cwd=work, env=env, capture_output=True, text=True)
+    try:
+        stats = json.loads(probe.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        stats = {"error": probe.stderr[-500:]}
+    return timings, stats
+
+
+# -- memory ------------------------------------------------------------------------------------------
+
+def measure_memory(corpus: Corpus, work: Path) -> list[tuple[int, int, float, float]]:
+    """(files, lines, coordinator MB, worker MB) for growing, evenly spread subsets."""
+    env = tool_env(work)
+    rows = []
+    n = len(corpus.files)
+    # The largest file that mentions JAX (one that is not skipped) goes into every subset.
+    largest = max((p for p in corpus.files if b"jax" in p.read_bytes()), key=lambda p: p.stat().st_size)
+    for fraction in (0.1, 0.25, 0.5, 1.0):
+        k = max(1, int(n * fraction))
+        step = n / k
+        subset = [corpus.files[int(i * step)] for i in range(k)]
+        if largest not in subset:
+            subset[-1] = largest
+        listing = work / f"memory-{k}.txt"
+        listing.write_text("\n".join(str(f) for f in subset))
+        print(f"[memory] {k} files...", file=sys.stderr)
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_memory-probe", str(listing)],
+                              cwd=work, env=env, capture_output=True, text=True)
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        lines = sum(p.read_bytes().count(b"\n") for p in subset)
+        rows.append((k, lines, data["coordinator_mb"], data["worker_mb"]))
+    return rows
+
+
+def _memory_probe(listing: str) -> None:
+    from jaxfuse_lint.config import Settings
+    from jaxfuse_lint.runner import check_files
+
+    files = [Path(p) for p in Path(listing).read_text().split("\n") if p]
+    check_files(files, Settings(), jobs=1)
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps({"coordinator_mb": round(me, 1), "worker_mb": round(workers, 1)}))
+
+
+def _stats_probe(listing: str, jobs: str) -> None:
+    from jaxfuse_lint.config import Settings
+    from jaxfuse_lint.runner import check_files
+
+    files = [Path(p) for p in Path(listing).read_text().split("\n") if p]
+    run = check_files(files, Settings(), jobs=int(jobs))
+    stats = dict(run.stats)
+    stats["diagnostics"] = len(run.diagnostics)
+    stats["internal_errors"] = len(run.errors)
+    print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in stats.items()}))
+
+
+# -- the report --------------------------------------------------------------------------------------
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = next(int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal"))
+        mem_s = f", {mem} GiB RAM"
+    except (OSError, StopIteration):
+        mem_s = ""
+    versions = []
+    for name in ("libcst", "jax", "fixit", "flake8"):
+        try:
+            from importlib.metadata import version
+
+            versions.append(f"{name} {version(name)}")
+        except Exception:
+            pass
+    return (f"{cpu}, {len(os.sched_getaffinity(0))} cores available{mem_s}; {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}; " + ", ".join(versions))
+
+
+def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list) -> str:
+    out = [
+        "# jaxfuse-lint: speed and memory",
+        "",
+        f"Machine: {machine()}.",
+        f"Date: {time.strftime('%Y-%m-%d')}. Command: `python benchmarks/bench_lint.py`.",
+        "",
+        f"Corpus: the installed {', '.join(f'`{p}`' for p in corpus.packages)} source: {len(corpus.files)} files, "
+        f"{corpus.lines:,} lines, {corpus.bytes / 1e6:.1f} MB.",
+        "",
+        "| tool | cores | processes | wall (s) | files/s | lines/s | × parse floor |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    floors = {t.cores: t.seconds for t in timings if t.tool.startswith("libcst parse") and t.seconds}
+    for t in timings:
+        if t.seconds is None:
+            why = t.note.strip().splitlines()[-1] if t.note.strip() else "failed"
+            out.append(f"| {t.tool} | {t.cores} | {t.processes} | — | — | — | {why} |")
+            continue
+        floor = floors.get(t.cores)
+        ratio = f"{t.seconds / floor:.2f}" if floor else "—"
+        out.append(f"| {t.tool} | {t.cores} | {t.processes} | {t.seconds:.1f} | {len(corpus.files) / t.seconds:.0f} | "
+                   f"{corpus.lines / t.seconds:,.0f} | {ratio} |")
+    cold = {t.cores: t.seconds for t in timings if t.tool == "jaxfuse-lint, cold" and t.seconds}
+    warm = {t.cores: t.seconds for t in timings if t.tool.startswith("jaxfuse-lint, warm") and t.seconds}
+    out.append("")
+    for cores in sorted(cold):
+        if cores in warm:
+            out.append(f"- Warm re-run on {cores} core(s): {cold[cores] / warm[cores]:.0f}× faster than cold.")
+    if stats:
+        out.append(f"- The cold run's counters (`RunResult.stats`, all cores): {json.dumps(stats)}. `reanalysed` files "
+                   "are in import cycles: they were analysed before every module that traces them was, and again "
+                   "once their `external_traced` map was final.")
+    if memory:
+        out += ["", "Peak memory (RSS) of `check_files(..., jobs=1)` on evenly spread subsets (each with the "
+                "largest JAX file):", "", "| files | lines | coordinator (MB) | worker (MB) |", "|---:|---:|---:|---:|"]
+        for k, lines, coord, worker in memory:
+            out.append(f"| {k} | {lines:,} | {coord:.0f} | {worker:.0f} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--_memory-probe":
+        _memory_probe(sys.argv[2])
+        return 0
+    if len(sys.argv) > 3 and sys.argv[1] == "--_stats-probe":
+        _stats_probe(sys.argv[2], sys.argv[3])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--package", action="append", help="installed packages to use (default: jax and any other "
+                    "installed JAX library)")
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="processes for the all-cores runs")
+    ap.add_argument("--output", default=str(ROOT / "benchmarks" / "results.md"))
+    ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--skip-others", action="store_true", help="only the parse floor and jaxfuse-lint")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="jaxfuse-bench-") as tmp:
+        work = Path(tmp)
+        corpus = build_corpus(args.package or list(DEFAULT_PACKAGES), work / "corpus")
+        tool_copy(work)
+        if not corpus.files:
+            print("no corpus: jax is not installed", file=sys.stderr)
+            return 1
+        print(f"corpus: {', '.join(corpus.packages)}: {len(corpus.files)} files, {corpus.lines} lines", file=sys.stderr)
+        timings, stats = measure_speed(corpus, args.jobs, args.skip_others, work)
+        memory = [] if args.skip_memory else measure_memory(corpus, work)
+        report = table(corpus, timings, stats, memory)
+    Path(args.output).write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""The whole-project index: functions traced from another module are analysed as traced.
+
+The multi-file projects live in fixtures/cross_module/<name>/ with their exact expected
+diagnostics in fixtures/cross_module/<name>.expected (JAXFUSE_UPDATE_FIXTURES=1 rewrites
+them; read the diff before committing).
+"""
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.project import (
+    ModuleNamer,
+    ProjectFile,
+    ProjectIndex,
+    Summary,
+    analysis_order,
+    build_project,
+    prescan,
+    summarize,
+)
+from jaxfuse_lint.runner import check_files, fix_files
+from tests.fixture_harness import UPDATE
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "cross_module"
+PROJECTS = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def files_of(name: str) -> list[Path]:
+    return sorted((ROOT / name).rglob("*.py"))
+
+
+def render(run) -> str:
+    lines = []
+    for d in run.diagnostics:
+        rel = os.path.relpath(d.filename, ROOT).replace(os.sep, "/")
+        lines.append(f"{rel}:{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} "
+                     f"{d.code} {d.message}")
+    return "".join(line + "\n" for line in lines)
+
+
+def test_there_are_projects():
+    assert {"trainer", "cyclic", "scripts"} <= set(PROJECTS)
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_exact_diagnostics(name):
+    run = check_files(files_of(name), Settings(), jobs=1)
+    assert run.errors == []
+    expected = ROOT / f"{name}.expected"
+    actual = render(run)
+    if UPDATE:
+        expected.write_text(actual)
+    assert actual == expected.read_text()
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_order_and_workers_do_not_matter(name):
+    expected = (ROOT / f"{name}.expected").read_text()
+    for files, jobs in ((files_of(name)[::-1], 1), (files_of(name), 3), (files_of(name)[1:] + files_of(name)[:1], 2)):
+        run = check_files(files, Settings(), jobs=jobs)
+        assert render(run) == expected, (files, jobs)
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_cross_module_findings_need_the_index(name):
+    """Checked one file at a time, functions traced only from elsewhere are not flagged."""
+    alone = set()
+    for f in files_of(name):
+        result = check_source(f.read_bytes(), str(f), Settings())
+        alone |= {(d.filename, d.location.row, d.code) for d in result.diagnostics}
+    run = check_files(files_of(name), Settings(), jobs=1)
+    together = {(d.filename, d.location.row, d.code) for d in run.diagnostics}
+    assert alone < together
+    # Every cross-module finding names the other module in its reason.
+    for d in run.diagnostics:
+        if (d.filename, d.location.row, d.code) not in alone:
+            assert "in `" in d.message or "from traced `" in d.message, d.message
+
+
+def test_trainer_details():
+    run = check_files(files_of("trainer"), Settings(), jobs=1)
+    math = [d for d in run.diagnostics if d.filename.endswith("math.py")]
+    lines = (ROOT / "trainer" / "ops" / "math.py").read_text().splitlines()
+    flagged_functions = set()
+    for d in math:
+        row = d.location.row
+        while not lines[row - 1].lstrip().startswith("def "):
+            row -= 1
+        flagged_functions.add(lines[row - 1].split("def ")[1].split("(")[0])
+    # Traced through the re-export, a fori_loop body, a 2-module call chain and Class.method;
+    # not the pure_callback target, not a function only called eagerly, not an untraced method.
+    assert flagged_functions == {"normalize", "body", "scale_twice", "apply"}
+
+
+def test_fix_mode_uses_the_index(tmp_path):
+    run = fix_files(files_of("scripts"), Settings(), unsafe=True, jobs=1)
+    fixed = {Path(o.filename).name: o for o in run.fixes if o.changed}
+    # helpers.py has no JAX in it, yet its traced function is rewritten.
+    assert "helpers.py" in fixed
+    assert "jnp.ones(4)" in fixed["helpers.py"].source
+    assert [d.code for d in fixed["helpers.py"].fixed] == ["JF201"]
+
+
+# -- the parts -------------------------------------------------------------------------------------
+
+def test_prescan_reads_imports_without_parsing():
+    text = textwrap.dedent("""\
+        import os, pkg.sub as s
+        from . import sibling
+        from ..up import (a,
+            b as bee,  # comment, with a comma
+        )
+        from .mod import *
+        if True:
+            from pkg import lazy
+        def f():
+            import pkg.deep.inner
+    """)
+    pre = prescan(text, "pkg.sub.mod", False)
+    assert {"os", "pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.a", "pkg.up.b", "pkg.sub.mod", "pkg",
+            "pkg.lazy", "pkg.deep.inner"} <= pre.imports | {"pkg.sub.mod"}
+    assert pre.reexports == {"s": "pkg.sub", "sibling": "pkg.sub.sibling", "a": "pkg.up.a", "bee": "pkg.up.b"}
+    # A relative import outside any package resolves to nothing.
+    assert prescan("from . import x\n", "script", False).imports == set()
+
+
+def test_module_names(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "m.py").write_text("")
+    (tmp_path / "script.py").write_text("")
+    (tmp_path / "not-a-module.py").write_text("")
+    namer = ModuleNamer()
+    assert namer.name(tmp_path / "pkg" / "sub" / "m.py") == ("pkg.sub.m", False)
+    assert namer.name(tmp_path / "pkg" / "sub" / "__init__.py") == ("pkg.sub", True)
+    assert namer.name(tmp_path / "script.py") == ("script", False)
+    assert namer.name(tmp_path / "not-a-module.py") is None
+
+
+def _summary(src: str, module: str, is_package: bool = False) -> Summary:
+    return summarize(SemanticModel(cst.parse_module(textwrap.dedent(src))), module, is_package)
+
+
+def test_summary_records_seeds_and_edges():
+    s = _summary("""\
+        import jax
+        from functools import partial
+        from pkg import ops
+        from .util import helper
+
+        def g(x):
+            return ops.inner(x) + local(x)
+
+        def local(x):
+            return helper(x)
+
+        def callback_user(x):
+            return jax.pure_callback(ops.host, x, x)
+
+        fast = jax.jit(partial(ops.kernel, 3))
+        loop = jax.lax.fori_loop(0, 3, ops.body, 0)
+    """, "pkg.main")
+    assert ("pkg.ops.kernel", "transform", "jax.jit") in s.base
+    assert ("pkg.ops.body", "control-flow", "jax.lax.fori_loop") in s.base
+    assert s.edges["g"] == (["local"], [("pkg.ops.inner", "called", "pkg.main.g")])
+    assert s.edges["local"] == ([], [("pkg.util.helper", "called", "pkg.main.local")])
+    # Host callbacks do not trace what they are given.
+    assert not any(r[0] == "pkg.ops.host" for r in s.base)
+    assert "callback_user" not in s.edges or not any(r[0] == "pkg.ops.host" for r in s.edges["callback_user"][1])
+    assert Summary.from_json(s.to_json()) == s
+
+
+def _index(sources: dict[str, str]) -> tuple[ProjectIndex, list[Summary]]:
+    files = []
+    for module, src in sources.items():
+        is_package = module.endswith(".__init__")
+        name = module.removesuffix(".__init__")
+        files.append(ProjectFile(module, name, is_package, prescan(textwrap.dedent(src), name, is_package)))
+    index = ProjectIndex(files)
+    sums = [_summary(src, f.module, f.is_package) for f, src in zip(files, sources.values())]
+    return index, sums
+
+
+CHAIN = {
+    "app.__init__": "from .core import entry as entry\n",
+    "app.core": "def entry(x):\n    return app_helpers.step(x)\nimport app.helpers as app_helpers\n",
+    "app.helpers": "def step(x):\n    return last(x)\ndef last(x):\n    return x\ndef cold(x):\n    return x\n",
+    "main": "import jax\nimport app\nf = jax.jit(app.entry)\n",
+}
+
+
+def test_fixpoint_follows_reexports_and_chains():
+    index, sums = _index(CHAIN)
+    for i, s in enumerate(sums):
+        index.add_summary(i, s)
+    assert index.external(0) == {}
+    assert index.external(1) == {"entry": "passed to `jax.jit` in `main`"}
+    assert index.external(2) == {"step": "called from traced `app.core.entry`"}
+    assert index.external(3) == {}
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]])
+def test_fixpoint_does_not_depend_on_arrival_order(order):
+    index, sums = _index(CHAIN)
+    changed = set()
+    for i in order:
+        changed |= index.add_summary(i, sums[i])
+    assert changed == {1, 2}
+    assert [index.external(i) for i in range(4)] == [
+        {}, {"entry": "passed to `jax.jit` in `main`"}, {"step": "called from traced `app.core.entry`"}, {}]
+
+
+def test_analysis_order_puts_importers_first():
+    # 0 imports 1, 1 imports 2, 3 imports 0; 4 and 5 import each other.
+    graph = [{1}, {2}, set(), {0}, {5}, {4}]
+    order = analysis_order(graph)
+    assert sorted(order) == list(range(6))
+    pos = {v: k for k, v in enumerate(order)}
+    assert pos[3] < pos[0] < pos[1] < pos[2]
+
+
+def test_build_project_names_files():
+    index = build_project(["a/b.py", "c.py"], ["import c\n", None])
+    assert [f.module for f in index.files] == ["b", "c"]
+    assert index.graph() == [{1}, set()]
