@@ -377,7 +377,12 @@ class ProjectIndex:
         self.summaries: dict[int, Summary] = {}
         self._defs: dict[int, frozenset[str]] = {}
         self.marked: dict[int, set[str]] = {}
-        self.reasons: dict[int, dict[str, set[tuple[int, str, str]]]] = {}
+        # key -> reasons, each (kind order, rank of the file it comes from, phrase)
+        self.reasons: dict[int, dict[str, set[tuple[int, int, str]]]] = {}
+        # Where each file comes in the analysis order: of two equally direct reasons, the one
+        # from the earlier file is shown, so the reason a file is first analysed with
+        # usually stays the one it ends with (a changed map means analysing it again).
+        self.rank: list[int] = list(range(len(files)))
 
     # -- the module graph ------------------------------------------------------------------------
     def imports_of(self, i: int) -> set[int]:
@@ -429,13 +434,13 @@ class ProjectIndex:
         work: list[tuple[int, str]] = []
         origin = self.files[i].module or self.files[i].path
         for r, kind, detail in summary.base:
-            self._reach(r, (KIND_ORDER[kind], describe(kind, detail, origin), ""), changed, work)
+            self._reach(r, (KIND_ORDER[kind], self.rank[i], describe(kind, detail, origin)), changed, work)
         # Keys marked before this summary was known now spread.
         work.extend((i, k) for k in sorted(self.marked.get(i, ())))
         self._drain(work, changed)
         return changed
 
-    def _reach(self, ref: str, reason: tuple[int, str, str], changed: set[int], work: list) -> None:
+    def _reach(self, ref: str, reason: tuple[int, int, str], changed: set[int], work: list) -> None:
         found = self.resolve(ref)
         if found is None:
             return
@@ -464,7 +469,7 @@ class ProjectIndex:
                 self._mark(j, k, work)
             origin = self.files[j].module or self.files[j].path
             for r, kind, detail in refs:
-                self._reach(r, (KIND_ORDER[kind], describe(kind, detail, origin), ""), changed, work)
+                self._reach(r, (KIND_ORDER[kind], self.rank[j], describe(kind, detail, origin)), changed, work)
 
     def external_of(self, i: int, mapping: dict[str, str]) -> dict[str, str]:
         """`mapping` without the names that are not functions of file i (once that is known)."""
@@ -477,7 +482,7 @@ class ProjectIndex:
         if not reasons:
             return {}
         defs = self._defs.get(i)
-        return {key: min(rs)[1] for key, rs in sorted(reasons.items()) if defs is None or key in defs}
+        return {key: min(rs)[2] for key, rs in sorted(reasons.items()) if defs is None or key in defs}
 
 
 def build_project(paths: Iterable[str], texts: Iterable[str | None]) -> ProjectIndex:
@@ -495,6 +500,14 @@ def build_project(paths: Iterable[str], texts: Iterable[str | None]) -> ProjectI
 
 
 # -- the order of analysis --------------------------------------------------------------------------
+
+def canonical_order(graph: list[set[int]], names: list[str]) -> list[int]:
+    """analysis_order, independent of the order the files were listed in (ties go by name)."""
+    by_name = sorted(range(len(graph)), key=lambda i: names[i])
+    new_of = {old: new for new, old in enumerate(by_name)}
+    permuted = [{new_of[j] for j in graph[old]} for old in by_name]
+    return [by_name[v] for v in analysis_order(permuted)]
+
 
 def analysis_order(graph: list[set[int]]) -> list[int]:
     """Files ordered so that importers come before what they import, as far as cycles allow

@@ -53,7 +53,7 @@ from jaxfuse_lint.project import (
     ProjectFile,
     ProjectIndex,
     Summary,
-    analysis_order,
+    canonical_order,
     prescan,
     summarize,
     upstream_masks,
@@ -451,6 +451,10 @@ class _Run:
                 st.module, st.is_package = named
             pfiles.append(self._prepare_one(st, content_hash))
         self.project = ProjectIndex(pfiles)
+        self.graph = self.project.graph()
+        order = canonical_order(self.graph, [st.filename for st in self.states])
+        self.pos = {v: k for k, v in enumerate(order)}
+        self.project.rank = [self.pos[i] for i in range(len(self.states))]
         for st in self.states:
             if st.entry is not None and st.entry.get("summary") is not None:
                 self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
@@ -487,9 +491,7 @@ class _Run:
     # -- 3: schedule ------------------------------------------------------------------------------------
     def schedule(self) -> None:
         project = self.project
-        graph = project.graph()
-        order = analysis_order(graph)
-        self.pos = {v: k for k, v in enumerate(order)}
+        graph = self.graph
         self.upstream = upstream_masks(graph)
         # Files whose summaries are still to come. A file without JAX adds nothing unless
         # another module traces it, and then its own upstream decides when.

@@ -17,6 +17,14 @@ from jaxfuse_lint.runner import check_files, fix_files
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the monkeypatches reach workers through fork")
 
+
+@pytest.fixture(autouse=True)
+def forked_workers(monkeypatch):
+    """The sabotage below reaches the workers only if they are forked from this process.
+    The runner avoids fork once jax is imported (other tests import it); these workers
+    never touch jax, so fork is safe for them."""
+    monkeypatch.setattr(runner, "start_method", lambda: "fork")
+
 TEMPLATE = """\
 import jax
 import numpy as np
