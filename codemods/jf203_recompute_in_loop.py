@@ -10,11 +10,15 @@ copied to the top of a `def` body (or the expression is written in place of the
 read in a lambda body), and the outer binding is removed when nothing else reads
 it.
 
-Safe when the value is cheap (array creation, elementwise arithmetic, layout, the
-module's functions built from those), pure, and size-inflating: it reads no
-traced array's *values*, only static facts (`.shape`, `.ndim`, `.dtype`, `.size`,
-`len`) — otherwise XLA's loop-invariant code motion hoists the recomputation
-straight back out of the loop and nothing is saved, so there is no fix. Every
+Offered when the value is cheap (array creation, elementwise arithmetic, layout,
+the module's functions built from those) and pure. On a target whose XLA runs
+while-loop invariant code motion (CPU; TPU, not established) the value must also
+be size-inflating: it reads no traced array's *values*, only static facts
+(`.shape`, `.ndim`, `.dtype`, `.size`, `len`) — otherwise the recomputation is
+hoisted straight back out of the loop and nothing is saved, so there is no fix.
+On GPU (the default `target`), whose pipeline runs no such pass, a value computed
+from the loop's inputs gets the fix too: the recomputation stays in the body's
+fused kernel and the temporary goes away. Every
 free name must mean the same inside the body; a name the body rebinds is
 accepted only when the value reads it for its shape alone and the rebinding is
 the loop carry initialised from that very name (lax loops keep the carry's shape
@@ -32,6 +36,7 @@ from codemods._helpers import (
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.values import Kind
+from jaxfuse_lint.targets import WHILE_LOOP_LICM, holds
 
 CODE = "JF203"
 
@@ -66,8 +71,10 @@ def build_fix(violation, model, settings):
     info = purity.info(value, owner)
     if not info.pure or info.closure:
         return None
-    if not _size_inflating(model, info, owner):
-        return None  # XLA hoists it back out of the loop: recomputing saves nothing
+    if not _size_inflating(model, info, owner) and holds(WHILE_LOOP_LICM, settings.target) is not False:
+        # Built from a loop input's values: XLA:CPU's loop-invariant code motion hoists the recomputation
+        # straight back out and the temporary stays. Only a target known to run no such pass (GPU) gains.
+        return None
     if any(n.value == "<scope>" for n in free_name_nodes(value)):
         return None
 

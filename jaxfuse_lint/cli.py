@@ -40,10 +40,12 @@ def cli() -> None:
     """
 
 
-def _load(config: str | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None) -> Settings:
+def _load(config: str | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None,
+          target=None) -> Settings:
     start = paths[0] if paths and paths[0] != "-" else "."
     settings = load_settings(config, start=start)
-    return with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore, cache_dir=cache_dir)
+    return with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore, cache_dir=cache_dir,
+                              target=target)
 
 
 def _fail(message: str) -> None:
@@ -69,14 +71,17 @@ def _fail(message: str) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change results (review them).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there would be changes.")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed.")
+@click.option("--target", type=click.Choice(["gpu", "cpu", "tpu"], case_sensitive=False), default=None,
+              help="Backend the code runs on; rules and fixes decide for it (default: the config's `target`, "
+                   "else gpu).")
 @click.option("--verify", "verify_fixes", is_flag=True,
               help="With --fix: verify every changed function that has a verify spec and roll back fixes that do not "
                    "prove out. This imports and runs your code.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes) -> None:
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, verify_fixes) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
     try:
-        settings = _load(config, paths, select, extend_select, ignore, cache_dir)
+        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target)
     except ConfigError as exc:
         _fail(str(exc))
         return

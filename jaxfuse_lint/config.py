@@ -43,6 +43,8 @@ class Settings:
     small_axis_max: int = 4
     unroll_max: int = 8
     jax_modules: tuple[str, ...] = ("jax",)
+    # The backend rules and fixes decide for (jaxfuse_lint.targets): XLA:GPU and XLA:CPU differ.
+    target: str = "gpu"
     respect_gitignore: bool = True
     verify: tuple[tuple[str, VerifySpec], ...] = ()
     # Where the pyproject.toml that configured this came from (None: defaults).
@@ -56,7 +58,7 @@ class Settings:
         """A stable string of everything that changes what `check` reports."""
         fields = (
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
-            self.small_axis_max, self.unroll_max, self.jax_modules, self.extra,
+            self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
         )
         return repr(fields)
 
@@ -99,7 +101,7 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
-    "cache-dir",
+    "cache-dir", "target",
 }
 
 
@@ -117,6 +119,16 @@ def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
             raise ConfigError(f"{where}: unknown rule selector `{raw}` (known: {', '.join(sorted(known))})")
         out.append(code)
     return tuple(out)
+
+
+def validate_target(value: Any, where: str) -> str:
+    """One of jaxfuse_lint.targets.TARGETS ("gpu", "cpu", "tpu"), case-insensitive."""
+    from jaxfuse_lint.targets import TARGETS
+
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in TARGETS:
+        raise ConfigError(f"{where} must be one of {', '.join(repr(t) for t in TARGETS)}, got {value!r}")
+    return text
 
 
 def find_pyproject(start: str | os.PathLike) -> Path | None:
@@ -202,6 +214,8 @@ def settings_from_table(table: dict[str, Any], where: str, root: str) -> Setting
         if not mods:
             raise ConfigError(f"{where}: `jax-modules` must name at least one module")
         kw["jax_modules"] = mods
+    if "target" in table:
+        kw["target"] = validate_target(table["target"], f"{where}: `target`")
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
@@ -252,9 +266,12 @@ def with_cli_overrides(
     extend_select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     cache_dir: str | None = None,
+    target: str | None = None,
 ) -> Settings:
     """Command-line selectors replace (select) or extend (extend-select, ignore) the file's."""
     kw: dict[str, Any] = {}
+    if target:
+        kw["target"] = validate_target(target, "--target")
     if select:
         kw["select"] = validate_codes(_split(select), "--select")
     if extend_select:

@@ -7,6 +7,8 @@ Layout of a rule's folder:
   <case>.fixed.py      optional: the exact result of `--fix --select CODE`
   <case>.unsafe.py     optional: the exact result of `--fix --unsafe-fixes --select CODE`, where it
                        differs from <case>.fixed.py
+  <case>.toml          optional: settings for this case, as keys of [tool.jaxfuse-lint] at top level
+                       (e.g. `target = "cpu"` for a backend's policy); `select` is always CODE
 
 Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
 current output (then read the diff before committing it).
@@ -17,15 +19,19 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from jaxfuse_lint.config import Settings
+from jaxfuse_lint.config import Settings, load_settings
 from jaxfuse_lint.engine import check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 UPDATE = os.environ.get("JAXFUSE_UPDATE_FIXTURES") == "1"
 
 
-def rule_settings(code: str) -> Settings:
-    return replace(Settings(), select=(code,))
+def rule_settings(code: str, path: Path | None = None) -> Settings:
+    settings = Settings()
+    config = path.with_suffix(".toml") if path is not None else None
+    if config is not None and config.exists():
+        settings = load_settings(config)
+    return replace(settings, select=(code,), extend_select=(), ignore=())
 
 
 def input_files() -> list[Path]:
@@ -41,7 +47,7 @@ def input_files() -> list[Path]:
 
 
 def diagnostics_text(path: Path, code: str) -> str:
-    result = check_source(path.read_bytes(), str(path), rule_settings(code))
+    result = check_source(path.read_bytes(), str(path), rule_settings(code, path))
     assert not result.errors, result.errors
     lines = [
         f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code}"
@@ -52,7 +58,7 @@ def diagnostics_text(path: Path, code: str) -> str:
 
 
 def fixed_text(path: Path, code: str, unsafe: bool) -> str:
-    outcome = fix_source(path.read_bytes(), str(path), rule_settings(code), unsafe=unsafe)
+    outcome = fix_source(path.read_bytes(), str(path), rule_settings(code, path), unsafe=unsafe)
     assert not outcome.dropped, outcome.dropped
     assert not outcome.errors, outcome.errors
     return outcome.source

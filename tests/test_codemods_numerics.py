@@ -187,7 +187,12 @@ DETECTION_VERIFY: dict[str, dict[str, object]] = {
     "JF203/cases.py": {
         "filter_with_temp": "its rfftn output (n, n//2+1) does not broadcast with the (n, n) k-mesh: "
                             "the function is for detection only and cannot run",
-        "while_body": ["f32[5]"], "nested_helper_read": ["f32[4,6]"],
+        "while_body": ["f32[5]"], "nested_helper_read": ["f32[4,6]"], "scan_lambda": ["f32[4,3]"],
+    },
+    # The same source decided for target = "cpu".
+    "JF203/cases_cpu.py": {
+        "filter_with_temp": "as in JF203/cases.py: detection only", "while_body": ["f32[5]"],
+        "nested_helper_read": ["f32[4,6]"], "scan_lambda": ["f32[4,3]"],
     },
     "JF301/cases.py": {
         "g_partial": ["f32[3]", "py:3"], "g_lambda": ["f32[3]", "py:3"], "g_normal": ["f32[3]", "py:2"],

@@ -52,7 +52,7 @@ def test_fix_matches_expected_and_is_idempotent(path, unsafe):
     expected = target.read_text() if target is not None else original
     assert actual == expected, f"fix result differs from {target.name if target else 'the unchanged input'}"
     if actual != original:
-        again = fix_source(actual, str(path), rule_settings(code), unsafe=unsafe)
+        again = fix_source(actual, str(path), rule_settings(code, path), unsafe=unsafe)
         assert again.source == actual, "a second --fix changed the fixed file"
 
 

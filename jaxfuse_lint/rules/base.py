@@ -10,6 +10,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from jaxfuse_lint.config import Settings
     from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.targets import Claim
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,12 @@ class Rule:
     """One rule. Subclasses set the class attributes and implement `check`.
 
     `doc` is the rule's page (ruff's sections: What it does, Why is this bad?,
-    Known problems, Example, Use instead, Fix safety). `valid` and `invalid`
-    are small programs next to the rule (Fixit's habit): the tests run them, so
-    the examples can never drift from what the rule does.
+    Known problems, Example, Use instead, Fix safety). `backends` are the
+    claims the rule's diagnostic and fix rest on, with the evidence for each
+    backend (`jaxfuse_lint.targets`); the page's Backends section is made from
+    them. `valid` and `invalid` are small programs next to the rule (Fixit's
+    habit): the tests run them, so the examples can never drift from what the
+    rule does.
     """
 
     code: ClassVar[str]
@@ -52,6 +56,7 @@ class Rule:
     summary: ClassVar[str]
     fixable: ClassVar[str] = "never"  # always | sometimes | never
     doc: ClassVar[str] = ""
+    backends: ClassVar[tuple["Claim", ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
 
@@ -62,7 +67,16 @@ class Rule:
     def documentation(cls) -> str:
         fix = {"always": "Fix is always available.", "sometimes": "Fix is sometimes available.",
                "never": "No automatic fix."}[cls.fixable]
-        return f"# {cls.name} ({cls.code})\n\n{fix}\n\n{textwrap.dedent(cls.doc).strip()}\n"
+        page = f"# {cls.name} ({cls.code})\n\n{fix}\n\n{textwrap.dedent(cls.doc).strip()}\n"
+        if cls.backends:
+            claims = "\n".join(claim.render() for claim in cls.backends)
+            page += (
+                "\n## Backends\n"
+                "What this rule's diagnostic and fix rest on, per backend, and how it was established. "
+                "Decisions follow the configured `target` (default `gpu`).\n\n"
+                f"{claims}\n"
+            )
+        return page
 
 
 def message(*parts: MessagePart) -> tuple[MessagePart, ...]:

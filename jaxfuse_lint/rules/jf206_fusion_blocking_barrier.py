@@ -7,6 +7,9 @@ import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, keyword, positional
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+from jaxfuse_lint.targets import (
+    CPU_MEASURED, NOTEBOOK_GPU, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, holds, tracing,
+)
 
 BARRIERS = frozenset({"jax.lax.optimization_barrier", "jax.optimization_barrier"})
 CHECKPOINTS = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint", "jax.ad_checkpoint.remat"})
@@ -86,6 +89,9 @@ class FusionBlockingBarrier(Rule):
     kernels and 1 MiB temporary with or without `jax.checkpoint(get_im,
     prevent_cse=True)`).
 
+    With `target = "cpu"` barriers are not reported: XLA:CPU removes them
+    before fusion, so there they block nothing (see Backends).
+
     ## Known problems
     Modules that import Pallas are skipped: inside a Pallas kernel the barrier
     orders instructions and XLA fusion does not apply. A module that is only
@@ -112,6 +118,17 @@ class FusionBlockingBarrier(Rule):
     ## Fix safety
     No fix: whether the barrier's ordering is needed is the author's call.
     """
+    backends = (
+        OPTIMIZATION_BARRIER_BLOCKS_FUSION,
+        Claim(
+            "`jax.checkpoint(..., prevent_cse=True)` changes nothing in a computation that is never differentiated",
+            gpu=Evidence(True, NOTEBOOK_GPU + ": the remat'd function is still CSE'd in the forward pass"),
+            cpu=Evidence(True, CPU_MEASURED + ": the notebook's `get_im` used twice around a reduction is 2 "
+                               "kernels and 1 MiB of temporaries with or without it"),
+            tpu=tracing("`prevent_cse` is a property of the rematerialisation JAX emits for the backward pass, "
+                        "which a forward-only program does not contain, whatever the backend"),
+        ),
+    )
     valid = (
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    s = jnp.sin(x) + 3\n    return s + jnp.exp(s)\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef loss(p, x):\n"
@@ -136,6 +153,8 @@ class FusionBlockingBarrier(Rule):
             if qn in BARRIERS:
                 if not isinstance(scope, Function) or not model.is_traced(scope):
                     continue
+                if holds(OPTIMIZATION_BARRIER_BLOCKS_FUSION, settings.target) is False:
+                    continue  # this target's XLA removes the barrier before fusion: nothing is blocked
                 if pallas is None:
                     pallas = uses_pallas(model)
                 if pallas:
