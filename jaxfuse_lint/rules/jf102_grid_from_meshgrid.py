@@ -9,6 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import Function, SemanticModel, keyword
 from jaxfuse_lint.model.fusion import reaching_value
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
+from jaxfuse_lint.targets import CPU_MEASURED, NOTEBOOK_GPU, TPU_UNKNOWN, Claim, Evidence
 
 FFTFREQ = "jax.numpy.fft.fftfreq"
 RFFTFREQ = "jax.numpy.fft.rfftfreq"
@@ -154,6 +155,15 @@ class GridFromMeshgrid(Rule):
     multiplication into an FMA in one program and not the other (measured: a
     1-ulp difference).
     """
+    backends = (
+        Claim(
+            "A grid from `jnp.meshgrid` of 1-D vectors computes each vector in its own kernel and broadcasts it; "
+            "built from `jnp.indices` it is one kernel that fuses into its consumers",
+            gpu=Evidence(True, NOTEBOOK_GPU),
+            cpu=Evidence(True, CPU_MEASURED + ": `get_kmesh_naive` → `get_kmesh` 2 → 1 kernels, 256 B → 0 B"),
+            tpu=TPU_UNKNOWN,
+        ),
+    )
     valid = (
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n"
         "    a, b = jnp.meshgrid(jnp.arange(x.shape[0]), jnp.arange(x.shape[1]), indexing='ij')\n    return a + b\n",

@@ -8,6 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Function, SemanticModel, Shape, keyword, positional
 from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_value
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
+from jaxfuse_lint.targets import CPU_MEASURED, NOTEBOOK_GPU, TPU_UNKNOWN, Claim, Evidence
 
 
 def _int(e: cst.BaseExpression | None) -> int | None:
@@ -114,6 +115,16 @@ class FftComponentAxisLast(Rule):
     No automatic fix: the layout of the array is decided where it is created
     and wherever its components are read.
     """
+    backends = (
+        Claim(
+            "An FFT over the leading axes of an array with a trailing component axis is wrapped in two transposes "
+            "whose inputs and outputs are live at once; stored component-first the FFT runs on the buffer",
+            gpu=Evidence(True, NOTEBOOK_GPU + ": `f_fft3d` 2× temporaries, 1× transposed"),
+            cpu=Evidence(True, CPU_MEASURED + ": `f_fft3d` on (64, 64, 32, 2) 4 kernels and 2.06 MiB, on "
+                               "(2, 64, 64, 32) 2 kernels and 1.06 MiB"),
+            tpu=TPU_UNKNOWN,
+        ),
+    )
     valid = (
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=0)\n"
         "    return jnp.fft.rfftn(v, axes=(1, 2, 3))\n",

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 class CapturedNumpyArray(Rule):
@@ -64,6 +65,15 @@ class CapturedNumpyArray(Rule):
     better design. Arrays loaded from files (`np.load`) or made by other code
     get no fix.
     """
+    backends = (
+        Claim(
+            "A NumPy array read by traced code from an enclosing or module scope is folded into the compiled "
+            "program as a constant",
+            gpu=tracing("JAX captures host arrays as constants while lowering, before any backend compiler runs"),
+            cpu=Evidence(True, CPU_MEASURED + ": the captured array's bytes appear as folded constants"),
+            tpu=tracing("as on every backend: the constant is in the lowered program"),
+        ),
+    )
     valid = (
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
         "import jax, numpy as np\nK = np.arange(8)\ndef host(x):\n    return x + K\n",

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import Function, Kind, SemanticModel, walk
 from jaxfuse_lint.model.api import JNP_CREATORS, JNP_ELEMENTWISE, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.fusion import document_order, expression_names, own_nodes, same_meaning
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message
+from jaxfuse_lint.targets import CPU_MEASURED, NOTEBOOK_GPU, TPU_UNKNOWN, Claim, Evidence
 
 _LAYOUT = frozenset("jax.numpy." + n for n in (
     "where select reshape ravel transpose swapaxes moveaxis expand_dims squeeze broadcast_to stack "
@@ -267,6 +268,15 @@ class CseAcrossLoopScope(Rule):
     in a way only its author can judge (the notebook's `eps` trick, or moving
     the use after the loop into the loop's carry).
     """
+    backends = (
+        Claim(
+            "Copies of one expression before and after a `lax` loop are merged by CSE and kept alive across "
+            "the loop as a temporary",
+            gpu=Evidence(True, NOTEBOOK_GPU + ": `f_cse_loop_after` 5 → 7 kernels, 129 B → 1.5 MB"),
+            cpu=Evidence(True, CPU_MEASURED + ": 6 → 8 kernel launches, 129 B → 1.05 MB"),
+            tpu=TPU_UNKNOWN,
+        ),
+    )
     valid = (
         "import jax, jax.numpy as jnp\ndef im(x):\n    return jnp.sin(jnp.arange(x.size).reshape(x.shape) ** 2.3)\n"
         "@jax.jit\ndef f(x):\n    def step(i, a):\n        return a + im(x)\n"

@@ -11,6 +11,7 @@ from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import _loop_of_def, compiling_call, describe_callable
+from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 class JitOfFreshCallable(Rule):
@@ -67,6 +68,15 @@ class JitOfFreshCallable(Rule):
     closes over the function's locals, gets no fix: moving it is a refactoring
     (make those values arguments, static ones with `static_argnames`).
     """
+    backends = (
+        Claim(
+            "`jax.jit` of a callable created on every call (a lambda, a closure, a `partial`) recompiles on "
+            "every call",
+            gpu=tracing("the cache is JAX's, keyed by the callable's identity, whatever the backend"),
+            cpu=Evidence(True, CPU_MEASURED + ": counted with `verify --call`"),
+            tpu=tracing("the cache is JAX's, keyed by the callable's identity, whatever the backend"),
+        ),
+    )
     valid = (
         "import jax, functools\n@functools.lru_cache\ndef make(k):\n    return jax.jit(lambda v: v * k)\n",
         "import jax\ndef f(v):\n    return v + 1\ndef g(x):\n    return jax.jit(f)(x)\n",

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+from jaxfuse_lint.targets import Claim, tracing
 
 
 def printed_values(call: cst.Call) -> Iterator[cst.BaseExpression]:
@@ -87,6 +88,14 @@ class PrintInTracedCode(Rule):
     variable). The fixed code prints on every call, at run time, so output
     appears more often than before — which is the point.
     """
+    backends = (
+        Claim(
+            "`print` in traced code runs once, while tracing, and prints tracers, not values",
+            gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+        ),
+    )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    jax.debug.print('x = {}', x)\n    return x\n",
         "import jax\n@jax.jit\ndef f(x):\n    print('tracing f with shape', x.shape)\n    return x\n",

@@ -10,6 +10,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, iter_children
 from jaxfuse_lint.model.staging import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS, own_nodes, staging
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.targets import Claim, tracing
 
 # What each construct needs from its operand, and what to write instead.
 _ADVICE = {
@@ -117,6 +118,14 @@ class PythonControlFlowOnTracedValue(Rule):
     value) or the code should use `jnp.where`/`lax.cond`/`lax.while_loop` (both
     branches traced, different shapes not allowed) is a design decision.
     """
+    backends = (
+        Claim(
+            "Python control flow on a traced value fails while tracing (or recompiles for each static value)",
+            gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+        ),
+    )
     valid = (
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\n"
         "def f(x, flag):\n    if flag:\n        return x * 2\n    return x\n",

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.targets import Claim, tracing
 
 # Methods that mutate whatever object they are called on (lists, dicts, sets, deques).
 MUTATORS = frozenset({
@@ -98,6 +99,14 @@ class SideEffectInTracedCode(Rule):
     ## Fix safety
     No automatic fix: returning the state changes the function's interface.
     """
+    backends = (
+        Claim(
+            "A Python side effect in traced code runs once, while tracing, not on every call",
+            gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+        ),
+    )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    out = []\n    out.append(x)\n    d = {}\n    d['a'] = x\n"
         "    return out[0] + d['a']\n",

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.scopes import Binding, Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.targets import Claim, tracing
 
 _LOOPS = (cst.For, cst.While)
 
@@ -77,6 +78,14 @@ class MutableGlobalInTracedCode(Rule):
     ## Fix safety
     No automatic fix: it changes the function's signature and every call site.
     """
+    backends = (
+        Claim(
+            "A mutable global read by traced code is baked in at trace time; later changes are not seen",
+            gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+        ),
+    )
     valid = (
         "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
         "import jax\ntry:\n    DTYPE = jax.numpy.float64\nexcept AttributeError:\n    DTYPE = None\n"

@@ -10,6 +10,7 @@ from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staging import STATIC_RESULT_FUNCTIONS, own_nodes, staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.targets import Claim, tracing
 
 ALL = "all"
 # Where a Python int (or a tuple of them) is required: argument positions and keywords.
@@ -103,6 +104,14 @@ class TracedOpOnStaticShape(Rule):
     as an array (`n.astype(...)`, `n[0]`), or the call has other arguments
     (`axis`, `dtype`), there is no fix.
     """
+    backends = (
+        Claim(
+            "`jnp` arithmetic on shapes returns tracers, which shape arguments reject while tracing",
+            gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+            tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
+        ),
+    )
     valid = (
         "import jax, math\n@jax.jit\ndef f(x):\n    return x.reshape(math.prod(x.shape))\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    return x.sum() / jnp.prod(jnp.array(x.shape))\n",

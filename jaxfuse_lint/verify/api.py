@@ -32,25 +32,30 @@ class Metric:
     label: str
     before: float | None
     after: float | None
-    unit: str  # "count", "bytes" or "seconds"
+    unit: str  # "count", "bytes", "seconds" or "time" (a measured wall-clock, shown in s/ms/µs)
     # Deciding metrics make the verdict; the others are shown as context.
     deciding: bool
+    # A difference no larger than this is noise, not a change (wall-clock: see verify/timing.py).
+    tolerance: float = 0.0
 
     @property
     def change(self) -> str:
         if self.before is None or self.after is None:
             return "n/a"
-        if self.after < self.before:
+        if self.after < self.before - self.tolerance:
             return "better"
-        if self.after > self.before:
+        if self.after > self.before + self.tolerance:
             return "worse"
         return "same"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "key": self.key, "label": self.label, "before": self.before, "after": self.after,
             "unit": self.unit, "deciding": self.deciding, "change": self.change,
         }
+        if self.tolerance:
+            out["tolerance"] = self.tolerance
+        return out
 
 
 @dataclass
@@ -62,6 +67,7 @@ class Side:
     measurement: Measurement | None = None
     lowering_error: str | None = None  # only kept in --call mode, where the driver still runs
     compilations: Any = None  # CompilationCount with --call
+    timing: Any = None  # Timing with --time
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,7 @@ class Side:
             "measurement": self.measurement.to_json() if self.measurement else None,
             "lowering_error": self.lowering_error,
             "compilations": self.compilations.to_json() if self.compilations else None,
+            "timing": self.timing.to_json() if self.timing else None,
         }
 
 
@@ -159,6 +166,7 @@ def verify_pair(
     seed: int = 0,
     graph_dir: str | None = None,
     constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+    time_runs: int = 0,
 ) -> VerifyResult:
     """Compile and run `func_name` from two source texts and say whether the second is better.
 
@@ -177,7 +185,10 @@ def verify_pair(
     the function is also called eagerly (twice) as a driver and the
     steady-state compilations of the second call are compared; a function
     that cannot be jitted as a whole is then still verified on compilations
-    and results. This imports and runs both source texts.
+    and results. With `time_runs=N` both versions are also timed N times each
+    on the current backend (`verify/timing.py`) and the median wall-clock is a
+    deciding metric: slower beyond the noise is a regression. This imports and
+    runs both source texts.
     """
     after_func = after_func_name or func_name
     if after_filename is None and after_source != before_source:
@@ -191,7 +202,7 @@ def verify_pair(
         Version(before_source, filename, func_name, "before", f"{filename}::{func_name}"),
         Version(after_source, after_filename, after_func, "after", after_display),
         arg_specs, static or {}, dims=dims or {}, call=call, backend=backend, seed=seed,
-        graph_dir=graph_dir, constants_warn_bytes=constants_warn_bytes,
+        graph_dir=graph_dir, constants_warn_bytes=constants_warn_bytes, time_runs=time_runs,
     )
 
 
@@ -288,11 +299,13 @@ def verify_versions(
     seed: int = 0,
     graph_dir: str | None = None,
     constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+    time_runs: int = 0,
 ) -> VerifyResult:
     """`verify_pair` for two explicit versions (different files or function names)."""
     result = VerifyResult(verdict="error", func=before.func, static=dict(static), seed=seed)
     try:
-        _run(result, before, after, arg_specs, static, dims, call, backend, seed, graph_dir, constants_warn_bytes)
+        _run(result, before, after, arg_specs, static, dims, call, backend, seed, graph_dir, constants_warn_bytes,
+             time_runs)
     except VerifyError as exc:
         result.verdict = "error"
         result.error = str(exc)
@@ -316,6 +329,7 @@ def _run(
     seed: int,
     graph_dir: str | None,
     constants_warn_bytes: int,
+    time_runs: int = 0,
 ) -> None:
     jax = _import_jax()
     from jaxfuse_lint.verify.loader import get_function, load_module
@@ -371,6 +385,18 @@ def _run(
     else:
         outputs = [_run_compiled(side, inputs, version) for version, _, side in sides]
     result.numerics = compare_outputs(outputs[0], outputs[1])
+
+    if time_runs:
+        from jaxfuse_lint.verify.timing import time_versions
+
+        if call:
+            # What a driver costs per call, recompilations included.
+            calls = [lambda f=func: f(*inputs, **static) for _, func, _ in sides]
+        else:
+            calls = [lambda s=side: s.measurement.compiled(*inputs) for _, _, side in sides]
+        timings = time_versions(calls, repeat=time_runs, mode="call" if call else "compiled")
+        for (_, _, side), timing in zip(sides, timings):
+            side.timing = timing
 
     result.metrics = build_metrics(result.before, result.after)
     result.verdict = decide(result.metrics, result.numerics)
@@ -492,6 +518,12 @@ def build_metrics(before: Side, after: Side) -> list[Metric]:
     if before.compilations is not None and after.compilations is not None:
         metrics.append(Metric("compilations", "compilations per call", before.compilations.steady_state,
                               after.compilations.steady_state, "count", True))
+    if before.timing is not None and after.timing is not None:
+        from jaxfuse_lint.verify.timing import noise
+
+        # What users feel; it decides, but only beyond the noise of the runs.
+        metrics.append(Metric("wall_seconds", "wall-clock (median)", before.timing.median, after.timing.median,
+                              "time", True, tolerance=noise(before.timing, after.timing)))
     return metrics
 
 

@@ -22,8 +22,13 @@ annotations with --dim), and the report sets side by side: kernels launched
 accessed, compile time and, with --call, compilations per call. Both versions
 run on the same seeded random inputs and their results are compared.
 
+With --time both versions are also run on the current backend (warm-up, then
+--repeat runs each, alternating, each ended with block_until_ready) and the
+median wall-clock is compared; a difference within the runs' spread is noise.
+
 Verdict and exit code: proved (0) when results agree, no metric got worse and
-one improved; unchanged (0); regressed or changed results (1); error (2).
+one improved; unchanged (0); regressed (slower beyond the noise included) or
+changed results (1); error (2).
 
 WARNING: verify imports and runs the code under test (the module's top
 level, FUNC, and with --call FUNC as a plain Python driver). `check` never
@@ -45,6 +50,11 @@ does; only `verify` does. Run it on code you trust.
 @click.option("--call", "call", is_flag=True,
               help="Also call FUNC eagerly as a driver, twice, and count the compilations of the second call "
                    "(for recompilation costs such as jax.jit inside a loop).")
+@click.option("--time", "time_it", is_flag=True,
+              help="Also time both versions on the current backend (median and spread of --repeat runs); "
+                   "slower beyond the noise is a regression.")
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Timed runs of each version with --time (default 30).")
 @click.option("--graph", "graph_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Write the before/after kernel graphs to DIR (DOT, and SVG when Graphviz's dot is installed).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -63,6 +73,8 @@ def verify_command(
     statics: tuple[str, ...],
     dims: tuple[str, ...],
     call: bool,
+    time_it: bool,
+    repeat: int | None,
     graph_dir: str | None,
     output_format: str,
     backend: str | None,
@@ -71,9 +83,14 @@ def verify_command(
     config_path: str | None,
     constants_warn_bytes: int | None,
 ) -> None:
+    from jaxfuse_lint.verify.timing import DEFAULT_REPEAT
+
+    if repeat is not None and not time_it:
+        click.echo("jaxfuse-lint verify: error: --repeat needs --time", err=True)
+        sys.exit(2)
     result = run_verify(
         target, against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
-        graph_dir=graph_dir, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
+        time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
         config_path=config_path, constants_warn_bytes=constants_warn_bytes,
     )
     from jaxfuse_lint.verify.report import render_json, render_text
@@ -96,6 +113,7 @@ def run_verify(
     statics: tuple[str, ...] = (),
     dims: tuple[str, ...] = (),
     call: bool = False,
+    time_runs: int = 0,
     graph_dir: str | None = None,
     backend: str | None = None,
     seed: int = 0,
@@ -132,7 +150,7 @@ def run_verify(
         return VerifyResult(verdict="error", func=func_for_errors, error=str(exc))
 
     options = dict(
-        dims=dim_sizes, call=call, backend=backend, seed=seed, graph_dir=graph_dir,
+        dims=dim_sizes, call=call, backend=backend, seed=seed, graph_dir=graph_dir, time_runs=time_runs,
         constants_warn_bytes=DEFAULT_CONSTANTS_WARN_BYTES if constants_warn_bytes is None else constants_warn_bytes,
     )
     if after_target is not None:

@@ -210,13 +210,17 @@ def lowered_constant_bytes(lowered: Any) -> int | None:
             nonlocal total
             if op.name == "stablehlo.constant":
                 attr = op.attributes["value"]
-                if not (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat):
-                    total += _tensor_type_bytes(str(attr.type))
+                nbytes = _tensor_type_bytes(str(attr.type))
+                # Scalars (complex ones included, whose attribute the bindings cannot cast) are
+                # immediates: only array constants are asked whether they are splats.
+                if nbytes and not (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat):
+                    total += nbytes
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
         return total
-    except (ImportError, AttributeError, TypeError, KeyError):
+    except (ImportError, AttributeError, TypeError, KeyError, RuntimeError):
+        # RuntimeError: the MLIR walk re-raises what failed inside the callback.
         return None
 
 

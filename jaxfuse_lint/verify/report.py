@@ -5,13 +5,14 @@ import json
 from typing import Any
 
 # The deciding metrics, in the order the one-line summary names those that moved.
-_SUMMARY_ORDER = ("kernels", "launches", "temp_bytes", "folded_constant_bytes", "compilations")
+_SUMMARY_ORDER = ("kernels", "launches", "temp_bytes", "folded_constant_bytes", "compilations", "wall_seconds")
 _SUMMARY_NOUN = {
     "kernels": "kernels",
     "launches": "launches per run",
     "temp_bytes": "temporaries",
     "folded_constant_bytes": "folded constants",
     "compilations": "compilations per call",
+    "wall_seconds": "wall-clock",
 }
 
 
@@ -39,6 +40,10 @@ def format_value(value: float | None, unit: str) -> str:
         return format_bytes(value)
     if unit == "seconds":
         return f"{value:.3f} s"
+    if unit == "time":
+        from jaxfuse_lint.verify.timing import format_time
+
+        return format_time(value)
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
@@ -116,7 +121,7 @@ def render_text(result: Any) -> str:
             shown_before, shown_after = format_value(m.before, m.unit), format_value(m.after, m.unit)
             if shown_before == shown_after and m.change in ("better", "worse"):
                 # Rounding hid the difference: show the exact figures.
-                exact = "{:.6f} s" if m.unit == "seconds" else "{:,.0f} B" if m.unit == "bytes" else "{:g}"
+                exact = "{:.6f} s" if m.unit in ("seconds", "time") else "{:,.0f} B" if m.unit == "bytes" else "{:g}"
                 shown_before, shown_after = exact.format(m.before), exact.format(m.after)
             rows.append((m.label, shown_before, shown_after, mark))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -128,6 +133,13 @@ def render_text(result: Any) -> str:
         if side.measurement is not None:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in side.measurement.kernels.by_kind.items()) or "none"
             lines.append(f"  kernels {side.label}: {kinds}")
+        if side.timing is not None:
+            from jaxfuse_lint.verify.timing import format_time
+
+            low, high = side.timing.quartiles
+            what = "per call of FUNC as a driver" if side.timing.mode == "call" else "per run"
+            lines.append(f"  wall-clock {side.label}: median {format_time(side.timing.median)} {what} "
+                         f"(interquartile {format_time(low)}–{format_time(high)}, {len(side.timing.runs)} runs)")
         if side.lowering_error:
             # The first sentence says what failed and where; the JSON report has all of it.
             shown = side.lowering_error.split(". ")[0]

@@ -1,0 +1,174 @@
+"""The target backend: configuration, per-target policy of rules and fixes, and the evidence behind it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jaxfuse_lint.config import ConfigError, Settings, load_settings, settings_from_table, with_cli_overrides
+from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.rules import all_rules
+from jaxfuse_lint.targets import OPTIMIZATION_BARRIER_BLOCKS_FUSION, TARGETS, WHILE_LOOP_LICM, holds
+
+LOOP_INPUT = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def damp(a0):
+        w = jnp.exp(-0.5 * a0)
+
+        def body(i, c):
+            return jnp.sin(c) * w
+
+        return jax.lax.fori_loop(0, 5, body, a0)
+    """)
+
+BARRIER = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def f(x):
+        s = jax.lax.optimization_barrier(jnp.sin(x) + 3)
+        return s + jnp.exp(s)
+    """)
+
+
+def settings_for(target: str, code: str) -> Settings:
+    return replace(Settings(), target=target, select=(code,))
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+def test_default_target_is_gpu():
+    assert Settings().target == "gpu"
+
+
+@pytest.mark.parametrize("value", ["cpu", "GPU", " tpu "])
+def test_target_key_accepts_each_backend(value):
+    assert settings_from_table({"target": value}, "pyproject.toml", ".").target == value.strip().lower()
+
+
+@pytest.mark.parametrize("value", ["cuda", "", 3, ["gpu"]])
+def test_target_key_rejects_anything_else(value):
+    with pytest.raises(ConfigError, match="`target` must be one of 'gpu', 'cpu', 'tpu'"):
+        settings_from_table({"target": value}, "pyproject.toml", ".")
+
+
+def test_command_line_target_overrides_the_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\ntarget = "cpu"\n')
+    settings = load_settings(None, start=tmp_path)
+    assert settings.target == "cpu"
+    assert with_cli_overrides(settings, target="gpu").target == "gpu"
+
+
+def test_target_is_part_of_the_cache_key():
+    assert Settings().fingerprint() != replace(Settings(), target="cpu").fingerprint()
+
+
+# --- policy: the same source, decided per target ------------------------------------------------
+
+def test_jf203_fixes_a_loop_input_value_for_gpu_only():
+    gpu = fix_source(LOOP_INPUT, "damp.py", settings_for("gpu", "JF203"))
+    cpu = fix_source(LOOP_INPUT, "damp.py", settings_for("cpu", "JF203"))
+    tpu = fix_source(LOOP_INPUT, "damp.py", settings_for("tpu", "JF203"))
+    assert gpu.changed and "        w = jnp.exp(-0.5 * a0)\n        return jnp.sin(c) * w" in gpu.source
+    # XLA:CPU hoists the recomputation back out; on TPU that is not established: no fix either way.
+    assert not cpu.changed and not tpu.changed
+    # The capture is reported on every target; only the fix differs.
+    for target in TARGETS:
+        diagnostics = check_source(LOOP_INPUT, "damp.py", settings_for(target, "JF203")).diagnostics
+        assert [d.code for d in diagnostics] == ["JF203"], target
+
+
+def test_jf203_fixes_a_size_inflating_value_on_every_target():
+    source = LOOP_INPUT.replace("w = jnp.exp(-0.5 * a0)", "w = jnp.arange(a0.size).reshape(a0.shape)")
+    for target in TARGETS:
+        assert fix_source(source, "grid.py", settings_for(target, "JF203")).changed, target
+
+
+def test_jf206_reports_barriers_except_where_xla_removes_them():
+    def codes(target):
+        return [d.code for d in check_source(BARRIER, "b.py", settings_for(target, "JF206")).diagnostics]
+
+    assert codes("gpu") == ["JF206"]
+    assert codes("tpu") == ["JF206"]  # not established: reported, as the notebook found on GPU
+    assert codes("cpu") == []
+
+
+def test_check_target_flag_on_the_command_line(tmp_path):
+    path = tmp_path / "damp.py"
+    path.write_text(LOOP_INPUT)
+
+    def diff(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "jaxfuse_lint", "check", "--diff", "--no-cache", "--select", "JF203", *extra,
+             str(path)], capture_output=True, text=True, cwd=tmp_path,
+        )
+
+    assert "+        w = jnp.exp(-0.5 * a0)" in diff().stdout
+    assert diff("--target", "cpu").stdout == ""
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\ntarget = "cpu"\n')
+    assert diff().stdout == ""
+    assert "+        w = jnp.exp(-0.5 * a0)" in diff("--target", "gpu").stdout
+    bad = diff("--target", "cuda")
+    assert bad.returncode == 2 and "cuda" in bad.stderr
+
+
+# --- every rule says what its claims rest on, per backend ------------------------------------
+
+def test_every_rule_page_has_a_backends_section():
+    missing = [r.code for r in all_rules() if not r.backends or "\n## Backends\n" not in r.documentation()]
+    assert not missing, f"rules without backend claims: {missing}"
+    for rule in all_rules():
+        for claim in rule.backends:
+            for target in TARGETS:
+                evidence = claim.on(target)
+                assert evidence.how, f"{rule.code}: no evidence for {target} in {claim.text!r}"
+
+
+def test_backend_facts():
+    assert holds(WHILE_LOOP_LICM, "gpu") is False and holds(WHILE_LOOP_LICM, "cpu") is True
+    assert holds(WHILE_LOOP_LICM, "tpu") is None
+    assert holds(OPTIMIZATION_BARRIER_BLOCKS_FUSION, "gpu") is True
+    assert holds(OPTIMIZATION_BARRIER_BLOCKS_FUSION, "cpu") is False
+
+
+# --- the CPU evidence the policies rest on, measured ------------------------------------------
+
+jax = pytest.importorskip("jax")
+PROOFS = Path(__file__).resolve().parent.parent / "fixtures" / "proofs"
+on_cpu = pytest.mark.skipif(jax.default_backend() != "cpu", reason="evidence for XLA:CPU")
+
+
+def _verify(file: str, before: str, after: str, arg: str):
+    from jaxfuse_lint.verify import verify_pair
+
+    source = (PROOFS / file).read_text()
+    return verify_pair(source, source, before, [arg], filename=str(PROOFS / file), after_func_name=after)
+
+
+@on_cpu
+def test_cpu_hoists_a_recomputed_loop_input_value_back_out():
+    """Why JF203 withholds this fix for target = "cpu": nothing moves on XLA:CPU."""
+    result = _verify("loop_input.py", "damp_captured", "damp_recomputed", "f32[16,16,16]")
+    assert result.numerics.agree
+    for key in ("kernels", "launches", "temp_bytes"):
+        m = result.metric(key)
+        assert m.before == m.after, (key, m.before, m.after)
+    assert result.verdict == "unchanged"
+
+
+@on_cpu
+def test_cpu_removes_the_optimization_barrier():
+    """Why JF206 does not report barriers for target = "cpu": one kernel with or without it."""
+    result = _verify("barrier.py", "with_barrier", "without_barrier", "f32[1024,2]")
+    assert result.metric("kernels").before == result.metric("kernels").after == 1
+    assert result.metric("temp_bytes").before == result.metric("temp_bytes").after == 0
