@@ -101,7 +101,7 @@ class NumpyArrays:
         if isinstance(e, cst.Attribute) and e.attr.value in ("T", "real", "imag", "flat"):
             return self.is_array(e.value, scope, depth)
         if isinstance(e, cst.Name):
-            found = m.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return False
             owner, bindings = found

@@ -200,7 +200,7 @@ class ShapeAnalysis:
         if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
             return SCALAR
         if isinstance(e, cst.Name):
-            found = m.resolver.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return None
             owner, bindings = found
