@@ -98,3 +98,35 @@ def test_jf101_fixes_with_propagated_sizes_fuse():
     assert temp_bytes(cb) == 3 * 65536 * 4 and temp_bytes(ca) == 0
     u = probe(64, 64, 2)
     assert (kernels(_compile(src, "spectrum_power", u)), kernels(_compile(after, "spectrum_power", u))) == (4, 3)
+
+
+CAPTURED = '''
+import jax
+import jax.numpy as jnp
+
+K = jnp.linspace(0.0, 1.0, 65536)
+
+
+@jax.jit
+def captured(x):
+    return x * K
+
+
+@jax.jit
+def passed(x, k):
+    return x * k
+'''
+
+
+def test_jf207_a_captured_jax_array_is_a_folded_constant():
+    """The figure on JF207's page: 256 KiB of folded constants captured, none passed."""
+    from jaxfuse_lint.engine import check_source
+    from tests.fixture_harness import rule_settings
+    from tests.test_codemods_proofs import folded_constant_bytes
+
+    codes = [d.code for d in check_source(CAPTURED, "captured.py", rule_settings("JF207")).diagnostics]
+    assert codes == ["JF207"]
+    ns = load(CAPTURED)
+    x = probe(65536)
+    assert folded_constant_bytes(jax.jit(ns["captured"]).lower(x).compile()) == 65536 * 4
+    assert folded_constant_bytes(jax.jit(ns["passed"]).lower(x, ns["K"]).compile()) == 0

@@ -16,6 +16,7 @@ from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason
 from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.device_arrays import DeviceArrays
     from jaxfuse_lint.model.numpy_values import NumpyArrays
 
 
@@ -192,6 +193,12 @@ class SemanticModel:
         from jaxfuse_lint.model.numpy_values import NumpyArrays
 
         return NumpyArrays(self)
+
+    @cached_property
+    def device_arrays(self) -> "DeviceArrays":
+        from jaxfuse_lint.model.device_arrays import DeviceArrays
+
+        return DeviceArrays(self)
 
     # -- values -----------------------------------------------------------------------------------
     def kind(self, expr: cst.CSTNode, scope: Scope) -> Kind:
