@@ -30,7 +30,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods._helpers import (
-    Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_inside, plan, remove_statement,
+    ExprInfo, Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_inside, plan, remove_statement,
     top_of_body,
 )
 from jaxfuse_lint.model import keyword, positional
@@ -48,6 +48,9 @@ _CARRY = {
 }
 
 
+MAX_CHAIN = 8
+
+
 def build_fix(violation, model, settings):
     read: cst.Name = violation.node
     data = violation.data
@@ -57,18 +60,20 @@ def build_fix(violation, model, settings):
     b = bindings[0]
     if b.kind != "assign" or b.index is not None or b.value is None or not isinstance(b.target, cst.Name):
         return None
-    assign = b.node
-    stmt = model.parent(assign)
-    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0].target is b.target
-            and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+    if not isinstance(owner.node, cst.FunctionDef):
         return None
-    block = model.parent(stmt)
-    if not isinstance(owner.node, cst.FunctionDef) or block is not owner.node.body:
+    stmt = _own_statement(model, b, owner)
+    if stmt is None:
         return None
     name = b.name
     value = b.value
     purity = Purity.of(model)
-    info = purity.info(value, owner)
+    # The value and the local bindings it is computed from (`ix, iy, iz = jnp.indices(...)`
+    # then `k2 = ix**2 + iy**2 + iz**2`): the whole chain moves into the loop body.
+    chain = _chain(model, purity, b, stmt, owner)
+    if chain is None:
+        return None
+    info = chain.info
     if not info.pure or info.closure:
         return None
     if not _size_inflating(model, info, owner) and holds(WHILE_LOOP_LICM, settings.target) is not False:
@@ -77,6 +82,8 @@ def build_fix(violation, model, settings):
         return None
     if any(n.value == "<scope>" for n in free_name_nodes(value)):
         return None
+    if len(chain.statements) > 1 and body.is_lambda:
+        return None  # a lambda body has room for one expression, not a chain of statements
 
     all_reads = _reads_of(model, name, b)
     if read not in [r.name for r in all_reads]:
@@ -87,36 +94,160 @@ def build_fix(violation, model, settings):
     others = [f for f in bodies if f is not body]
     covered = [r for f in bodies for r in bodies[f]]
     group = [body] + others if len(covered) == len(all_reads) else [body]
+    if len(chain.statements) > 1 and any(f.is_lambda for f in group):
+        group = [body]
 
     replacements: dict[cst.CSTNode, object] = {}
     safe = info.cheap
     for fn in group:
-        verdict = _fix_body(model, fn, bodies.get(fn, []), name, stmt, value, info, owner, site, replacements)
+        verdict = _fix_body(model, fn, bodies.get(fn, []), chain, value, info, owner, site, replacements)
         if verdict is None:
             if fn is body:
                 return None
             # Another body cannot take it: fix this one only and keep the outer binding.
             replacements = {}
             group = [body]
-            verdict = _fix_body(model, body, bodies.get(body, []), name, stmt, value, info, owner, site, replacements)
+            verdict = _fix_body(model, body, bodies.get(body, []), chain, value, info, owner, site, replacements)
             if verdict is None:
                 return None
             safe = info.cheap and verdict
             break
         safe = safe and verdict
     fixed_regions = [fn.node for fn in group]
-    removable = all(any(is_inside(model, r.name, n) for n in fixed_regions) for r in all_reads)
-    if removable:
-        remove_statement(model, stmt, replacements)
+    removed = _remove_unread(model, chain, fixed_regions, replacements)
 
     where = " and ".join("the lambda" if fn.is_lambda else f"`{fn.name}`" for fn in group)
-    what = "recompute" if removable else "also compute"
-    msg = f"{what.capitalize()} `{name}` inside {where} instead of capturing it from `{owner.display_name}`"
+    what = "recompute" if stmt in removed else "also compute"
+    also = ""
+    if len(chain.statements) > 1:
+        names = [n for st in chain.statements[:-1] for n in chain.names[st]]
+        also = " (with " + ", ".join(f"`{n}`" for n in names) + ", which it is computed from)"
+    msg = f"{what.capitalize()} `{name}`{also} inside {where} instead of capturing it from `{owner.display_name}`"
     if not info.cheap:
         msg += " (it is not cheap: this trades memory for compute in every iteration)"
     elif not safe:
         msg += " (a name it uses is rebound inside the loop body: check it means the same)"
     return plan(safe, msg, replacements)
+
+
+class _Chain:
+    """Statements of the owner, in order, that compute the captured value (the last one binds it)."""
+
+    def __init__(self) -> None:
+        self.statements: list[cst.SimpleStatementLine] = []
+        self.names: dict[cst.CSTNode, list[str]] = {}  # statement -> names it binds
+        self.bindings: dict[cst.CSTNode, list] = {}  # statement -> its Bindings
+        self.info = ExprInfo()
+
+
+def _own_statement(model, b, owner):
+    """The one-assignment statement line, directly in owner's body, that makes binding b."""
+    assign = b.node
+    stmt = model.parent(assign)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1):
+        return None
+    if model.parent(stmt) is not owner.node.body:
+        return None
+    return stmt
+
+
+def _chain(model, purity, b, stmt, owner) -> "_Chain | None":
+    """The captured value's statement and, before it, the owner's local statements its names come
+    from (each bound once, by a plain assignment in the same block); None when one cannot move."""
+    chain = _Chain()
+    order = {s: i for i, s in enumerate(owner.node.body.body)}
+    todo = [stmt]
+    seen: set = set()
+    infos: dict = {}
+    while todo:
+        st = todo.pop()
+        if st in seen:
+            continue
+        seen.add(st)
+        if len(seen) > MAX_CHAIN:
+            return None
+        assign = st.body[0]
+        value = assign.value
+        target = assign.targets[0].target
+        flat = _flat_names(target)
+        if not flat:
+            return None
+        names = [n.value for n in flat]
+        own = [bd for n in names for bd in owner.bindings.get(n, ()) if bd.node is assign]
+        chain.names[st] = names
+        chain.bindings[st] = own
+        info = purity.info(value, owner)
+        infos[st] = info
+        for n in sorted(info.value | info.static):
+            found = model.lookup(n, owner)
+            if found is None or found[0] is not owner:
+                continue
+            bds = found[1]
+            if any(bd.kind in ("param", "def", "class", "import") for bd in bds):
+                continue
+            if len(bds) != 1 or bds[0].kind != "assign":
+                return None
+            dep = _own_statement(model, bds[0], owner)
+            if dep is None or order.get(dep, 1 << 30) >= order[st]:
+                return None
+            if _flat_names(dep.body[0].targets[0].target) is None:
+                return None
+            todo.append(dep)
+    chain.statements = sorted(seen, key=lambda s: order[s])
+    defined = {n for st in chain.statements for n in chain.names[st]}
+    total = ExprInfo()
+    for st in chain.statements:
+        total.merge(infos[st])
+    total.value -= defined
+    total.static -= defined
+    chain.info = total
+    return chain
+
+
+def _flat_names(target: cst.BaseExpression):
+    """`k2` or `ix, iy, iz`: the names a plain target binds; None for anything else."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)) and target.elements and all(
+            isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements):
+        return [el.value for el in target.elements]
+    return None
+
+
+def _remove_unread(model, chain: _Chain, fixed_regions, replacements) -> set:
+    """Remove the chain's outer statements whose names nothing outside the fixed bodies (or the
+    statements removed with them) reads any more; the others stay and are computed twice."""
+    removed: set = set()
+    for st in reversed(chain.statements):
+        ok = True
+        for bd in chain.bindings[st]:
+            for r in _reads_of(model, bd.name, bd):
+                if any(is_inside(model, r.name, n) for n in fixed_regions):
+                    continue
+                if any(is_inside(model, r.name, other) for other in removed):
+                    continue
+                ok = False
+        if ok:
+            removed.add(st)
+    for st in chain.statements:  # document order keeps the blank lines tidy
+        if st in removed and not remove_statement(model, st, replacements):
+            removed.discard(st)
+    # Several statements removed from the top of the block: the one now first opens the block
+    # without a blank line (remove_statement sees one statement at a time).
+    block = model.parent(chain.statements[0])
+    stmts = list(block.body) if isinstance(block, cst.IndentedBlock) else []
+    i = 0
+    while i < len(stmts) and stmts[i] in removed:
+        i += 1
+    if 1 < i < len(stmts):
+        current = replacements.get(stmts[i], stmts[i])
+        if isinstance(current, cst.CSTNode) and hasattr(current, "leading_lines"):
+            lines = list(current.leading_lines)
+            while lines and lines[0].comment is None:
+                lines.pop(0)
+            replacements[stmts[i]] = current.with_changes(leading_lines=lines)
+    return removed
 
 
 def _bodies_reading(model, site, reads) -> dict:
@@ -133,28 +264,34 @@ def _bodies_reading(model, site, reads) -> dict:
     return out
 
 
-def _fix_body(model, fn, reads, name, stmt, value, info, owner, site, replacements) -> bool | None:
+def _fix_body(model, fn, reads, chain, value, info, owner, site, replacements) -> bool | None:
     """Add the recomputation to one loop body. True: safe; False: unproven names; None: cannot."""
     if not reads:
         return None
+    names = {n for st in chain.statements for n in chain.names[st]}
     if fn.is_lambda:
         scopes = list({id(r.scope): r.scope for r in reads}.values())
     else:
-        if name in fn.nonlocals or name in fn.globals or name in fn.params:
+        if any(n in fn.nonlocals or n in fn.globals or n in fn.params or n in fn.bindings for n in names):
             return None
         scopes = [fn]
-    verdicts = [_names_agree(model, value, info, owner, sc, fn, site) for sc in scopes]
+    verdicts = []
+    for st in chain.statements:
+        part = Purity.of(model).info(st.body[0].value, owner)
+        verdicts.extend(_names_agree(model, st.body[0].value, part, owner, sc, fn, site, names) for sc in scopes)
     if None in verdicts:
         return None
     if fn.is_lambda:
         for r in reads:
             replacements[r.name] = in_context(model, r.name, value)
     else:
-        new_stmt = stmt.with_changes(leading_lines=[ln for ln in stmt.leading_lines if ln.comment is not None])
         first = top_of_body(fn.node)
         if first is None:
             return None
-        replacements[first] = insert_before(first, new_stmt)
+        new_stmts = [st.with_changes(leading_lines=[ln for ln in st.leading_lines if ln.comment is not None])
+                     for st in chain.statements]
+        sentinel = insert_before(first, new_stmts[-1])
+        replacements[first] = cst.FlattenSentinel([*new_stmts[:-1], *sentinel.nodes])
     return all(verdicts)
 
 
@@ -187,11 +324,15 @@ def _size_inflating(model, info, owner: Function) -> bool:
     return True
 
 
-def _names_agree(model, value, info, owner: Function, target, body: Function, site) -> bool | None:
-    """True: every free name means the same at `target`; False: only unproven; None: it would break."""
+def _names_agree(model, value, info, owner: Function, target, body: Function, site,
+                 moved: set[str] = frozenset()) -> bool | None:
+    """True: every free name means the same at `target`; False: only unproven; None: it would break.
+    Names in `moved` are bound by statements that move into the body with the value."""
     ok = True
     for node in free_name_nodes(value):
         n = node.value
+        if n in moved:
+            continue
         at_owner = model.lookup(n, owner)
         at_target = model.lookup(n, target)
         if at_owner is None and at_target is None:

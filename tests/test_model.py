@@ -233,3 +233,79 @@ def test_walk_survives_deep_nesting():
     deep = "x = " + " + ".join(["1"] * 1500) + "\n"
     m = model_of("import jax\n" + deep)
     assert m.index.functions == []
+
+
+@pytest.mark.parametrize("setup,expr,axis,size", [
+    # Indexing: new axes, integer drops, gathers on leading axes keep the trailing sizes.
+    ("p = jnp.zeros((n, 3))", "p[:, None, :]", -1, 3),
+    ("p = jnp.zeros((n, 3))", "p[:, None, :]", 1, 1),
+    ("p = jnp.zeros((4, 3))", "p[None]", 1, 4),
+    ("p = jnp.zeros((5, 4, 3))", "p[..., 1]", 1, 4),
+    ("p = jnp.zeros((5, 4, 3))", "p[..., k]", 1, 4),
+    ("p = jnp.zeros((n, 3))\n    idx = jnp.argsort(x)", "p[idx]", -1, 3),
+    ("p = jnp.zeros((n, 4, 3))\n    idx = jnp.arange(5)", "p[idx]", -2, 4),
+    ("p = jnp.zeros((n, 4, 3))\n    idx = jnp.arange(5)", "p[idx]", 0, 5),
+    ("p = jnp.zeros((n, 3))\n    for i in range(n):\n        pass", "p[i]", 0, 3),
+    # arange of numbers and constants
+    ("", "jnp.arange(3.0)", 0, 3),
+    ("", "jnp.arange(1, 4)", 0, 3),
+    ("", "jnp.arange(0.0, 1.0, 0.25)", 0, 4),
+    ("m = 6", "jnp.arange(m)", 0, 6),
+    ("m = 6", "jnp.zeros((m, m // 2))", 1, 3),
+    # moving axes
+    ("p = jnp.zeros((3, n))", "p.T", -1, 3),
+    ("p = jnp.zeros((3, n))", "jnp.transpose(p)", -1, 3),
+    ("p = jnp.zeros((3, 4, 5))", "jnp.transpose(p, (2, 0, 1))", 0, 5),
+    ("p = jnp.zeros((3, 4, 5))", "p.transpose(1, 2, 0)", -1, 3),
+    ("p = jnp.zeros((3, n, n))", "jnp.swapaxes(p, 0, -1)", -1, 3),
+    ("p = jnp.zeros((3, n, n))", "jnp.moveaxis(p, 0, -1)", -1, 3),
+    ("p = jnp.zeros((3, n, n))", "jnp.expand_dims(p, 0)", 1, 3),
+    # joining
+    ("a = jnp.zeros((n, 2))\n    b = jnp.zeros((n, 1))", "jnp.concatenate([a, b], axis=-1)", -1, 3),
+    ("a = jnp.zeros((2, n))\n    b = jnp.zeros((1, n))", "jnp.concatenate([a, b])", 0, 3),
+    ("a = jnp.zeros((n, 3))", "jnp.concatenate([a, a], axis=0)", -1, 3),
+    ("", "jnp.reshape(x, (m, 3))", 1, 3),
+    # FFTs keep the shape; rfft halves the last transformed axis
+    ("v = jnp.stack([x, x], axis=-1)", "jnp.fft.fftn(v, axes=(0, 1, 2))", -1, 2),
+    ("v = jnp.zeros((8, 8, 3))", "jnp.fft.rfftn(v, axes=(0, 1))", 1, 5),
+    ("v = jnp.zeros((8, 8, 3))", "jnp.fft.rfftn(v, axes=(0, 1))", -1, 3),
+    ("v = jnp.zeros((8, 8, 3))", "jnp.fft.fftshift(v)", -1, 3),
+    ("", "jnp.fft.fftfreq(8)", 0, 8),
+    ("", "jnp.fft.rfftfreq(8)", 0, 5),
+])
+def test_axis_sizes_through_indexing_layout_and_joins(setup, expr, axis, size):
+    m = model_of(f"import jax, jax.numpy as jnp\n\n@jax.jit\ndef f(x, n, k, m=4):\n    {setup}\n    return {expr}\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, axis) == size
+
+
+@pytest.mark.parametrize("setup,expr,axis", [
+    ("p = jnp.zeros((n, 3))", "p[p > 0]", -1),  # a boolean mask flattens
+    ("p = jnp.zeros((n, 3))\n    mask = jnp.isfinite(p[:, 0])", "p[mask]", -1),
+    ("p = jnp.zeros((n, 3))", "p[k]", -1),  # k: a tuple of indices, for all the model knows
+    ("p = jnp.zeros((n, 3))\n    mask = x > 0", "p[mask, :]", -1),
+    ("p = jnp.zeros((n, 3))\n    mask = ~jnp.isnan(x)", "p[mask]", -1),
+    ("p = jnp.zeros((n, 3))\n    idx = jnp.nonzero(x)", "p[idx]", -1),
+    ("p = jnp.zeros((4, 3))\n    i = jnp.argsort(x)", "p[0, ..., i]", 0),
+    ("a = jnp.zeros((n, 2))", "jnp.concatenate([a, x], axis=-1)", -1),
+    ("v = jnp.zeros((8, 8, 3))", "jnp.fft.fftn(v, s=(4, 4), axes=(0, 1))", 0),
+    ("v = jnp.zeros((8, 8, 3))", "jnp.fft.irfftn(v, axes=(0, 1))", 1),
+    ("", "jnp.arange(n)", 0),
+])
+def test_sizes_the_model_must_not_guess(setup, expr, axis):
+    m = model_of(f"import jax, jax.numpy as jnp\n\n@jax.jit\ndef f(x, n, k):\n    {setup}\n    return {expr}\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, axis) is None
+
+
+def test_return_shapes_of_the_module_functions():
+    m = model_of('''
+        import jax.numpy as jnp
+        def components(x):
+            return jnp.stack([x, x, x], axis=-1)
+        def g(x):
+            v = components(x)[None]
+            return v
+    ''')
+    g = fn(m, "g")
+    assert m.axis_size(g.returns[0], g, -1) == 3

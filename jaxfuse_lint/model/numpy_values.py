@@ -28,6 +28,47 @@ _NUMPY_REDUCTIONS = frozenset(
 )
 _LITERAL_WRAPPERS = frozenset({"numpy.array", "numpy.asarray", "numpy.ascontiguousarray", "numpy.asanyarray"})
 
+# NumPy functions whose result is never an array: scalars and dtypes, shapes and sizes,
+# predicates, configuration, I/O and printing. Any other `numpy.*` call makes an array,
+# except the two families below.
+_NOT_ARRAYS = frozenset("numpy." + n for n in (
+    "dtype finfo iinfo result_type promote_types min_scalar_type common_type issubdtype issubsctype can_cast "
+    "isscalar ndim shape size array_equal array_equiv allclose iscomplexobj isrealobj isfortran iterable "
+    "shares_memory may_share_memory broadcast_shapes seterr geterr seterrcall errstate set_printoptions "
+    "get_printoptions printoptions array2string array_repr array_str format_float_positional "
+    "format_float_scientific base_repr binary_repr save savez savez_compressed savetxt typename "
+    "mintypecode sctype2char obj2sctype ndindex nditer ndenumerate broadcast show_config info source "
+    "get_include deprecate busday_count is_busday datetime_as_string datetime_data "
+    "str_ bytes_ object_ void generic number integer floating complexfloating signedinteger unsignedinteger "
+    "datetime64 timedelta64 vectorize frompyfunc poly1d "
+    "random.seed random.default_rng random.RandomState random.Generator random.get_state random.set_state "
+    "random.SeedSequence random.PCG64 random.MT19937 random.Philox random.SFC64 random.BitGenerator"
+).split()) | frozenset({"numpy.testing", "numpy.lib"})
+# Functions that follow their input (elementwise math, layout of what they are given): an
+# array exactly when an argument is one (`np.sqrt(2.0)` is a scalar).
+_FOLLOW_INPUT = frozenset("numpy." + n for n in (
+    "abs absolute fabs sign sqrt cbrt square exp exp2 expm1 log log2 log10 log1p sin cos tan arcsin arccos "
+    "arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh deg2rad rad2deg degrees radians hypot floor ceil "
+    "trunc rint round around fix clip maximum minimum fmax fmin power float_power mod fmod remainder divmod "
+    "add subtract multiply divide true_divide floor_divide negative positive reciprocal heaviside copysign "
+    "nextafter spacing ldexp frexp modf real imag conj conjugate angle isnan isinf isfinite isposinf "
+    "isneginf signbit logical_and logical_or logical_not logical_xor greater greater_equal less less_equal "
+    "equal not_equal isclose where select piecewise nan_to_num real_if_close gcd lcm left_shift right_shift "
+    "bitwise_and bitwise_or bitwise_xor invert unravel_index ravel_multi_index sinc i0 exp2 logaddexp "
+    "logaddexp2 dot matmul inner tensordot einsum cross vecdot interp polyval asarray_chkfinite copy "
+    "squeeze ravel transpose reshape atleast_1d atleast_2d atleast_3d "
+    # scalar types: `np.float32(2.0)` is a scalar, `np.float32(a)` converts an array
+    "float16 float32 float64 float128 float_ longdouble half single double int8 int16 int32 int64 uint8 "
+    "uint16 uint32 uint64 int_ intc intp uint uintp bool bool_ complex64 complex128 complex_"
+).split())
+# Reductions: a scalar without `axis` (`np.prod(x.shape)`, `np.sum(w)`), else like their input.
+_REDUCTIONS = frozenset("numpy." + n for n in (
+    "sum prod max min amax amin mean median std var any all argmax argmin count_nonzero ptp average "
+    "nansum nanprod nanmax nanmin nanmean nanmedian nanstd nanvar nanargmax nanargmin percentile quantile "
+    "nanpercentile nanquantile trace vdot linalg.norm linalg.det linalg.matrix_rank linalg.cond "
+    "linalg.slogdet"
+).split())
+
 
 def _is_literal(e: cst.BaseExpression) -> bool:
     if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
@@ -39,6 +80,25 @@ def _is_literal(e: cst.BaseExpression) -> bool:
     if isinstance(e, cst.Name):
         return e.value in ("True", "False", "None")
     return False
+
+
+# The position of `size` in np.random's distributions (after their parameters).
+_RANDOM_SIZE_POSITION = {
+    "normal": 2, "uniform": 2, "lognormal": 2, "logistic": 2, "laplace": 2, "gumbel": 2, "binomial": 2,
+    "randint": 2, "standard_normal": 0, "standard_cauchy": 0, "standard_exponential": 0, "exponential": 1,
+    "poisson": 1, "rayleigh": 1, "chisquare": 1, "geometric": 1, "standard_t": 1, "power": 1, "pareto": 1,
+    "weibull": 1, "zipf": 1, "gamma": 2, "beta": 2, "f": 2, "multivariate_normal": 2, "dirichlet": 1,
+    "multinomial": 2, "bytes": 0, "integers": 2,
+}
+
+
+def _is_none(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "None"
+
+
+def _is_literal_scalar_sequence(e: cst.BaseExpression) -> bool:
+    """`[1.0, 2.0]`: a handful of literal numbers (folding them costs nothing)."""
+    return _is_literal(e)
 
 
 class NumpyArrays:
@@ -70,24 +130,16 @@ class NumpyArrays:
         if isinstance(e, cst.Call):
             qn = m.qn(e.func, scope)
             if qn is not None and qn.startswith("numpy."):
-                if qn in _LITERAL_WRAPPERS:
-                    arg = positional(e, 0)
-                    return arg is not None and not _is_literal(arg) and self.is_array(arg, scope, depth)
-                if qn.startswith("numpy.random."):
-                    return qn not in _RANDOM_NOT_ARRAYS
-                if qn in NUMPY_ARRAY_BUILDERS:
-                    return True
-                if qn in _NUMPY_REDUCTIONS and not any(a.keyword is not None and a.keyword.value == "axis" for a in e.args) \
-                        and positional(e, 1) is None:
-                    return False  # a whole-array reduction is a scalar
-                if qn in NUMPY_SCALAR_NAMES and not any(self.is_array(a.value, scope, depth) for a in e.args):
-                    return False
-                # Array math: an array when one of its arguments is.
-                return any(self.is_array(a.value, scope, depth) for a in e.args)
+                return self._numpy_call_is_array(e, qn, scope, depth)
             if qn is None and isinstance(e.func, cst.Attribute):
                 if e.func.attr.value in _SCALAR_METHODS and not e.args:
                     return False
                 return self.is_array(e.func.value, scope, depth)
+            if qn is None and isinstance(e.func, cst.Name):
+                # The module's own NumPy helper: an array when every `return` gives one.
+                callee = m.function_named(e.func.value, scope)
+                if callee is not None and callee.returns and not callee.is_lambda:
+                    return all(self.is_array(r, callee, depth) for r in callee.returns)
             return False
         if isinstance(e, cst.Subscript):
             if self.is_numpy_call(e, scope):
@@ -101,12 +153,56 @@ class NumpyArrays:
         if isinstance(e, cst.Attribute) and e.attr.value in ("T", "real", "imag", "flat"):
             return self.is_array(e.value, scope, depth)
         if isinstance(e, cst.Name):
-            found = m.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return False
             owner, bindings = found
             return self.binding_is_array(bindings, owner, depth)
         return False
+
+    def _numpy_call_is_array(self, e: cst.Call, qn: str, scope: "Scope", depth: int) -> bool:
+        """NumPy calls make arrays by default; the tables above list what does not."""
+        if qn in _LITERAL_WRAPPERS:
+            arg = positional(e, 0)
+            return arg is not None and not _is_literal(arg) and self.is_array(arg, scope, depth)
+        if qn in _NOT_ARRAYS or qn.startswith(("numpy.testing.", "numpy.lib.", "numpy.typing.", "numpy.polynomial.")):
+            return False
+        if qn.startswith("numpy.random."):
+            # `np.random.normal(0, 1)` draws one number; `size=` (or the shape arguments of
+            # rand/randn/random) makes an array.
+            if qn in _RANDOM_NOT_ARRAYS:
+                return False
+            if any(a.keyword is not None and a.keyword.value == "size" and not _is_none(a.value) for a in e.args):
+                return True
+            name = qn[len("numpy.random."):]
+            if name in ("rand", "randn", "random", "random_sample", "ranf", "sample"):
+                return any(a.keyword is None for a in e.args)
+            if name in ("permutation", "multivariate_normal", "dirichlet", "multinomial"):
+                return True  # a vector even without `size`
+            if name == "shuffle":
+                return False  # in place; returns None
+            if name == "choice":
+                return self._random_size_positional(e, 1)
+            return self._random_size_positional(e, _RANDOM_SIZE_POSITION.get(name, 2))
+        if qn in NUMPY_ARRAY_BUILDERS:
+            return True
+        has_axis = any(a.keyword is not None and a.keyword.value == "axis" and not _is_none(a.value) for a in e.args) \
+            or (positional(e, 1) is not None and qn in _REDUCTIONS and qn not in ("numpy.vdot",))
+        if qn in _REDUCTIONS or qn in _NUMPY_REDUCTIONS:
+            if not has_axis:
+                return False  # a whole-array reduction is a scalar
+            return any(self.is_array(a.value, scope, depth) for a in e.args)
+        if qn in _FOLLOW_INPUT or qn in NUMPY_SCALAR_NAMES:
+            return any(self.is_array(a.value, scope, depth) or isinstance(a.value, (cst.List, cst.Tuple))
+                       and not _is_literal_scalar_sequence(a.value) for a in e.args)
+        # Anything else NumPy has (`np.hanning(256)`, `np.kaiser(64, 8.6)`, `np.unique(...)`,
+        # `np.polynomial...`) returns an array.
+        return True
+
+    @staticmethod
+    def _random_size_positional(e: cst.Call, position: int) -> bool:
+        arg = positional(e, position)
+        return arg is not None and not _is_none(arg)
 
     def binding_is_array(self, bindings, owner: "Scope", depth: int = 0) -> bool:
         """All of a name's bindings give it a NumPy array."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from jaxfuse_lint.model.api import LOOPS
+from jaxfuse_lint.model.flow import Flow
 from jaxfuse_lint.model.names import NameResolver
 from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, ModuleIndex, Scope, build_index
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
@@ -15,6 +16,7 @@ from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason
 from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.device_arrays import DeviceArrays
     from jaxfuse_lint.model.numpy_values import NumpyArrays
 
 
@@ -74,6 +76,29 @@ class SemanticModel:
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         return self.resolver.lookup(name, scope)
+
+    @cached_property
+    def flow(self) -> Flow:
+        return Flow(self)
+
+    def bindings_at(self, name: cst.Name, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+        """Like `lookup`, but for a read in a function's own body only the bindings that may
+        reach it (model/flow.py); all of them where the flow is unknown."""
+        found = self.resolver.lookup(name.value, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if owner is scope and isinstance(owner, Function) and len(bindings) > 1:
+            reaching = self.flow.reaching(name, owner)
+            if reaching:
+                return owner, list(reaching)
+        return found
+
+    def narrowed(self, name: cst.Name, scope: Scope) -> str | None:
+        """`flow.PYTHON` / `flow.CONTAINER` where an isinstance / `is None` test narrows this read."""
+        if isinstance(scope, Function):
+            return self.flow.narrowed(name, scope)
+        return None
 
     def function_named(self, name: str, scope: Scope) -> Function | None:
         """The def (or lambda assigned to a name) that `name` refers to from `scope`, if unique."""
@@ -168,6 +193,12 @@ class SemanticModel:
         from jaxfuse_lint.model.numpy_values import NumpyArrays
 
         return NumpyArrays(self)
+
+    @cached_property
+    def device_arrays(self) -> "DeviceArrays":
+        from jaxfuse_lint.model.device_arrays import DeviceArrays
+
+        return DeviceArrays(self)
 
     # -- values -----------------------------------------------------------------------------------
     def kind(self, expr: cst.CSTNode, scope: Scope) -> Kind:

@@ -13,6 +13,7 @@ rarely broadcast *up* by a partner of unknown rank). Rules document this.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,149 @@ def _int_literal(e: cst.BaseExpression | None) -> int | None:
     return None
 
 
+# Array functions whose result is boolean (a mask, not a gather index) or a tuple of arrays.
+_BOOLEAN_RESULTS = frozenset(
+    "isnan isfinite isinf isposinf isneginf isclose isin in1d isreal iscomplex signbit logical_and logical_or "
+    "logical_not logical_xor greater greater_equal less less_equal equal not_equal array_equal allclose "
+    "any all".split()
+)
+_TUPLE_RESULTS = frozenset("nonzero where indices meshgrid unravel_index tril_indices triu_indices "
+                           "diag_indices mask_indices argwhere split array_split divmod frexp modf".split())
+_INTEGER_RESULTS = frozenset("arange argsort argmax argmin searchsorted digitize randint permutation argpartition "
+                             "lexsort ravel_multi_index bincount".split())
+_INDEX_METHODS = frozenset("argsort argmax argmin searchsorted astype ravel flatten reshape".split())
+
+
+INT, NOT_INT, UNSURE = "int", "not-int", "unsure"
+
+
+def index_kind(model: "SemanticModel", v: cst.BaseExpression, scope: "Scope", depth: int = 0) -> str:
+    """What an index expression is: INT (an integer or integer array: integer arithmetic,
+    `range` loop variables, `argsort`/`arange`/`astype(int)` results, names bound to those),
+    NOT_INT (a boolean mask, a tuple of indices, a float), or UNSURE."""
+    if depth > 8:
+        return UNSURE
+    if _int_literal(v) is not None:
+        return INT
+    if isinstance(v, (cst.Float, cst.Comparison, cst.Tuple, cst.List, cst.SimpleString, cst.BooleanOperation)):
+        return NOT_INT
+    if isinstance(v, cst.BinaryOperation):
+        if isinstance(v.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.Divide, cst.MatrixMultiply)):
+            return NOT_INT
+        kinds = {index_kind(model, v.left, scope, depth + 1), index_kind(model, v.right, scope, depth + 1)}
+        return NOT_INT if NOT_INT in kinds else INT if kinds == {INT} else UNSURE
+    if isinstance(v, cst.UnaryOperation):
+        if isinstance(v.operator, (cst.BitInvert, cst.Not)):
+            return NOT_INT
+        return index_kind(model, v.expression, scope, depth + 1)
+    if isinstance(v, cst.Subscript):
+        if all(isinstance(el.slice, cst.Slice) for el in v.slice):
+            return index_kind(model, v.value, scope, depth + 1)
+        return UNSURE
+    if isinstance(v, cst.Call):
+        qn = model.qn(v.func, scope)
+        if qn is not None:
+            if qn in ("builtins.len", "builtins.int", "builtins.round", "builtins.range"):
+                return INT
+            for prefix in ("jax.numpy.", "numpy.", "jax.random.", "jax.lax."):
+                if qn.startswith(prefix):
+                    name = qn[len(prefix):].rsplit(".", 1)[-1]
+                    if name in _BOOLEAN_RESULTS or name in _TUPLE_RESULTS or name == "bernoulli":
+                        return NOT_INT
+                    dtype = keyword_value(v, "dtype")
+                    if dtype is not None:
+                        return INT if _integer_dtype(model, dtype, scope) else NOT_INT
+                    if name in ("array", "asarray"):
+                        arg = v.args[0].value if v.args else None
+                        return INT if arg is not None and _int_elements(arg) else UNSURE
+                    # Functions that make integers; the others keep their input's dtype.
+                    return INT if name in _INTEGER_RESULTS else UNSURE
+            return UNSURE
+        if isinstance(v.func, cst.Attribute) and v.func.attr.value in _INDEX_METHODS:
+            if v.func.attr.value == "astype":
+                return INT if v.args and _integer_dtype(model, v.args[0].value, scope) else NOT_INT
+            if v.func.attr.value in ("ravel", "flatten", "reshape"):
+                return index_kind(model, v.func.value, scope, depth + 1)
+            return INT
+        return UNSURE
+    if isinstance(v, cst.Name):
+        if v.value in ("True", "False", "None"):
+            return NOT_INT
+        found = model.bindings_at(v, scope)
+        if found is None:
+            return UNSURE
+        owner, bindings = found
+        kinds = set()
+        for b in bindings:
+            if b.kind == "param":
+                kinds.add(_param_index_kind(model, owner, b.name))
+            elif b.kind == "for" and b.index is None and isinstance(b.value, cst.Call) and \
+                    model.qn(b.value.func, owner) == "builtins.range":
+                kinds.add(INT)
+            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+                kinds.add(index_kind(model, b.value, owner, depth + 1))
+            else:
+                kinds.add(UNSURE)
+        if model.numpy_arrays.binding_is_array(bindings, owner):
+            kinds.add(UNSURE)  # a concrete NumPy mask is allowed under jit
+        return NOT_INT if NOT_INT in kinds else INT if kinds == {INT} else UNSURE
+    return UNSURE
+
+
+def _param_index_kind(model: "SemanticModel", fn, name: str) -> str:
+    """The index of a `fori_loop` body, a parameter annotated `int` / `Int[Array, ...]`: INT;
+    annotated as a tuple, list, bool or boolean array: NOT_INT."""
+    from jaxfuse_lint.model.scopes import Function
+
+    if not isinstance(fn, Function):
+        return UNSURE
+    if fn.params and fn.params[0] == name and any(
+            r.kind == "control-flow" and r.transform == "jax.lax.fori_loop" for r in model.traced.reasons.get(fn, ())):
+        return INT
+    p = fn.param_nodes.get(name)
+    if p is None or p.annotation is None:
+        return UNSURE
+    ann = p.annotation.annotation
+    head = ann.value if isinstance(ann, cst.Subscript) else ann
+    head_name = head.attr.value if isinstance(head, cst.Attribute) else head.value if isinstance(head, cst.Name) else ""
+    if head_name in ("int", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64",
+                     "Integer"):
+        return INT
+    if head_name in ("bool", "Bool", "tuple", "Tuple", "list", "List", "Sequence", "float", "Float"):
+        return NOT_INT
+    return UNSURE
+
+
+def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _has_integer_dtype(model: "SemanticModel", call: cst.Call, scope: "Scope") -> bool:
+    dtype = keyword_value(call, "dtype")
+    return dtype is not None and _integer_dtype(model, dtype, scope)
+
+
+def _integer_dtype(model: "SemanticModel", dtype: cst.BaseExpression, scope: "Scope") -> bool:
+    if isinstance(dtype, cst.SimpleString):
+        text = dtype.evaluated_value
+        return isinstance(text, str) and text.lstrip("<>=").startswith(("int", "uint", "i", "u"))
+    qn = model.qn(dtype, scope)
+    if qn is None:
+        return False
+    last = qn.rsplit(".", 1)[-1]
+    return last in ("int",) or last.startswith(("int", "uint"))
+
+
+def _int_elements(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return bool(e.elements) and all(not isinstance(el, cst.StarredElement) and _int_elements(el.value)
+                                        for el in e.elements)
+    return _int_literal(e) is not None
+
+
 class ShapeAnalysis:
     MAX_DEPTH = 30
 
@@ -200,7 +344,7 @@ class ShapeAnalysis:
         if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
             return SCALAR
         if isinstance(e, cst.Name):
-            found = m.resolver.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return None
             owner, bindings = found
@@ -213,6 +357,9 @@ class ShapeAnalysis:
                     shapes.append(self.shape(b.value, owner, depth))
                 elif b.kind == "assign" and b.index is not None and b.value is not None:
                     shapes.append(self._unpacked(b.value, b.index, owner, depth))
+                elif b.kind == "for" and b.index is None and isinstance(b.value, cst.Call) and \
+                        m.qn(b.value.func, owner) == "builtins.range":
+                    shapes.append(SCALAR)
                 else:
                     shapes.append(None)
             result = shapes[0] if shapes and all(s == shapes[0] for s in shapes) else None
@@ -253,8 +400,14 @@ class ShapeAnalysis:
 
     def param_shape(self, fn: "Function", name: str) -> Shape | None:
         p = fn.param_nodes.get(name)
+        if fn.params and fn.params[0] == name and any(
+                r.kind == "control-flow" and r.transform == "jax.lax.fori_loop"
+                for r in self.model.traced.reasons.get(fn, ())):
+            return SCALAR  # the loop index
         if p is None or p.annotation is None:
             return None
+        if isinstance(p.annotation.annotation, cst.Name) and p.annotation.annotation.value in ("int", "float", "bool", "complex"):
+            return SCALAR
         return self.annotation_shape(p.annotation.annotation, fn)
 
     def annotation_shape(self, ann: cst.BaseExpression, scope: "Scope") -> Shape | None:
@@ -277,111 +430,119 @@ class ShapeAnalysis:
 
     # -- subscripts ------------------------------------------------------------------------------
     def _subscript(self, e: cst.Subscript, scope: "Scope", depth: int) -> Shape | None:
+        """NumPy indexing: slices keep an axis, `None` adds one of size 1, an integer drops one,
+        `...` stands for the untouched middle, and one integer-array index (a gather) replaces
+        its axis by the index's axes (so the sizes on either side of it survive)."""
         base = self.shape(e.value, scope, depth)
-        elements = list(e.slice)
-        ell = [i for i, el in enumerate(elements) if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Ellipsis)]
-        if len(ell) > 1:
-            return None
-
-        def axis_result(el: cst.SubscriptElement, src: int | None) -> tuple[str, int | None]:
-            s = el.slice
-            if isinstance(s, cst.Slice):
-                lo, hi, step = _int_literal(s.lower), _int_literal(s.upper), _int_literal(s.step)
-                if s.step is not None and step is None:
-                    return "keep", None
-                if hi is not None and hi > 0 and (s.lower is None or (lo is not None and lo >= 0)) and (step in (None, 1)):
-                    return "keep", max(0, hi - (lo or 0))
-                if hi is None and s.upper is None and lo is not None and lo < 0 and step in (None, 1):
-                    return "keep", -lo
-                if s.lower is None and s.upper is None and step in (None, 1):
-                    return "keep", src
-                return "keep", None
-            v = s.value
-            if isinstance(v, cst.Name) and v.value == "None":
-                return "new", 1
-            if _int_literal(v) is not None:
-                return "drop", None
-            return "unknown", None
-
-        if ell:
-            k = ell[0]
-            before, after = elements[:k], elements[k + 1:]
-            left: dict[int, int] = {}
-            right: dict[int, int] = {}
-            pos = 0
-            src_pos = 0
-            for el in before:
-                kind, size = axis_result(el, base.size(src_pos) if base else None)
-                if kind == "unknown":
-                    return None
-                if kind == "keep":
-                    if size is not None:
-                        left[pos] = size
-                    pos += 1
-                    src_pos += 1
-                elif kind == "new":
-                    left[pos] = 1
-                    pos += 1
-                else:
-                    src_pos += 1
-            out_right = 0
-            src_right = 0
-            for el in reversed(after):
-                kind, size = axis_result(el, base.size(-(src_right + 1)) if base else None)
-                if kind == "unknown":
-                    return None
-                if kind == "keep":
-                    out_right += 1
-                    src_right += 1
-                    if size is not None:
-                        right[-out_right] = size
-                elif kind == "new":
-                    out_right += 1
-                    right[-out_right] = 1
-                else:
-                    src_right += 1
-            if base is not None:
-                # Untouched axes in the middle keep their known sizes from the right.
-                for a, s in base.right:
-                    if -a > src_right:
-                        right.setdefault(a + src_right - out_right, s)
-            rank = None
-            if base is not None and base.rank is not None:
-                consumed = sum(1 for el in before + after if axis_result(el, None)[0] in ("keep", "drop"))
-                added = sum(1 for el in before + after if axis_result(el, None)[0] == "new")
-                rank = base.rank - sum(1 for el in before + after if axis_result(el, None)[0] == "drop") + added
-                if consumed > base.rank:
-                    return None
-            return Shape.make(rank, left, right)
-        # No ellipsis: elements index from the left.
-        dims: dict[int, int] = {}
-        pos = 0
-        src = 0
-        dropped = added = 0
-        for el in elements:
-            kind, size = axis_result(el, base.size(src) if base else None)
-            if kind == "unknown":
+        ops = []
+        for el in e.slice:
+            op = self._index_op(el, scope, depth, alone=len(e.slice) == 1)
+            if op is None:
                 return None
-            if kind == "keep":
-                if size is not None:
-                    dims[pos] = size
-                pos += 1
-                src += 1
-            elif kind == "new":
-                dims[pos] = 1
-                pos += 1
-                added += 1
-            else:
-                src += 1
-                dropped += 1
-        rank = None
+            ops.append(op)
+        kinds = [op[0] for op in ops]
+        if kinds.count("ellipsis") > 1:
+            return None
+        gathers = kinds.count("gather")
+        if gathers > 1 or (gathers and "drop" in kinds):
+            return None  # several advanced indices broadcast together (and may move to the front)
+        consumed = sum(1 for k in kinds if k in ("keep", "drop", "gather"))
+        if "ellipsis" not in kinds:
+            ops.append(("ellipsis",))
         if base is not None and base.rank is not None:
-            rank = base.rank - dropped + added
-            for a in range(src, base.rank):
-                s = base.size(a)
-                if s is not None:
-                    dims[a - src + pos] = s
-        return Shape.make(rank, dims)
+            if consumed > base.rank:
+                return None
+            return _index_known_rank(base, ops, consumed)
+        return _index_unknown_rank(base, ops)
+
+    def _index_op(self, el: cst.SubscriptElement, scope: "Scope", depth: int, alone: bool = False):
+        """One index: ("keep", size or None, inherits the source size), ("new",), ("drop",),
+        ("ellipsis",), ("gather", index Shape or None); None when unknown (a boolean mask, a
+        tuple of indices held in a name, anything the model cannot tell)."""
+        s = el.slice
+        if isinstance(s, cst.Slice):
+            lo, hi, step = self.static_int(s.lower, scope), self.static_int(s.upper, scope), self.static_int(s.step, scope)
+            if s.step is not None and step is None:
+                return ("keep", None, False)
+            if step not in (None, 1):
+                if s.lower is None and s.upper is None and step == -1:
+                    return ("keep", None, True)  # x[::-1]
+                return ("keep", None, False)
+            if s.lower is None and s.upper is None:
+                return ("keep", None, True)
+            if hi is not None and hi > 0 and (s.lower is None or (lo is not None and lo >= 0)):
+                return ("keep", max(0, hi - (lo or 0)), False)
+            if s.upper is None and lo is not None and lo < 0:
+                return ("keep", -lo, False)
+            return ("keep", None, False)
+        v = s.value
+        if isinstance(v, cst.Ellipsis):
+            return ("ellipsis",)
+        if isinstance(v, cst.Name) and v.value == "None":
+            return ("new",)
+        if self.static_int(v, scope) is not None:
+            return ("drop",)
+        kind = index_kind(self.model, v, scope)
+        # Under tracing an index that is not a concrete NumPy mask cannot be boolean (a traced
+        # mask has no static shape), so an UNSURE one among several indices is an integer or an
+        # integer array (a sequence there is an array index too). Alone (`x[k]`), it may also
+        # be a tuple of indices.
+        if kind == NOT_INT or (kind == UNSURE and (alone or not self.model.is_traced_scope(scope))):
+            return None
+        shape = self.shape(v, scope, depth)
+        if shape is not None and shape.rank == 0:
+            return ("drop",)
+        return ("gather", shape)
+
+    def static_int(self, e: cst.BaseExpression | None, scope: "Scope", depth: int = 0) -> int | None:
+        """An integer known from the source: a literal, a name bound once to one (`N = 64`),
+        or simple arithmetic of those."""
+        if e is None or depth > 8:
+            return None
+        v = _int_literal(e)
+        if v is not None:
+            return v
+        if isinstance(e, cst.Name):
+            found = self.model.bindings_at(e, scope)
+            if found is None:
+                return None
+            owner, bindings = found
+            if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
+                return None
+            return self.static_int(bindings[0].value, owner, depth + 1)
+        if isinstance(e, cst.BinaryOperation):
+            a, b = self.static_int(e.left, scope, depth + 1), self.static_int(e.right, scope, depth + 1)
+            if a is None or b is None:
+                return None
+            op = e.operator
+            if isinstance(op, cst.Add):
+                return a + b
+            if isinstance(op, cst.Subtract):
+                return a - b
+            if isinstance(op, cst.Multiply):
+                return a * b
+            if isinstance(op, cst.FloorDivide) and b != 0:
+                return a // b
+            if isinstance(op, cst.Power) and 0 <= b <= 64:
+                return a ** b
+        return None
+
+    def literal_shape(self, e: cst.BaseExpression | None, scope: "Scope") -> Shape | None:
+        """`(n, 3)`, `[N, N, N]` (N bound once to an integer), `64`."""
+        if e is None:
+            return None
+        if isinstance(e, (cst.Tuple, cst.List)):
+            dims = []
+            for el in e.elements:
+                if isinstance(el, cst.StarredElement):
+                    return None
+                v = self.static_int(el.value, scope)
+                dims.append(v if v is not None and v >= 0 else None)
+            return Shape.of_dims(dims)
+        v = self.static_int(e, scope)
+        if v is not None:
+            return Shape.of_dims([v if v >= 0 else None])
+        return _literal_shape(e)
 
     # -- calls -------------------------------------------------------------------------------------
     def _call(self, e: cst.Call, scope: "Scope", depth: int) -> Shape | None:
@@ -393,13 +554,17 @@ class ShapeAnalysis:
             if isinstance(e.func, cst.Name):
                 callee = m.function_named(e.func.value, scope)
                 if callee is not None and callee.returns:
-                    shapes = [self.shape(r, callee, depth) for r in callee.returns]
-                    if shapes and all(s == shapes[0] for s in shapes):
-                        return shapes[0]
+                    return self.return_shape(callee, depth)
             return None
-        if not qn.startswith("jax."):
+        if qn in ("builtins.len", "builtins.int", "builtins.float", "builtins.round", "builtins.bool"):
+            return SCALAR
+        if not qn.startswith(("jax.", "numpy.")):
             return None
-        name = qn[len("jax.numpy."):] if qn.startswith("jax.numpy.") else None
+        name = qn[len("jax.numpy."):] if qn.startswith("jax.numpy.") else qn[len("numpy."):] if qn.startswith("numpy.") else None
+        if name is not None:
+            found = self._layout_call(name, e, scope, depth)
+            if found is not _NOT_HANDLED:
+                return found
         if name in ("stack",):
             seq = positional(e, 0)
             axis = _int_literal(keyword(e, "axis") or positional(e, 1)) if (keyword(e, "axis") or positional(e, 1)) is not None else 0
@@ -421,19 +586,24 @@ class ShapeAnalysis:
                     return Shape.make(2, None, {-1: len(shapes)})
             return None
         if name in ("zeros", "ones", "empty", "full"):
-            return _literal_shape(positional(e, 0) or keyword(e, "shape"))
+            return self.literal_shape(positional(e, 0) or keyword(e, "shape"), scope)
         if name in ("zeros_like", "ones_like", "empty_like", "full_like"):
             return self.shape(positional(e, 0), scope, depth) if positional(e, 0) is not None else None
         if name == "reshape":
-            return _literal_shape(positional(e, 1) or keyword(e, "shape") or keyword(e, "newshape"))
+            return self.literal_shape(positional(e, 1) or keyword(e, "shape") or keyword(e, "newshape"), scope)
         if name in ("ravel", "flatnonzero") or qn == "jax.numpy.ndarray.flatten":
             return Shape.make(1)
         if name in ("arange", "linspace", "fft.fftfreq", "fft.rfftfreq"):
             size = None
-            if name == "arange" and len(e.args) == 1:
-                size = _int_literal(positional(e, 0))
+            if name == "arange":
+                size = self._arange_size(e, scope)
             if name == "linspace":
-                size = _int_literal(keyword(e, "num") or positional(e, 2))
+                num = keyword(e, "num") or positional(e, 2)
+                size = self.static_int(num, scope) if num is not None else 50
+            if name in ("fft.fftfreq", "fft.rfftfreq"):
+                n = self.static_int(positional(e, 0) or keyword(e, "n"), scope)
+                if n is not None and n > 0:
+                    size = n if name == "fft.fftfreq" else n // 2 + 1
             return Shape.make(1, {0: size} if size is not None else None)
         if name in _FULL_REDUCTIONS and (keyword(e, "axis") is None and positional(e, 1) is None) \
                 and keyword(e, "keepdims") is None:
@@ -450,14 +620,107 @@ class ShapeAnalysis:
             return out
         return None
 
+    def return_shape(self, callee: "Function", depth: int = 0) -> Shape | None:
+        """The shape every `return` of one of the module's functions gives (None if they differ)."""
+        shapes = [self.shape(r, callee, depth) for r in callee.returns]
+        if shapes and all(s == shapes[0] for s in shapes):
+            return shapes[0]
+        return None
+
+    def _arange_size(self, e: cst.Call, scope: "Scope") -> int | None:
+        """`arange(n)`, `arange(3.0)`, `arange(a, b)`, `arange(a, b, step)` of known numbers."""
+        args = [a.value for a in e.args if a.keyword is None]
+        start_kw, stop_kw, step_kw = keyword(e, "start"), keyword(e, "stop"), keyword(e, "step")
+        if start_kw is not None or stop_kw is not None:
+            return None
+        values = [self._static_number(a, scope) for a in args]
+        if step_kw is not None:
+            values.append(self._static_number(step_kw, scope))
+        if not values or any(v is None for v in values):
+            return None
+        if len(values) == 1:
+            start, stop, step = 0, values[0], 1
+        elif len(values) == 2:
+            (start, stop), step = values, 1
+        else:
+            start, stop, step = values[:3]
+        if step == 0:
+            return None
+        return max(0, math.ceil((stop - start) / step))
+
+    def _static_number(self, e: cst.BaseExpression, scope: "Scope") -> float | None:
+        if isinstance(e, cst.Float):
+            return float(e.value)
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Float):
+            return -float(e.expression.value)
+        return self.static_int(e, scope)
+
+    def _layout_call(self, name: str, e: cst.Call, scope: "Scope", depth: int):
+        """Functions that move, join or keep axes: transpose, swapaxes, moveaxis, expand_dims,
+        concatenate, FFTs. `_NOT_HANDLED` for any other."""
+        first = positional(e, 0) or keyword(e, "a") or keyword(e, "x")
+        if name in ("transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis", "expand_dims"):
+            base = self.shape(first, scope, depth) if first is not None else None
+            if name == "transpose" or name == "permute_dims":
+                axes = keyword(e, "axes") or positional(e, 1)
+                if axes is None:
+                    return _transpose(base, None)
+                if not isinstance(axes, (cst.Tuple, cst.List)):
+                    return None
+                return _transpose(base, [self.static_int(el.value, scope) for el in axes.elements])
+            if name == "matrix_transpose":
+                return _swapaxes(base, -1, -2)
+            a, b = positional(e, 1), positional(e, 2)
+            if name == "swapaxes":
+                return _swapaxes(base, self.static_int(a or keyword(e, "axis1"), scope),
+                                 self.static_int(b or keyword(e, "axis2"), scope))
+            if name == "moveaxis":
+                return _moveaxis(base, self.static_int(a or keyword(e, "source"), scope),
+                                 self.static_int(b or keyword(e, "destination"), scope))
+            axis = self.static_int(a or keyword(e, "axis"), scope)
+            return _insert_axis(base, axis, 1) if axis is not None else None
+        if name in ("concatenate", "concat"):
+            seq = first if first is not None else keyword(e, "arrays")
+            axis_e = keyword(e, "axis") or positional(e, 1)
+            axis = self.static_int(axis_e, scope) if axis_e is not None else 0
+            if axis is None or not isinstance(seq, (cst.List, cst.Tuple)) or not seq.elements or \
+                    any(isinstance(el, cst.StarredElement) for el in seq.elements):
+                return None
+            return _concatenate([self.shape(el.value, scope, depth) for el in seq.elements], axis)
+        if name.startswith("fft."):
+            fname = name[4:]
+            if fname in ("fftshift", "ifftshift"):
+                return self.shape(first, scope, depth) if first is not None else None
+            if fname in _FFT_SAME_SHAPE or fname in _FFT_REAL:
+                if keyword(e, "n") is not None or keyword(e, "s") is not None or positional(e, 1) is not None:
+                    return None  # padded or cropped
+                base = self.shape(first, scope, depth) if first is not None else None
+                if base is None:
+                    return None
+                if fname in _FFT_SAME_SHAPE:
+                    return base
+                return _real_fft(base, fname, e)
+            return _NOT_HANDLED
+        return _NOT_HANDLED
+
     def _method(self, e: cst.Call, scope: "Scope", depth: int) -> Shape | None:
         attr = e.func.attr.value  # type: ignore[union-attr]
         if attr in _FULL_REDUCTIONS and not e.args:
             return SCALAR
         if attr == "reshape":
             if len(e.args) == 1:
-                return _literal_shape(e.args[0].value)
-            return _literal_shape(cst.Tuple([cst.Element(a.value) for a in e.args]))
+                return self.literal_shape(e.args[0].value, scope)
+            return self.literal_shape(cst.Tuple([cst.Element(a.value) for a in e.args]), scope)
+        if attr in ("transpose", "swapaxes"):
+            base = self.shape(e.func.value, scope, depth)  # type: ignore[union-attr]
+            args = [a.value for a in e.args if a.keyword is None]
+            if attr == "transpose":
+                if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+                    args = [el.value for el in args[0].elements]
+                return _transpose(base, [self.static_int(a, scope) for a in args] if args else None)
+            if len(args) == 2:
+                return _swapaxes(base, self.static_int(args[0], scope), self.static_int(args[1], scope))
+            return None
         if attr in ("ravel", "flatten") and not e.args:
             return Shape.make(1)
         if attr in ("astype", "conj", "conjugate", "copy", "clip", "round"):
@@ -476,6 +739,213 @@ class ShapeAnalysis:
         if first is not None and all(s == first for s in inner):
             return _insert_axis(first, 0, n)
         return Shape.make(None, {0: n})
+
+
+_GAP = object()  # an unknown number of axes (a gather by an index of unknown rank)
+
+
+def _keep_size(op, src: int | None) -> int | None:
+    return src if op[2] else op[1]
+
+
+def _index_known_rank(base: Shape, ops: list, consumed: int) -> Shape | None:
+    rank = base.rank or 0
+    src_dims = [base.size(i) for i in range(rank)]
+    middle = rank - consumed
+    out: list = []
+    src = 0
+    for op in ops:
+        kind = op[0]
+        if kind == "ellipsis":
+            out.extend(src_dims[src:src + middle])
+            src += middle
+        elif kind == "keep":
+            out.append(_keep_size(op, src_dims[src]))
+            src += 1
+        elif kind == "new":
+            out.append(1)
+        elif kind == "drop":
+            src += 1
+        else:  # gather
+            index = op[1]
+            if index is not None and index.rank is not None:
+                out.extend(index.size(i) for i in range(index.rank))
+            else:
+                out.append(_GAP)
+            src += 1
+    if _GAP not in out:
+        return Shape.of_dims(out)
+    g = out.index(_GAP)
+    head, tail = out[:g], out[g + 1:]
+    return Shape.make(None, {i: d for i, d in enumerate(head) if d is not None},
+                      {i - len(tail): d for i, d in enumerate(tail) if d is not None})
+
+
+def _index_unknown_rank(base: Shape | None, ops: list) -> Shape | None:
+    """Rank unknown: sizes from the left up to the ellipsis (or a gather), from the right back to it."""
+    k = next(i for i, op in enumerate(ops) if op[0] == "ellipsis")
+    before, after = ops[:k], ops[k + 1:]
+    left: dict[int, int] = {}
+    right: dict[int, int] = {}
+    pos = src = 0
+    clean_left = True
+    for op in before:
+        kind = op[0]
+        if kind == "keep":
+            size = _keep_size(op, base.size(src) if base is not None else None)
+            if size is not None:
+                left[pos] = size
+            pos += 1
+            src += 1
+        elif kind == "new":
+            left[pos] = 1
+            pos += 1
+        elif kind == "drop":
+            src += 1
+        else:
+            clean_left = False
+            break
+    out_r = src_r = 0
+    clean_right = True
+    for op in reversed(after):
+        kind = op[0]
+        if kind == "keep":
+            size = _keep_size(op, base.size(-(src_r + 1)) if base is not None else None)
+            out_r += 1
+            src_r += 1
+            if size is not None:
+                right[-out_r] = size
+        elif kind == "new":
+            out_r += 1
+            right[-out_r] = 1
+        elif kind == "drop":
+            src_r += 1
+        else:
+            clean_right = False
+            break
+    if base is not None:
+        # The untouched middle keeps its sizes: from the left when nothing after the ellipsis
+        # consumes axes, from the right when nothing before it does.
+        if clean_left and not after:
+            for a, size in base.left:
+                if a >= src:
+                    left.setdefault(a - src + pos, size)
+        if clean_right and not any(op[0] in ("keep", "drop", "gather") for op in before):
+            for a, size in base.right:
+                if -a > src_r:
+                    right.setdefault(a + src_r - out_r, size)
+    return Shape.make(None, left, right)
+
+
+_NOT_HANDLED = object()
+# FFTs that keep the shape, and real FFTs that change the size of the last transformed axis.
+_FFT_SAME_SHAPE = frozenset({"fft", "ifft", "fft2", "ifft2", "fftn", "ifftn"})
+_FFT_REAL = frozenset({"rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft"})
+
+
+def _real_fft(base: Shape, fname: str, e: cst.Call) -> Shape | None:
+    """rfft* halves the last transformed axis (n // 2 + 1); irfft* doubles it back (unknown
+    size here); every other axis keeps its size."""
+    one_axis = fname in ("rfft", "irfft", "hfft", "ihfft")
+    axes_e = keyword(e, "axis" if one_axis else "axes") or positional(e, 2)
+    if axes_e is None:
+        last = -1  # every default transforms the trailing axis last
+    elif one_axis:
+        last = _int_literal(axes_e)
+    elif isinstance(axes_e, (cst.Tuple, cst.List)) and axes_e.elements:
+        last = _int_literal(axes_e.elements[-1].value)
+    else:
+        return None
+    if last is None:
+        return None
+    if base.rank is not None:
+        if not -base.rank <= last < base.rank:
+            return None
+        dims = [base.size(i) for i in range(base.rank)]
+        n = dims[last]
+        dims[last] = n // 2 + 1 if n is not None and fname in ("rfft", "rfft2", "rfftn", "ihfft") else None
+        return Shape.of_dims(dims)
+    left = {a: s for a, s in base.left if a != last}
+    right = {a: s for a, s in base.right if a != last}
+    if last >= 0:
+        right = {}  # which from-the-right axis `last` is depends on the rank
+    else:
+        left = {}
+    return Shape.make(None, left, right)
+
+
+def _transpose(base: Shape | None, axes: list[int | None] | None) -> Shape | None:
+    if base is None or base.rank is None:
+        return None
+    dims = [base.size(i) for i in range(base.rank)]
+    if axes is None:
+        return Shape.of_dims(list(reversed(dims)))
+    if len(axes) != base.rank or any(a is None or not -base.rank <= a < base.rank for a in axes):
+        return None
+    return Shape.of_dims([dims[a] for a in axes])  # type: ignore[index]
+
+
+def _swapaxes(base: Shape | None, a: int | None, b: int | None) -> Shape | None:
+    if base is None or a is None or b is None:
+        return None
+    if base.rank is not None:
+        if not (-base.rank <= a < base.rank and -base.rank <= b < base.rank):
+            return None
+        dims = [base.size(i) for i in range(base.rank)]
+        dims[a], dims[b] = dims[b], dims[a]
+        return Shape.of_dims(dims)
+    if (a < 0) != (b < 0):
+        return None
+    side = dict(base.right if a < 0 else base.left)
+    sa, sb = side.pop(a, None), side.pop(b, None)
+    if sb is not None:
+        side[a] = sb
+    if sa is not None:
+        side[b] = sa
+    return Shape.make(None, side, None) if a >= 0 else Shape.make(None, None, side)
+
+
+def _moveaxis(base: Shape | None, src: int | None, dst: int | None) -> Shape | None:
+    if base is None or base.rank is None or src is None or dst is None:
+        return None
+    r = base.rank
+    if not (-r <= src < r and -r <= dst < r):
+        return None
+    dims = [base.size(i) for i in range(r)]
+    moved = dims.pop(src % r)
+    dims.insert(dst % r, moved)
+    return Shape.of_dims(dims)
+
+
+def _concatenate(shapes: list[Shape | None], axis: int) -> Shape | None:
+    """Sizes along `axis` add up (when all known); the other axes agree between operands."""
+    known = [s for s in shapes if s is not None]
+    if not known:
+        return None
+    rank = next((s.rank for s in known if s.rank is not None), None)
+    if rank is not None and not -rank <= axis < rank:
+        return None
+    total: int | None = 0
+    for s in shapes:
+        n = s.size(axis) if s is not None else None
+        total = None if n is None or total is None else total + n
+    out: Shape | None = None
+    for s in known:
+        # Every other axis is the same in all operands: collect what any of them knows.
+        if rank is not None and s.rank is not None:
+            dims = {i: s.size(i) for i in range(rank) if i != axis % rank and s.size(i) is not None}
+            part = Shape.make(rank, dims)
+        elif axis >= 0:
+            part = Shape.make(rank, {a: v for a, v in s.left if a != axis}, None)
+        else:
+            part = Shape.make(rank, None, {a: v for a, v in s.right if a != axis})
+        out = merge(out, part)
+    if out is None:
+        return None
+    if total is not None:
+        side = {axis: total}
+        out = merge(out, Shape.make(rank, side if axis >= 0 else None, side if axis < 0 else None))
+    return out
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:

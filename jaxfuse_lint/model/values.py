@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
+from jaxfuse_lint.model.flow import PYTHON
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Binding, Function, Scope
@@ -171,12 +172,14 @@ class ValueAnalysis:
         if isinstance(e, cst.Name):
             if e.value in ("True", "False", "None"):
                 return STATIC
-            found = m.resolver.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return STATIC  # a builtin
             owner, bindings = found
             if not isinstance(owner, Function):
                 return STATIC  # module globals and class attributes are Python values at trace time
+            if m.narrowed(e, scope) == PYTHON:
+                return STATIC  # under `isinstance(x, int)` / `x is None`: not a tracer
             return combine(self.binding_kind(b, owner, depth) for b in bindings)
         if isinstance(e, cst.Attribute):
             if e.attr.value in STATIC_ATTRIBUTES:

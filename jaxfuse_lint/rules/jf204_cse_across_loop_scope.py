@@ -28,42 +28,41 @@ _CHEAP_ARITH = frozenset("jax.numpy." + n for n in (
 class _Analysis:
     """Shape-only values: computed from array shapes, dtypes and Python values, never from array data."""
 
-    MAX_DEPTH = 12
+    # Deep enough for the notebook's `get_kmesh` (call -> helper -> where -> unpacked indices -> shapes).
+    MAX_DEPTH = 40
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self._memo: dict[tuple, bool] = {}
 
     def shape_only(self, e: cst.CSTNode, scope, env: dict, depth: int = 0) -> bool:
-        m = self.model
         if depth > self.MAX_DEPTH:
             return False
+        key = (id(e), id(scope), tuple(sorted(env.items())))
+        if key in self._memo:
+            return True
+        found = self._shape_only(e, scope, env, depth)
+        if found:  # (a False may come from the depth limit: not kept)
+            self._memo[key] = True
+        return found
+
+    def _shape_only(self, e: cst.CSTNode, scope, env: dict, depth: int) -> bool:
+        m = self.model
         if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
             return True
         if isinstance(e, cst.Name):
             if e.value in ("True", "False", "None"):
                 return True
-            found = m.lookup(e.value, scope)
+            found = m.bindings_at(e, scope)
             if found is None:
                 return True  # a builtin
             owner, bindings = found
             if not isinstance(owner, Function):
                 return True  # module constants are Python values at trace time
-            if len(bindings) != 1:
+            if len(bindings) > 4:
                 return False
-            b = bindings[0]
-            if b.kind == "param":
-                key = (id(owner), b.name)
-                if key in env:
-                    return env[key]
-                return m.values.param_kind(owner, b.name) is Kind.STATIC
-            if b.kind in ("assign", "annassign") and b.value is not None:
-                value = b.value
-                if b.index is not None:
-                    if not isinstance(value, (cst.Tuple, cst.List)) or b.index >= len(value.elements):
-                        return self._unpacked_indices(value, owner, env, depth)
-                    value = value.elements[b.index].value
-                return self.shape_only(value, owner, env, depth + 1)
-            return False
+            # Every binding that reaches this read (`if real: kz = ... else: kz = ...`).
+            return all(self._binding_shape_only(b, owner, env, depth) for b in bindings)
         if isinstance(e, cst.Attribute):
             if e.attr.value in STATIC_ATTRIBUTES:
                 return True
@@ -94,6 +93,22 @@ class _Analysis:
             return all(self.shape_only(p, scope, env, depth + 1) for p in (e.test, e.body, e.orelse))
         if isinstance(e, cst.Call):
             return self._call(e, scope, env, depth)
+        return False
+
+    def _binding_shape_only(self, b, owner, env, depth) -> bool:
+        m = self.model
+        if b.kind == "param":
+            key = (id(owner), b.name)
+            if key in env:
+                return env[key]
+            return m.values.param_kind(owner, b.name) is Kind.STATIC
+        if b.kind in ("assign", "annassign") and b.value is not None:
+            value = b.value
+            if b.index is not None:
+                if not isinstance(value, (cst.Tuple, cst.List)) or b.index >= len(value.elements):
+                    return self._unpacked_indices(value, owner, env, depth)
+                value = value.elements[b.index].value
+            return self.shape_only(value, owner, env, depth + 1)
         return False
 
     def _unpacked_indices(self, value, owner, env, depth) -> bool:

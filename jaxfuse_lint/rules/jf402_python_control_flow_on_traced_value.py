@@ -238,7 +238,9 @@ class _Checker:
             return False
         if not isinstance(expr, cst.Name):
             return True
-        found = self.model.lookup(expr.value, fn)
+        if self.model.narrowed(expr, fn) is not None:
+            return False  # under `isinstance(x, tuple)` / `x is None`: not an array
+        found = self.model.bindings_at(expr, fn)
         if found is None:
             return False
         owner, bindings = found
@@ -338,7 +340,7 @@ class _Checker:
                     and self.values.kind(node, sc) is not Kind.TRACED):
                 continue  # (attributes are looked through: `x.mean` in `x.mean()`)
             if isinstance(node, cst.Name) and node in self.read_names:
-                found = self.model.lookup(node.value, sc)
+                found = self.model.bindings_at(node, sc)
                 if found is None or not isinstance(found[0], Function):
                     continue
                 owner, bindings = found

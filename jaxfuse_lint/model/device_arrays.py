@@ -1,0 +1,118 @@
+"""Which expressions are JAX (device) arrays computed outside traced code.
+
+A `jax.Array` bound at module level (`K = jnp.linspace(0, 1, 4096)`, `X = jax.device_put(data)`)
+or in an enclosing eager function, and read by a jitted function, is not an argument: jit
+folds its value into the compiled program as a constant, exactly as it does a NumPy array
+(measured with `jaxfuse-lint verify` on CPU, jax 0.10.2: a captured `float32[65536]` is
+256 KiB of folded constants; passed as an argument or built inside, 0 B).
+
+Arrays are the results of jax's array namespaces (`jnp`, `jax.random`, `jax.nn`,
+`jax.scipy`, `lax`, `jax.device_put`), arithmetic, indexing, array methods and views of
+them, and the module's own functions whose every `return` is one. Not arrays: shapes,
+dtypes and predicates (`jnp.shape`, `jnp.finfo`), PRNG keys (a key is a couple of words),
+Python scalars and `jnp.array` of a literal list or number (a handful of values).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS
+from jaxfuse_lint.model.values import ARRAY_NAMESPACES
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+
+_KEYS = frozenset({
+    "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in", "jax.random.key_data",
+    "jax.random.wrap_key_data", "jax.random.clone", "jax.random.key_impl",
+})
+_SCALAR_TYPES = frozenset("jax.numpy." + n for n in (
+    "float16 float32 float64 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_ complex64 "
+    "complex128 float_ int_ array asarray".split()
+))
+_NOT_ARRAY_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
+_VIEWS = frozenset({"T", "mT", "real", "imag", "at"})
+
+
+def _literal(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(e, cst.UnaryOperation):
+        return _literal(e.expression)
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return all(not isinstance(el, cst.StarredElement) and _literal(el.value) for el in e.elements)
+    return isinstance(e, cst.Name) and e.value in ("True", "False")
+
+
+class DeviceArrays:
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+        self._memo: dict[tuple[int, int], bool] = {}
+
+    def is_array(self, e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
+        key = (id(e), id(scope))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = False  # cycles: not an array
+        result = depth < 30 and self._is_array(e, scope, depth + 1)
+        self._memo[key] = result
+        return result
+
+    def _is_array(self, e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
+        m = self.model
+        if isinstance(e, cst.Call):
+            qn = m.qn(e.func, scope)
+            if qn is not None:
+                if qn in JNP_STATIC_FUNCTIONS or qn in _KEYS or qn.startswith(("jax.tree", "jax.dtypes")):
+                    return False
+                if qn in _SCALAR_TYPES:
+                    args = [a.value for a in e.args if a.keyword is None]
+                    return bool(args) and not _literal(args[0])
+                return qn.startswith(ARRAY_NAMESPACES) or qn == "jax.device_put"
+            if isinstance(e.func, cst.Attribute):
+                if e.func.attr.value in _NOT_ARRAY_METHODS:
+                    return False
+                return self.is_array(e.func.value, scope, depth)
+            if isinstance(e.func, cst.Name):
+                callee = m.function_named(e.func.value, scope)
+                if callee is not None and callee.returns and not callee.is_lambda and not m.is_traced(callee):
+                    return all(self.is_array(r, callee, depth) for r in callee.returns)
+            return False
+        if isinstance(e, cst.Subscript):
+            return self.is_array(e.value, scope, depth)
+        if isinstance(e, cst.BinaryOperation):
+            return self.is_array(e.left, scope, depth) or self.is_array(e.right, scope, depth)
+        if isinstance(e, cst.UnaryOperation):
+            return self.is_array(e.expression, scope, depth)
+        if isinstance(e, cst.Attribute) and e.attr.value in _VIEWS:
+            return self.is_array(e.value, scope, depth)
+        if isinstance(e, cst.Name):
+            found = m.bindings_at(e, scope)
+            if found is None:
+                return False
+            return self.binding_is_array(found[1], found[0], depth)
+        return False
+
+    def binding_is_array(self, bindings, owner: "Scope", depth: int = 0) -> bool:
+        """Every binding of a name gives it a jax array."""
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind not in ("assign", "annassign", "augassign", "walrus") or b.value is None:
+                return False
+            if b.kind == "augassign":
+                continue
+            value = b.value
+            if b.index is not None:
+                if isinstance(value, (cst.Tuple, cst.List)):
+                    value = value.elements[b.index].value
+                elif not (isinstance(value, cst.Call) and (self.model.qn(value.func, owner) or "").startswith(
+                        ARRAY_NAMESPACES)):
+                    return False  # `a, b = f()`: which element is an array is unknown
+                # `kx, ky = jnp.meshgrid(...)`: every element of a jax function's tuple is an array
+            if not self.is_array(value, owner, depth):
+                return False
+        return any(b.kind != "augassign" for b in bindings)

@@ -1,0 +1,121 @@
+"""JF207 captured-jax-array."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
+
+
+class CapturedJaxArray(Rule):
+    code = "JF207"
+    name = "captured-jax-array"
+    summary = "Traced function reads a module-level or enclosing jax array (folded in as a constant)"
+    fixable = "never"
+    doc = """
+    ## What it does
+    Flags a read, inside a function traced by `jit` (or reached from one), of a
+    name bound outside traced code — at module level or in an enclosing function
+    that is not traced — to a `jax.Array`: the result of `jnp`/`jax.random`/
+    `jax.nn`/`jax.scipy`/`lax` functions, `jax.device_put`, arithmetic, indexing
+    or methods of those, or a module function whose every `return` is one
+    (`K = jnp.fft.fftfreq(4096)`, `X_TRAIN = jnp.asarray(data)`).
+
+    ## Why is this bad?
+    A jax array read by a traced function is not an argument of the compiled
+    program: jit folds its value into the program as a constant, like a NumPy
+    array (JF202). The bytes are copied into the executable and kept for its
+    lifetime (on top of the device buffer the name still holds), the HLO grows,
+    compilation slows down, and a later rebinding of the name is silently
+    ignored by the cached program. Measured with `jaxfuse-lint verify` on CPU
+    (jax 0.10.2): a jitted `x * K` with a captured `K = jnp.linspace(0, 1,
+    65536)` carries 256.0 KiB of folded constants (jax itself lists it as a
+    "captured constant"); with `K` built inside the function or passed as an
+    argument, 0 B.
+
+    ## Known problems
+    Shapes, dtypes and `len()` of the array (`K.shape`, `K.dtype`) are static
+    and are not flagged. PRNG keys, Python scalars and `jnp.array` of a literal
+    number or list (a handful of values) are not flagged. Arrays held in
+    containers (`params["w"]`) or attributes (`self.table`) are not followed. A
+    NumPy array is JF202's: this rule is separate because the remedy differs
+    (a NumPy value can be rebuilt with `jax.numpy`; a jax array usually comes
+    from data or from other device computations and should be an argument).
+
+    ## Example
+    ```python
+    K = jnp.fft.fftfreq(4096)
+
+    @jax.jit
+    def smooth(x):
+        return jnp.fft.ifft(jnp.fft.fft(x) * jnp.exp(-K**2))
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def smooth(x, k):
+        return jnp.fft.ifft(jnp.fft.fft(x) * jnp.exp(-k**2))
+
+    smooth(x, K)
+    ```
+    or, when it depends only on shapes, build it inside:
+    `k = jnp.fft.fftfreq(x.shape[-1])`.
+
+    ## Fix safety
+    No automatic fix. Passing the array as an argument changes the function's
+    signature and every call site (and, for a function handed to `lax` loops
+    or `vmap`, how it is called), and building it inside recomputes it on
+    every call and may round differently once XLA fuses it into its consumer:
+    both are design decisions for the author.
+    """
+    valid = (
+        "import jax, jax.numpy as jnp\nK = jnp.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
+        "import jax, jax.numpy as jnp\nK = jnp.arange(8)\ndef host(x):\n    return x + K\n",
+        "import jax, jax.numpy as jnp\nKEY = jax.random.PRNGKey(0)\nSCALE = jnp.float32(2.0)\n"
+        "@jax.jit\ndef f(x):\n    return x * SCALE + jax.random.normal(KEY, x.shape)\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x, k):\n    return x * k\nK = jnp.arange(8.0)\ny = f(K, K)\n",
+    )
+    invalid = (
+        "import jax, jax.numpy as jnp\nK = jnp.linspace(0.0, 1.0, 4096)\n@jax.jit\ndef f(x):\n    return x * K\n",
+        "import jax, jax.numpy as jnp\ndef make(n):\n    grid = jnp.linspace(0, 1, n)\n"
+        "    return jax.jit(lambda x: x * grid)\n",
+        "import jax, jax.numpy as jnp, numpy as np\nX = jax.device_put(np.ones((100, 3)))\n"
+        "@jax.jit\ndef loss(w):\n    return jnp.sum((X @ w) ** 2)\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        arrays = model.device_arrays
+        numpy_arrays = model.numpy_arrays
+        for fn in model.traced.reasons:
+            if model.is_kernel(fn):
+                continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
+            for read in fn.reads:
+                name = read.name
+                found = model.lookup(name.value, fn)
+                if found is None:
+                    continue
+                owner, bindings = found
+                if owner is fn or (isinstance(owner, Function) and model.is_traced(owner)):
+                    continue  # a value of traced code: JF203 territory
+                if not arrays.binding_is_array(bindings, owner) or numpy_arrays.binding_is_array(bindings, owner):
+                    continue
+                if _static_use(model, name):
+                    continue
+                where = "at module level" if not isinstance(owner, Function) else f"in `{owner.display_name}`"
+                first = bindings[0]
+                yield Violation(
+                    name,
+                    message(
+                        f"`{name.value}` is a jax array bound {where} (line ", LineOf(first.node),
+                        f") and read in traced `{fn.display_name}` (", *reason_parts(model.trace_reason(fn)),
+                        "): jit folds it into the compiled program as a constant instead of taking it as an "
+                        "input; pass it as an argument, or build it inside from shapes",
+                    ),
+                    data={"binding": first, "owner": owner},
+                )
+
+
+RULE = CapturedJaxArray
