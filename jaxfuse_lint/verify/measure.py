@@ -52,6 +52,8 @@ class Measurement:
     captured_constants: list[str] = field(default_factory=list)
     hlo_text: str = ""
     compiled: Any = None  # the jax Compiled object, for running the numerics
+    # XLA's buffer assignment dump, when asked for (per-line attribution of temporaries).
+    buffer_assignment: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,8 +103,13 @@ def measure(
     label: str,
     device: Any = None,
     constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+    buffer_assignment: bool = False,
 ) -> Measurement:
-    """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails."""
+    """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails.
+
+    With `buffer_assignment`, XLA's buffer assignment is kept too (see
+    `jaxfuse_lint.runtime.attribution.compile_with_buffer_assignment`).
+    """
     import jax
 
     _warm_up(device)
@@ -124,8 +131,14 @@ def measure(
                 f"{user_location(exc, filename)}: tracing the {label} version under jax.jit raised "
                 f"{describe_exception(exc)}"
             ) from None
+        assignment = None
         try:
-            compiled = lowered.compile()
+            if buffer_assignment:
+                from jaxfuse_lint.runtime.attribution import compile_with_buffer_assignment
+
+                compiled, assignment = compile_with_buffer_assignment(lowered)
+            else:
+                compiled = lowered.compile()
         except Exception as exc:  # noqa: BLE001
             raise VerifyError(f"{filename}: compiling the {label} version failed: {describe_exception(exc)}") from None
         t2 = time.perf_counter()
@@ -158,6 +171,7 @@ def measure(
         captured_constants=captured_constant_reports(str(w.message) for w in caught),
         hlo_text=hlo_text,
         compiled=compiled,
+        buffer_assignment=assignment,
     )
 
 
