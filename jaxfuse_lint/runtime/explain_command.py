@@ -65,7 +65,7 @@ def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str,
     except VerifyError as exc:
         click.echo(f"jaxfuse-lint explain: error: {exc}", err=True)
         sys.exit(2)
-    from jaxfuse_lint.runtime.explain import render_html, render_json, render_text
+    from jaxfuse_lint.runtime.explain import render_html, render_text
     from jaxfuse_lint.runtime.graph_render import graph_svg, write_graph_files
 
     written: list[str] = []

@@ -12,10 +12,7 @@ always joins the kernel that writes an array to the one that reads it.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from dataclasses import asdict, dataclass
 
 from jaxfuse_lint.verify.hlo import (
@@ -306,17 +303,8 @@ def kernel_graph_dot(module: HloModule, title: str, kernel_notes: dict[str, list
 
 
 def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
-    """Write `stem.dot` (and `stem.svg` when Graphviz's `dot` is on PATH); return the paths."""
-    os.makedirs(directory, exist_ok=True)
-    dot_path = os.path.join(directory, f"{stem}.dot")
-    text = kernel_graph_dot(module, title)
-    with open(dot_path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    written = [dot_path]
-    dot = shutil.which("dot")
-    if dot:
-        svg_path = os.path.join(directory, f"{stem}.svg")
-        proc = subprocess.run([dot, "-Tsvg", "-o", svg_path, dot_path], capture_output=True, text=True)
-        if proc.returncode == 0:
-            written.append(svg_path)
-    return written
+    """Write `stem.dot` and `stem.svg` (drawn by Graphviz's `dot` when installed, else laid out
+    in pure Python); return the paths."""
+    from jaxfuse_lint.runtime.graph_render import write_graph_files
+
+    return write_graph_files(kernel_graph(module, title), directory, stem)
