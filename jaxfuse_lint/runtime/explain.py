@@ -23,7 +23,7 @@ from jaxfuse_lint.runtime.attribution import Attribution, KernelAccount, LineAcc
 from jaxfuse_lint.verify.errors import VerifyError
 from jaxfuse_lint.verify.report import format_bytes
 
-LABEL_WIDTH = 56  # characters of a source line shown in a kernel's label
+LABEL_WIDTH = 72  # characters of a source line shown in a kernel's label
 
 
 @dataclass
@@ -52,6 +52,8 @@ class Explanation:
     static: dict[str, str] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The verifier's Measurement when compiled in this process (never stored).
+    measurement: Any = field(default=None, repr=False, compare=False)
 
     def in_focus(self, account: LineAccount) -> bool:
         return self.first_line <= account.line <= self.last_line and _same_file(account.file, self.file)
@@ -252,9 +254,11 @@ def explain_function(
     *,
     target: str,
     device: Any = None,
+    example_args: Sequence[Any] | None = None,
 ) -> Explanation:
     """Lower and compile `jax.jit(func)` for `specs` (ArgSpec) and account for it per line.
 
+    `example_args` (real arrays or pytrees, as in a notebook) replace `specs` when given.
     Raises VerifyError (one line) when tracing or compiling fails.
     """
     from jaxfuse_lint.verify.api import environment
@@ -264,20 +268,38 @@ def explain_function(
 
     file, first, last = function_span(func)
     measurement = measure(func, specs, static, filename=file, label="explained", device=device,
-                          buffer_assignment=True)
+                          buffer_assignment=True, example_args=example_args)
     attribution = attribute_compiled(None, measurement.compiled, buffer_assignment=measurement.buffer_assignment,
                                      compile_seconds=measurement.compile_seconds)
     dev = device if device is not None else jax.devices()[0]
     explanation = Explanation(
         target=target, file=file, func=getattr(func, "__name__", target), first_line=first, last_line=last,
-        attribution=attribution, args=[str(s) for s in specs], static={k: repr(v) for k, v in static.items()},
-        environment=environment(jax, dev),
+        attribution=attribution,
+        args=[describe_arg(a) for a in example_args] if example_args is not None else [str(s) for s in specs],
+        static={k: repr(v) for k, v in static.items()},
+        environment=environment(jax, dev), measurement=measurement,
     )
     if attribution.temp_source != "buffer assignment":
         explanation.notes.append("XLA's buffer assignment was not available: temporaries are estimated "
                                  "from kernel outputs")
     explanation.notes += measurement.captured_constants
     return explanation
+
+
+def describe_arg(value: Any) -> str:
+    """`f32[1024,2]` for an array (or ShapeDtypeStruct), a pytree of those, else a short repr."""
+    from jaxfuse_lint.verify.shapes import ArgSpec
+
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return str(ArgSpec(str(dtype), tuple(int(d) for d in shape)))
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe_arg(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {describe_arg(v)}" for k, v in value.items()) + "}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -355,6 +377,13 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
     cell = "padding:1px 8px;border-bottom:1px solid #ddd;text-align:left;white-space:pre"
     parts = [f"<div class=\"jaxfuse-explain\"><h3 style=\"font-family:sans-serif\">{esc(explanation.headline())}</h3>",
              f"<p style=\"font-family:sans-serif\">{esc(explanation.summary())}</p>"]
+    figures = [("kernels", str(len(a.kernels))),
+               ("launches per call", "?" if a.launches_per_run is None else str(a.launches_per_run)),
+               ("temporaries", format_bytes(a.temp_bytes)), ("folded constants", format_bytes(a.constant_bytes)),
+               ("compile time", "n/a" if a.compile_seconds is None else f"{a.compile_seconds:.3f} s")]
+    parts.append(f"<table style=\"{style};margin-bottom:8px\">" + "".join(
+        f"<tr><th style=\"{cell}\">{esc(k)}</th><td style=\"{cell}\">{esc(v)}</td></tr>" for k, v in figures)
+        + "</table>")
     if svg:
         parts.append(f"<div class=\"jaxfuse-graph\" style=\"overflow:auto\">{svg}</div>")
     parts.append(f"<table style=\"{style}\"><tr>" + "".join(

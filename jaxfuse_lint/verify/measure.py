@@ -104,16 +104,20 @@ def measure(
     device: Any = None,
     constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
     buffer_assignment: bool = False,
+    example_args: Sequence[Any] | None = None,
 ) -> Measurement:
     """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails.
 
     With `buffer_assignment`, XLA's buffer assignment is kept too (see
     `jaxfuse_lint.runtime.attribution.compile_with_buffer_assignment`).
+    `example_args` (arrays, pytrees, ShapeDtypeStructs: what `jax.jit(func).lower`
+    accepts) replace `specs` when given: in a notebook the real arguments are at hand.
     """
     import jax
 
     _warm_up(device)
-    structs = [spec.to_shape_dtype_struct(device) for spec in specs]
+    structs = list(example_args) if example_args is not None else [
+        spec.to_shape_dtype_struct(device) for spec in specs]
     jitted = jax.jit(func, static_argnames=tuple(static))
     placement = jax.default_device(device) if device is not None else contextlib.nullcontext()
     with placement:
