@@ -160,6 +160,18 @@ class Explanation:
             notes[c.name] = [self._short_key(key) for key in c.lines[:3]]
         return graph.with_notes(notes, title=[self.headline(), self.summary()])
 
+    def kernel_lines_text(self, kernel: KernelAccount) -> str:
+        """`L60, L64; in helpers: L32, L44` for the legend: FUNC's lines (each operation on its
+        innermost line inside FUNC, as the table counts), then the helpers' own lines."""
+        if kernel.inserted:
+            return ", ".join(self._short_key(key) for key in _by_line(kernel.lines)) or "no source line"
+        own = _by_line(self._innermost_in_focus(kernel.stacks))
+        helpers = _by_line([key for key in kernel.lines if not self._key_in_focus(key)])
+        text = ", ".join(self._short_key(key) for key in own)
+        if helpers:
+            text += ("; " if text else "") + "in helpers: " + ", ".join(self._short_key(key) for key in helpers)
+        return text or "no source line"
+
     def _short_key(self, key: str) -> str:
         file, _, number = key.rpartition(":")
         return f"L{number}" if _same_file(file, self.file) else f"{os.path.basename(file)}:{number}"
@@ -348,7 +360,7 @@ def render_text(explanation: Explanation) -> str:
     out += ["", "Kernels:"]
     for k in a.kernels:
         runs = "×?" if k.launches is None else f"×{k.launches}"
-        lines = ", ".join(explanation._short_key(key) for key in _by_line(k.lines)) or "no source line"
+        lines = explanation.kernel_lines_text(k)
         temp = f", writes {format_bytes(k.temp_bytes)} temporary" if k.temp_bytes else ""
         inserted = ", inserted by XLA" if k.inserted else ""
         out.append(f"  {ids[k.name]:<4} {k.kind} {k.shape} {k.name} {runs}{temp}{inserted}")
@@ -401,7 +413,7 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
         f"<th style=\"{cell}\">{h}</th>" for h in ("Kernel", "Kind", "Shape", "Launches", "Temporary", "Lines"))
         + "</tr>")
     for k in a.kernels:
-        lines = ", ".join(explanation._short_key(key) for key in _by_line(k.lines))
+        lines = explanation.kernel_lines_text(k)
         runs = "?" if k.launches is None else str(k.launches)
         parts.append("<tr>" + "".join(f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (
             f"{ids[k.name]} {k.name}", k.kind + (" (inserted)" if k.inserted else ""), k.shape, runs,

@@ -220,14 +220,14 @@ def _place(graph: KernelGraph, boxes: dict[str, _Box], rank: dict[str, int], ord
         by_row: dict[int, list[str]] = {}
         for nid in members.get(group, []):
             by_row.setdefault(rank.get(nid, 0), []).append(nid)
-        own_width = 0.0
-        for row in by_row.values():
+        widths = {r: sum(boxes[nid].w for nid in row) + 2 * PAD * (len(row) - 1) for r, row in by_row.items()}
+        own_width = max(widths.values(), default=0.0)
+        for r, row in by_row.items():
             row.sort(key=lambda nid: order.get(nid, 0.0))
-            cursor = x
+            cursor = x + (own_width - widths[r]) / 2  # rows centred in the group's band
             for nid in row:
                 boxes[nid].x = cursor + boxes[nid].w / 2
                 cursor += boxes[nid].w + 2 * PAD
-            own_width = max(own_width, cursor - x - 2 * PAD)
         x += own_width + (2 * PAD if own_width else 0.0)
         for child in children.get(group, []):
             x += place(child, x) + 2 * PAD
