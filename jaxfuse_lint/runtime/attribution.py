@@ -227,7 +227,8 @@ class BufferValue:
 
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*)$")
-_VALUE = re.compile(r"^\s*value: <(\d+) ([^\s{>]+)(\{[^}]*\})?(?: \(phi\))? @\d+> \(size=(\d+),offset=\d+\)")
+_VALUE = re.compile(
+    r"^\s*value: <(\d+) ([^\s{>]+)(\{[^}]*\})?(?: \(phi\))? @\d+> \(size=(\d+),offset=\d+\)(?:: (.*))?$")
 _NOT_TEMPORARY = ("parameter", "maybe-live-out", "constant", "thread-local", "output shape")
 
 
@@ -244,6 +245,8 @@ def parse_buffer_assignment(text: str) -> list[BufferValue]:
             temporary = not any(tag in tags for tag in _NOT_TEMPORARY)
             continue
         v = _VALUE.match(line)
+        if v and (v.group(5) or "").startswith("("):
+            continue  # a tuple's table of pointers to its elements, not data
         if v and allocation >= 0 and "(phi)" not in line:
             values.append(BufferValue(allocation, temporary, v.group(2), int(v.group(4)), int(v.group(1))))
     return values
@@ -457,7 +460,7 @@ def compile_with_buffer_assignment(lowered: Any) -> tuple[Any, str | None]:
 
 # --- helpers -----------------------------------------------------------------------
 
-_JIT_NAME = re.compile(r"^p?jit\((.+?)\)(?:/|$)")
+_JIT_NAME = re.compile(r"^(?:p?jit|pmap|xla_pmap)\((.+?)\)(?:/|$)")
 
 
 def _below_entry(frames: list[SourceFrame], ins: Instruction) -> list[SourceFrame]:
