@@ -121,6 +121,24 @@ def test_profile_accounts_are_read_without_compiling(tmp_path, sum_json):
     assert missing.exit_code == 2 and "no per-line account" in missing.output
 
 
+def test_default_profile_is_used_without_shapes(tmp_path, sum_json, monkeypatch):
+    work = tmp_path / "proj"
+    (work / ".jaxfuse_lint").mkdir(parents=True)
+    source = work / "sum_reduction.py"
+    source.write_text(SUM.read_text())
+    attribution = json.loads(json.dumps(sum_json["attribution"]).replace(str(SUM), str(source)))
+    (work / ".jaxfuse_lint" / "profile.json").write_text(json.dumps({"entries": [attribution]}))
+    monkeypatch.chdir(work)
+    for target in ("sum_reduction.py", "sum_reduction.py::f_sum_jax"):
+        result = run(target)
+        assert result.exit_code == 0, result.output
+        assert "jnp.sum(kvm * x" in result.stdout and "1.0 MiB" in result.stdout
+        assert "note: from .jaxfuse_lint/profile.json" in result.stdout
+    (work / ".jaxfuse_lint" / "profile.json").unlink()
+    result = run("sum_reduction.py")
+    assert result.exit_code == 2 and "explain needs PATH::FUNC" in result.output
+
+
 def test_errors_are_one_line():
     result = run("nope.py::f", "--arg", "f32[2]")
     assert result.exit_code == 2

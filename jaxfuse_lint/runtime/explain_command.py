@@ -11,6 +11,9 @@ import click
 
 from jaxfuse_lint.verify.errors import VerifyError
 
+# Where `jaxfuse-lint record` writes its profile by default.
+DEFAULT_PROFILE = os.path.join(".jaxfuse_lint", "profile.json")
+
 HELP = """Account for a compiled function line by line: a line profiler for fusion.
 
 PATH::FUNC names the function. It is lowered and compiled with jax.jit for the
@@ -23,7 +26,9 @@ and the copies or transposes XLA inserted around it. Lines of the helpers it
 calls are listed after it.
 
 With --profile FILE, nothing is compiled: the per-line accounts that
-`jaxfuse-lint record` stored for PATH are shown instead.
+`jaxfuse-lint record` stored for PATH (or PATH::FUNC) are shown instead.
+.jaxfuse_lint/profile.json is used when PATH has no ::FUNC, or when no
+argument shapes are given anywhere.
 
 --graph DIR writes the kernel graph, each kernel labelled by its source lines,
 as FUNC.dot and FUNC.svg (drawn by Graphviz when `dot` is installed, else laid
@@ -57,11 +62,23 @@ def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str,
                     profile_path: str | None, graph_dir: str | None, output_format: str, backend: str | None,
                     config_path: str | None) -> None:
     try:
+        if profile_path is None and "::" not in target:
+            if not os.path.exists(DEFAULT_PROFILE):
+                raise VerifyError(f"explain needs PATH::FUNC, or a profile for `{target}`: pass --profile FILE "
+                                  f"(no {DEFAULT_PROFILE} here)")
+            profile_path = DEFAULT_PROFILE
         if profile_path:
             explanations = explanations_from_profile(profile_path, target)
         else:
-            explanations = [explain_target(target, arg_specs=arg_specs, statics=statics, dims=dims,
-                                           backend=backend, config_path=config_path)]
+            try:
+                explanations = [explain_target(target, arg_specs=arg_specs, statics=statics, dims=dims,
+                                               backend=backend, config_path=config_path)]
+            except VerifyError as exc:
+                # No shapes given anywhere: what a recorded run traced is the next best source.
+                if "no argument shapes" not in str(exc) or not os.path.exists(DEFAULT_PROFILE):
+                    raise
+                profile_path = DEFAULT_PROFILE
+                explanations = explanations_from_profile(profile_path, target)
     except VerifyError as exc:
         click.echo(f"jaxfuse-lint explain: error: {exc}", err=True)
         sys.exit(2)
