@@ -48,6 +48,10 @@ _INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _ARRAY_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([0-9,]*)\]")
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?')
 _BACKEND_KIND = re.compile(r'"kind"\s*:\s*"([^"]+)"')
+_METADATA_FIELD = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|([^\s,}]+))')
+_TABLE_ROW = re.compile(r'^(\d+)\s+(.*)$')
+_TABLE_FIELD = re.compile(r'(\w+)=(\d+)')
+_LOCATION_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 @dataclass
@@ -73,6 +77,14 @@ class Instruction:
             end = rest.index('"', 1)
             return rest[1:end]
         return re.split(r"[,\s]", rest, maxsplit=1)[0]
+
+    def metadata(self) -> dict[str, str]:
+        """`metadata={op_name="..." source_file="..." source_line=12 stack_frame_id=3}` as a dict."""
+        raw = self.attribute("metadata")
+        if not raw:
+            return {}
+        return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
+                for m in _METADATA_FIELD.finditer(raw.strip("{}"))}
 
     def called(self, key: str) -> list[str]:
         """Computation names in `key=%c` or `key={%a, %b}`."""
@@ -110,15 +122,50 @@ class Computation:
         return self.instructions[-1]
 
 
+@dataclass(frozen=True)
+class SourceFrame:
+    """One frame of the Python call stack that traced an operation."""
+
+    file: str
+    line: int
+    function: str = ""
+
+
 @dataclass
 class HloModule:
     name: str
     computations: dict[str, Computation]
     entry_name: str
+    # Newer XLA prints each op's Python stack once, in tables before the
+    # computations (FileNames, FunctionNames, FileLocations, StackFrames), and
+    # refers to it by `stack_frame_id` in the op's metadata.
+    stack_frames: dict[int, tuple[SourceFrame, int]] = field(default_factory=dict)
 
     @property
     def entry(self) -> Computation:
         return self.computations[self.entry_name]
+
+    def source_stack(self, ins: Instruction) -> list[SourceFrame]:
+        """The Python frames that traced `ins`, innermost first ([] when XLA kept none).
+
+        Reads `stack_frame_id` (newer XLA) or `source_file`/`source_line` (older XLA,
+        which keeps only the innermost user frame).
+        """
+        meta = ins.metadata()
+        frame_id = meta.get("stack_frame_id")
+        if frame_id and frame_id.isdigit() and self.stack_frames:
+            stack: list[SourceFrame] = []
+            current, seen = int(frame_id), set()
+            while current in self.stack_frames and current not in seen:
+                seen.add(current)
+                frame, parent = self.stack_frames[current]
+                stack.append(frame)
+                current = parent
+            return stack
+        source_file, source_line = meta.get("source_file"), meta.get("source_line")
+        if source_file and source_line and source_line.isdigit():
+            return [SourceFrame(source_file, int(source_line), "")]
+        return []
 
 
 def parse_hlo_module(text: str) -> HloModule:
@@ -129,10 +176,21 @@ def parse_hlo_module(text: str) -> HloModule:
     current: list[Instruction] | None = None
     current_name = ""
     current_is_entry = False
+    tables: dict[str, dict[int, str]] = {}
+    table: dict[int, str] | None = None
     for line in text.splitlines():
         if line.startswith("HloModule "):
             module_name = line.split()[1].rstrip(",")
             continue
+        if current is None and line.strip() in _LOCATION_TABLES:
+            table = tables.setdefault(line.strip(), {})
+            continue
+        if current is None and table is not None:
+            row = _TABLE_ROW.match(line.strip())
+            if row:
+                table[int(row.group(1))] = row.group(2)
+                continue
+            table = None
         if current is None:
             stripped = line.rstrip()
             if stripped.endswith("{") and not line[:1].isspace() and "->" in line:
@@ -152,7 +210,44 @@ def parse_hlo_module(text: str) -> HloModule:
             current.append(ins)
     if entry_name is None:
         raise ValueError("no ENTRY computation in HLO text")
-    return HloModule(module_name, computations, entry_name)
+    return HloModule(module_name, computations, entry_name, _stack_frames(tables))
+
+
+def _stack_frames(tables: dict[str, dict[int, str]]) -> dict[int, tuple[SourceFrame, int]]:
+    """Frame id -> (frame, parent frame id) from the printed location tables."""
+    if "StackFrames" not in tables:
+        return {}
+    files = {k: _unquote(v) for k, v in tables.get("FileNames", {}).items()}
+    functions = {k: _unquote(v) for k, v in tables.get("FunctionNames", {}).items()}
+    locations: dict[int, SourceFrame] = {}
+    for key, row in tables.get("FileLocations", {}).items():
+        fields = dict(_TABLE_FIELD.findall(row))
+        locations[key] = SourceFrame(
+            files.get(int(fields.get("file_name_id", 0)), "?"),
+            int(fields.get("line", 0)),
+            functions.get(int(fields.get("function_name_id", 0)), ""),
+        )
+    raw = {key: dict(_TABLE_FIELD.findall(row)) for key, row in tables["StackFrames"].items()}
+    # XLA prints a frame's parent as (parent id + 1), 1 meaning "no parent", in the
+    # versions that print ids from 1 with a root frame 1 pointing at "itself"; others
+    # print the parent id with 0 meaning none. A frame naming itself is only possible
+    # in the first convention, so it tells them apart.
+    shifted = any(int(f.get("parent_frame_id", 0)) == key for key, f in raw.items())
+    frames: dict[int, tuple[SourceFrame, int]] = {}
+    for key, f in raw.items():
+        location = locations.get(int(f.get("file_location_id", 0)))
+        if location is None:
+            continue
+        parent = int(f.get("parent_frame_id", 0)) - (1 if shifted else 0)
+        frames[key] = (location, parent)
+    return frames
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return text
 
 
 def _balanced_end(text: str, start: int, open_ch: str, close_ch: str) -> int:
