@@ -72,11 +72,18 @@ def _fail(message: str) -> None:
 @click.option("--verify", "verify_fixes", is_flag=True,
               help="With --fix: verify every changed function that has a verify spec and roll back fixes that do not "
                    "prove out. This imports and runs your code.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="A runtime profile from `jaxfuse-lint record` (default: .jaxfuse_lint/profile.json when present).")
+@click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes) -> None:
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes,
+                  profile_path, no_profile) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
     try:
         settings = _load(config, paths, select, extend_select, ignore, cache_dir)
+        from jaxfuse_lint.runtime.use import with_profile
+
+        settings, profile = with_profile(settings, profile_path, no_profile)
     except ConfigError as exc:
         _fail(str(exc))
         return

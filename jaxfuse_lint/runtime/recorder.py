@@ -91,6 +91,11 @@ class Recorder:
         self._user_file_memo: dict[str, bool] = {}
         self.errors: list[str] = []
         self.started = time.time()
+        # Parameter avals of user functions called while a top-level trace runs:
+        # {(file, qualname, first line): {param: [spec dict, ...]}}.
+        self.param_avals: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
+        self._code_memo: dict[Any, tuple | None] = {}
+        self._tracer_type = None
         excluded = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         import jax
         import jaxlib
@@ -335,6 +340,50 @@ class Recorder:
                 out.append((fname, fr.function_name, fr.function_start_line, fr.line_num))
         return out
 
+    # -- parameter shapes of the functions a trace calls ---------------------------------------------------
+    def watch_calls(self):
+        """A `sys.setprofile` function recording the abstract values of the parameters of
+        every user function called while a top-level trace runs (tracing happens once per
+        signature, so this costs nothing per step)."""
+        if self._tracer_type is None:
+            from jax._src import core
+
+            self._tracer_type = core.Tracer
+        tracer = self._tracer_type
+        memo = self._code_memo
+        avals = self.param_avals
+
+        def on_event(frame, event, arg):
+            if event != "call":
+                return
+            code = frame.f_code
+            key = memo.get(code, False)
+            if key is False:
+                key = None
+                if self.is_user_file(code.co_filename):
+                    n = code.co_argcount + code.co_kwonlyargcount
+                    key = (code.co_filename, getattr(code, "co_qualname", code.co_name), code.co_firstlineno,
+                           code.co_varnames[:n])
+                memo[code] = key
+            if key is None:
+                return
+            local = frame.f_locals
+            for name in key[3]:
+                value = local.get(name)
+                if isinstance(value, tracer):
+                    aval = value.aval
+                    shape = getattr(aval, "shape", None)
+                    if shape is None:
+                        continue
+                    item = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
+                            "dtype": str(getattr(aval, "dtype", "")),
+                            "weak_type": bool(getattr(aval, "weak_type", False))}
+                    seen = avals.setdefault(key[:3], {}).setdefault(name, [])
+                    if item not in seen and len(seen) < 16:
+                        seen.append(item)
+
+        return on_event
+
     # -- the compilation hook -------------------------------------------------------------------------
     def on_compile(self, backend, module_name: str, executable, seconds: float) -> None:
         pending = getattr(self._pending, "trace", None)
@@ -393,6 +442,10 @@ class Recorder:
         from jaxfuse_lint.runtime.profile import FORMAT, VERSION
 
         with self.lock:
+            for f in self.functions.values():
+                for (file, qualname, line), params in self.param_avals.items():
+                    if f["qualname"] == qualname and f["line"] == line and f["file"] == self.label(file):
+                        f["params"] = params
             return {
                 "format": FORMAT, "version": VERSION, "jax_version": self.jax_version,
                 "processes": [{"pid": os.getpid(), "argv": [_short_repr(a) for a in sys.argv[:8]],
@@ -512,9 +565,19 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
               "(pjit._trace_for_jit, compiler.compile_or_get_cached); nothing recorded", file=sys.stderr)
         return None
 
+    from jax._src import core
+
     @functools.wraps(trace)
     def traced(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
-        result = trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+        # Watch the calls of a top-level trace, unless a profiler (cProfile...) already runs.
+        watch = core.trace_state_clean() and sys.getprofile() is None
+        if watch:
+            sys.setprofile(rec.watch_calls())
+        try:
+            result = trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+        finally:
+            if watch:
+                sys.setprofile(None)
         try:
             rec.on_trace(fun, ji, dbg, avals, args, kwargs, result)
         except Exception as exc:  # noqa: BLE001 - recording must never break the user's program
