@@ -154,6 +154,23 @@ class RuntimeFacts:
             if why:
                 regions.add(fn, TraceReason("external", "", fn.node, description=why))
 
+    # -- lines ----------------------------------------------------------------------------------------
+    def statement_at(self, model: "SemanticModel", line: int) -> cst.CSTNode | None:
+        """The innermost simple statement (or compound statement header) starting on `line`."""
+        if not hasattr(self, "_statements"):
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            positions = MetadataWrapper(model.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            found: dict[int, cst.CSTNode] = {}
+            for node, pos in positions.items():
+                if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                    found.setdefault(pos.start.line, node)
+                    if isinstance(node, cst.SimpleStatementLine):
+                        for ln in range(pos.start.line, pos.end.line + 1):
+                            found.setdefault(ln, node)
+            self._statements = found
+        return self._statements.get(line)
+
     # -- shapes ---------------------------------------------------------------------------------------
     def param_shape(self, model: "SemanticModel", fn: "Function", name: str) -> Shape | None:
         sigs = [s for e in self.entries_of(model, fn) for s in e.get("signatures", [])]

@@ -105,9 +105,11 @@ class FileFacts:
     entries: list[dict[str, Any]] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)
     lines: list[dict[str, Any]] = field(default_factory=list)  # per-line costs of compiled programs
+    # Constants captured by a trace on one of this text's lines: {bytes, shape, line, entry, entry_qualname}.
+    constants: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.entries or self.functions)
+        return bool(self.entries or self.functions or self.lines or self.constants)
 
     def entries_named(self, qualname: str) -> list[dict[str, Any]]:
         return [e for e in self.entries if e.get("qualname") == qualname]
@@ -125,6 +127,13 @@ class Profile:
         self._by_digest: dict[str, FileFacts] = {}
         for e in self.entries:
             self._facts(e.get("sha256")).entries.append(e)
+            for const in e.get("constants", []):
+                for ref in const.get("lines", []):
+                    if isinstance(ref, dict) and ref.get("sha256"):
+                        self._facts(ref["sha256"]).constants.append({
+                            "bytes": const.get("bytes", 0), "shape": const.get("shape", ""),
+                            "line": ref.get("line"), "entry": e.get("id"), "entry_qualname": e.get("qualname"),
+                            "api": e.get("api", "jax.jit")})
         for f in self.functions:
             self._facts(f.get("sha256")).functions.append(f)
         self.lines: list[dict[str, Any]] = list(data.get("lines", []))

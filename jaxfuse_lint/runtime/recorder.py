@@ -296,7 +296,8 @@ class Recorder:
                             i = constvars.get(id(v))
                             if i is not None:
                                 f = frames[-1]
-                                const_lines.setdefault(i, []).append(f"{self.label(f[0])}:{f[3]}")
+                                const_lines.setdefault(i, []).append(
+                                    (self.label(f[0]), self.digest(f[0]), f[3]))
             try:
                 todo.extend(core.subjaxprs(j))
             except Exception:  # noqa: BLE001
@@ -309,7 +310,7 @@ class Recorder:
             nbytes = int(getattr(c, "nbytes", 0) or 0)
             if nbytes < MIN_CONSTANT_BYTES:
                 continue
-            lines = sorted(set(const_lines.get(i, [])))
+            lines = [{"file": f, "sha256": d, "line": n} for f, d, n in sorted(set(const_lines.get(i, [])))]
             item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines}
             with self.lock:
                 if item not in entry["constants"]:
@@ -430,7 +431,8 @@ class Recorder:
             with self.lock:
                 item = self.lines.setdefault(key, {
                     "file": self.label(acc.file), "sha256": digest, "line": acc.line, "entry": entry_id,
-                    "temp_bytes": 0, "constant_bytes": 0, "kernels": 0, "copies": 0})
+                    "temp_bytes": 0, "constant_bytes": 0, "kernels": 0, "copies": 0, "own": False})
+                item["own"] = item["own"] or bool(acc.own_kernels)
                 item["temp_bytes"] = max(item["temp_bytes"], int(acc.temp_bytes))
                 item["constant_bytes"] = max(item["constant_bytes"], int(acc.constant_bytes))
                 item["kernels"] = max(item["kernels"], len(acc.kernels))
