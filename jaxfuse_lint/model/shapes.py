@@ -404,11 +404,16 @@ class ShapeAnalysis:
                 r.kind == "control-flow" and r.transform == "jax.lax.fori_loop"
                 for r in self.model.traced.reasons.get(fn, ())):
             return SCALAR  # the loop index
-        if p is None or p.annotation is None:
+        if p is None:
             return None
-        if isinstance(p.annotation.annotation, cst.Name) and p.annotation.annotation.value in ("int", "float", "bool", "complex"):
-            return SCALAR
-        return self.annotation_shape(p.annotation.annotation, fn)
+        shape = None
+        if p.annotation is not None:
+            ann = p.annotation.annotation
+            if isinstance(ann, cst.Name) and ann.value in ("int", "float", "bool", "complex"):
+                return SCALAR
+            shape = self.annotation_shape(ann, fn)
+        # What the source does not say, a recorded run may have seen (model/runtime_facts.py).
+        return shape if shape is not None else self.model.runtime_param_shape(fn, name)
 
     def annotation_shape(self, ann: cst.BaseExpression, scope: "Scope") -> Shape | None:
         if isinstance(ann, cst.Subscript) and len(ann.slice) == 2:
