@@ -81,21 +81,14 @@ def _fail(message: str) -> None:
               help="A runtime profile from `jaxfuse-lint record` (default: .jaxfuse_lint/profile.json when present).")
 @click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-<<<<<<< HEAD
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, verify_fixes) -> None:
-    """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
-    try:
-        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target)
-=======
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes,
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, verify_fixes,
                   profile_path, no_profile) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
     try:
-        settings = _load(config, paths, select, extend_select, ignore, cache_dir)
+        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target)
         from jaxfuse_lint.runtime.use import with_profile
 
         settings, profile = with_profile(settings, profile_path, no_profile)
->>>>>>> record12
     except ConfigError as exc:
         _fail(str(exc))
         return
@@ -258,22 +251,16 @@ def rule_command(code, show_all, output_format) -> None:
 def _register_optional_commands() -> None:
     """Commands whose dependencies are optional extras import them only when they run."""
     from jaxfuse_lint.review.command import review_command
-<<<<<<< HEAD
     from jaxfuse_lint.runtime.explain_command import explain_command
-=======
     from jaxfuse_lint.runtime.command import record_command
->>>>>>> record12
     from jaxfuse_lint.server.command import server_command
     from jaxfuse_lint.verify.command import verify_command
 
     cli.add_command(verify_command)
     cli.add_command(review_command)
     cli.add_command(server_command)
-<<<<<<< HEAD
     cli.add_command(explain_command)
-=======
     cli.add_command(record_command)
->>>>>>> record12
 
 
 _register_optional_commands()

@@ -62,12 +62,8 @@ class Settings:
         """A stable string of everything that changes what `check` reports."""
         fields = (
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
-<<<<<<< HEAD
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
-=======
-            self.small_axis_max, self.unroll_max, self.jax_modules, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max,
->>>>>>> record12
         )
         return repr(fields)
 
@@ -110,11 +106,7 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
-<<<<<<< HEAD
-    "cache-dir", "target",
-=======
-    "cache-dir", "max-compilations", "constant-bytes-max", "temporary-bytes-max",
->>>>>>> record12
+    "cache-dir", "target", "max-compilations", "constant-bytes-max", "temporary-bytes-max",
 }
 
 
