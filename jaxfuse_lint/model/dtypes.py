@@ -187,10 +187,26 @@ def promote(facts: Iterable["frozenset[DType] | None"], x64: bool) -> "frozenset
                 if r is None:
                     return None
                 combined.add(r)
-        if len(combined) > 16:
+        if len(combined) > 32:
             return None
         out = frozenset(combined)
     return out
+
+
+def any_dtype(x64: bool) -> frozenset[DType]:
+    """What an expression of unknown dtype may be: any array dtype, strong or weak."""
+    strong = {DType(canonical(n, x64)) for n in ALL_NAMES}
+    weak = {DType(default_name(k, x64), True) for k in ("int", "float", "complex")}
+    return frozenset(strong | weak)
+
+
+def promote_partly_known(facts: list["frozenset[DType] | None"], x64: bool) -> "frozenset[DType] | None":
+    """Promotion where some operands are unknown: they may be anything, but a known partner still
+    bounds the result (`int32_array * x` is at least int32 whatever x is). None when nothing is known."""
+    if all(f is None for f in facts):
+        return None
+    anything = any_dtype(x64)
+    return promote([anything if f is None else f for f in facts], x64)
 
 
 def _map(fact, fn) -> "frozenset[DType] | None":
@@ -366,21 +382,20 @@ class DTypeAnalysis:
 
     def _binop(self, e: cst.BinaryOperation, scope, depth) -> "frozenset[DType] | None":
         left, right = self.dtype(e.left, scope, depth), self.dtype(e.right, scope, depth)
-        if left is None or right is None:
-            return None
         if isinstance(e.operator, cst.Divide):
-            return _map(promote([left, right], self.x64), lambda d: to_inexact(d, self.x64))
+            return _map(promote_partly_known([left, right], self.x64), lambda d: to_inexact(d, self.x64))
         if not isinstance(e.operator, _BINOP_OPS):
             return None
         # Python scalars on both sides stay Python numbers; their dtype is still the weak one.
-        out = promote([left, right], self.x64)
-        if out is not None and isinstance(e.operator, cst.Subtract) and any(d.kind == "bool" for d in out):
-            return None  # jnp raises for subtracting booleans
-        if out is not None and isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift,
-                                                       cst.RightShift)):
-            if any(d.kind in ("float", "complex") for d in out):
-                return None
-        return out
+        out = promote_partly_known([left, right], self.x64)
+        if out is None:
+            return None
+        # Dtypes for which the operation raises are not inputs the program accepts: leave them out.
+        if isinstance(e.operator, cst.Subtract):
+            out = frozenset(d for d in out if d.kind != "bool")
+        if isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift)):
+            out = frozenset(d for d in out if d.kind not in ("float", "complex"))
+        return out or None
 
     # -- names -----------------------------------------------------------------------------------
     def _name(self, e: cst.Name, scope, depth) -> "frozenset[DType] | None":
@@ -526,16 +541,13 @@ class DTypeAnalysis:
             if isinstance(first, (cst.List, cst.Tuple)) and first.elements and not any(
                     isinstance(el, cst.StarredElement) for el in first.elements):
                 facts = [self.dtype(el.value, scope, depth) for el in first.elements]
-                joined = promote(facts, self.x64)
-                # Python scalars in a stack become arrays of the default dtype: strong.
-                return _map(joined, lambda d: DType(d.name) if all(f and all(x.weak for x in f) for f in facts)
-                            else d) if joined is not None else None
+                return promote(facts, self.x64)  # weak types stay weak: jnp.stack([1.0, 2.0]) is weak
             return None
         if name == "where":
             if len(e.args) != 3:
                 return None
-            return promote([self.dtype(positional(e, 1), scope, depth), self.dtype(positional(e, 2), scope, depth)],
-                           self.x64)
+            return promote_partly_known([self.dtype(positional(e, 1), scope, depth),
+                                         self.dtype(positional(e, 2), scope, depth)], self.x64)
         if name in _BOOL_FUNCS:
             return self._one(BOOL)
         if name in ("argmax", "argmin", "argsort", "nonzero", "searchsorted", "count_nonzero"):
@@ -552,7 +564,7 @@ class DTypeAnalysis:
             return _map(_map(arg0, lambda d: to_inexact(d, self.x64)), real_dtype)
         if name in _INEXACT_FUNCS:
             args = [self.dtype(a.value, scope, depth) for a in e.args if a.keyword is None]
-            return _map(promote(args, self.x64), lambda d: to_inexact(d, self.x64)) if args else None
+            return _map(promote_partly_known(args, self.x64), lambda d: to_inexact(d, self.x64)) if args else None
         if name in ("dot", "matmul", "vdot", "inner", "outer", "kron", "cross"):
             args = [self.dtype(a.value, scope, depth) for a in e.args if a.keyword is None]
             return promote(args, self.x64) if args else None
@@ -562,7 +574,7 @@ class DTypeAnalysis:
                         "broadcast_to", "tile", "repeat", "rot90", "take", "diag", "diagonal", "tril", "triu",
                         "max", "min", "amax", "amin", "ptp", "sort", "clip", "round"):
                 args = args[:1]
-            return promote(args, self.x64) if args else None
+            return promote_partly_known(args, self.x64) if args else None
         return None
 
     def _lax(self, e: cst.Call, name: str, scope, depth) -> "frozenset[DType] | None":
