@@ -409,7 +409,8 @@ def f_numpy(x):
 
 
 def test_f_numpy_no_longer_folds_a_constant():
-    after = fixed(F_NUMPY, "JF201")
+    # `** 2.3` computed in float32 by jnp instead of float64 by NumPy, weakly typed: an unsafe fix.
+    after = fixed(F_NUMPY, "JF201", unsafe=True)
     assert "import jax.numpy as jnp" in after and "jnp.arange(x.size)" in after
     cb, ca = compile_both(F_NUMPY, after, "f_numpy", probe(131072, 2))
     assert folded_constant_bytes(cb) == 131072 * 2 * 4

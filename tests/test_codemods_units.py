@@ -145,9 +145,22 @@ NP = "import jax\nimport numpy as np\n\n\n"
 
 def test_jf201_rewrites_nested_calls_and_keeps_static_helpers():
     src = "@jax.jit\ndef f(x):\n    return x * np.cos(np.arange(x.shape[0]) * np.pi / np.prod(x.shape))\n"
-    out = fix(src, "JF201", header=NP)
+    out = fix(src, "JF201", unsafe=True, header=NP)  # cos in float32 instead of float64: unsafe
     assert out.startswith("import jax\nimport numpy as np\nimport jax.numpy as jnp\n")
     assert "x * jnp.cos(jnp.arange(x.shape[0]) * np.pi / np.prod(x.shape))" in out
+
+
+@pytest.mark.parametrize("expr,applicability", [
+    ("np.zeros((3, x.shape[0]))", "safe"), ("np.arange(x.shape[0])", "safe"), ("np.arange(12.0)", "safe"),
+    ("np.ones(int(np.prod(x.shape)), dtype=np.float32)", "safe"), ("np.full((2, 3), 0.1)", "safe"),
+    ("np.ones(6).reshape(2, 3)", "safe"), ("np.mgrid[0:3, 0:4][0]", "safe"),
+    ("np.arange(0.0, 1.0, 0.1)", "unsafe"), ("np.linspace(0.0, 1.0, 5)", "unsafe"),
+    ("np.arange(5) ** 2.3", "unsafe"), ("np.sin(np.arange(5))", "unsafe"), ("np.fft.fftfreq(8)", "unsafe"),
+])
+def test_jf201_safe_only_where_numpy_and_jnp_agree_bit_for_bit(expr, applicability):
+    """NumPy computes in float64 and jax canonicalises to a strong float32; jnp computes in float32 and
+    makes Python-scalar results weakly typed: only creation and layout agree exactly."""
+    assert fixes(f"@jax.jit\ndef f(x):\n    return x + {expr}\n", "JF201", NP) == [Applicability(applicability)]
 
 
 def test_jf201_applicability_follows_how_the_array_is_used():
