@@ -16,8 +16,9 @@ Dtype condition: NumPy computes in float64/int64 on the host and jax canonicalis
 (float32/int32 without x64) as a strongly typed array; `jnp` computes in the default dtype of
 the x64 setting, and its results of Python scalars are weakly typed (`jnp.arange(n) * 0.5` is a
 weak float32; NumPy's float64 becomes a strong float32). The fix is safe only when both agree
-bit for bit: creation with literal or shape arguments (`zeros`, `ones`, `full`, `eye`, `arange`
-with int arguments, `array` of literals, their `dtype=`) and layout (`reshape`, `transpose`,
+bit for bit: creation with literal or shape arguments (`zeros`, `ones`, `eye`, `arange` with int
+arguments, `array` of literals, `full` with `dtype=` — `jnp.full(s, 3)` is weakly typed — their
+`dtype=`) and layout (`reshape`, `transpose`,
 `stack`, ...). Anything computed (`**`, `sin`, `linspace`, `fftfreq`, arithmetic) is rounded in
 another precision and may be weakly typed: unsafe.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods._helpers import RuleCodemodCommand, jnp_name, plan, replace_within
+from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, walk
 from jaxfuse_lint.model.values import Kind
@@ -136,6 +138,13 @@ def _first_inexact(model, node, scope):
     if isinstance(node, cst.Call):
         qn = model.qn(node.func, scope)
         if qn in _EXACT_CREATION or qn in _EXACT_LAYOUT:
+            if qn in ("numpy.full", "numpy.full_like") and not any(
+                    a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
+                fill = positional(node, 1) or keyword(node, "fill_value")
+                if fill is not None and not model.numpy_arrays.is_array(fill, scope):
+                    # `jnp.full(s, 3)` takes the Python number's weak type; NumPy's int64 array is strongly
+                    # typed (found by tests/test_fix_safety.py: `int8_x + full(s, 3)` is int32 vs int8).
+                    return node
             for i, a in enumerate(node.args):
                 if a.keyword is not None and a.keyword.value == "dtype":
                     continue

@@ -109,8 +109,12 @@ def _eps(dtype: str) -> float:
 
 def differences(before: Result, after: Result, case: Case) -> set[str]:
     """What changed: error, structure, shape, dtype, weak, values, rounding."""
-    if before.error or after.error:
-        return set() if before.error == after.error else {"error"}
+    if before.error:
+        # The original does not accept this input (JF405's and JF402's originals fail at trace time):
+        # a fix may only make it work, not raise something else... or anything: nothing worked before.
+        return set()
+    if after.error:
+        return {"error"}
     if len(before.leaves) != len(after.leaves):
         return {"structure"}
     out: set[str] = set()
@@ -368,3 +372,118 @@ def jf101_allowed(case: Case, messages: list[str]) -> set[str]:
         if case.dtype.startswith(("int", "uint")) or narrow_float:
             allowed |= {"values", "dtype"}
     return allowed
+
+
+def _x_param(draw, dims_text: str, dtypes=DTYPES) -> tuple[str, str]:
+    dtype = draw(st.sampled_from(dtypes))
+    known = draw(st.booleans())
+    ann = JAXTYPING[dtype] if known else "Shaped"
+    return f'x: {ann}[Array, "{dims_text}"]', dtype
+
+
+# -- JF201: NumPy arrays built inside traced code -----------------------------------------------------
+_NUMPY_EXPRESSIONS = (
+    "np.zeros(x.shape)", "np.ones((x.shape[0], 1))", "np.full(x.shape, 0.1)", "np.full(x.shape, 3)",
+    "np.arange(x.shape[-1])", "np.arange(x.size).reshape(x.shape)", "np.arange(12.0)[: x.shape[-1]]",
+    "np.eye(x.shape[-1])[0]", "np.array([1, 2, 3])[: x.shape[-1]]", "np.ones(x.shape, dtype=np.float16)",
+    "np.arange(x.shape[-1], dtype=np.int8)", "np.linspace(0.0, 1.0, x.shape[-1])", "np.arange(x.size).reshape(x.shape) ** 2.3",
+    "np.sin(np.arange(x.shape[-1]))", "np.arange(x.shape[-1]) * 0.5", "np.fft.fftfreq(x.shape[-1], d=0.1)",
+    "np.linspace(1e4, 1e4 + 1, x.shape[-1]) - 1e4", "np.exp(np.arange(x.shape[-1]) * 10.0)",
+)
+
+
+@st.composite
+def jf201_cases(draw) -> Case:
+    dims = [draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 3, 4]))]
+    param, dtype = _x_param(draw, " ".join(map(str, dims)),
+                            ("int8", "int32", "uint8", "float16", "bfloat16", "float32", "complex64"))
+    expr = draw(st.sampled_from(_NUMPY_EXPRESSIONS))
+    op = draw(st.sampled_from(["+", "*"]))
+    body = f"@jax.jit\ndef f({param}):\n    return x {op} {expr}\n"
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, dtype, tuple(dims), draw(st.booleans()))
+    return Case("JF201", body, [x], f"{expr} {op} on {dtype}", 2, "numpy", dtype)
+
+
+def jf201_allowed(case: Case, messages: list[str]) -> set[str]:
+    """JF201's unsafe fixes: computed values (float64 vs float32) and weak types (so dtypes downstream)."""
+    text = " ".join(messages)
+    return {"values", "weak", "dtype"} if "unsafe" in text or "check those uses" in text else set()
+
+
+# -- JF102: meshgrids of fftfreq vectors ------------------------------------------------------------------
+@st.composite
+def jf102_cases(draw) -> Case:
+    n0, n1 = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    dtype = draw(st.sampled_from(["float16", "bfloat16", "float32", "int8", "complex64"]))
+    d = draw(st.sampled_from([None, "2", "0.5", "d", "1.0 / x.shape[0]"]))
+    kinds = [draw(st.sampled_from(["fftfreq", "rfftfreq"])), draw(st.sampled_from(["fftfreq", "rfftfreq"]))]
+    indexing = draw(st.sampled_from(['"ij"', '"xy"', None]))
+    scale = draw(st.sampled_from(["", "2 * jnp.pi * "]))
+    darg = "" if d is None else f", {d}"
+    lines = [f"kx = {scale}jnp.fft.{kinds[0]}(x.shape[0]{darg})", f"ky = jnp.fft.{kinds[1]}(x.shape[1]{darg})"]
+    ind = "" if indexing is None else f", indexing={indexing}"
+    lines.append(f"gx, gy = jnp.meshgrid(kx, ky{ind})")
+    param = f'x: {JAXTYPING[dtype]}[Array, "{n0} {n1}"], d=0.25'
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, dtype, (n0, n1), False)
+    body = (f"@jax.jit\ndef f({param}):\n" + "".join(f"    {ln}\n" for ln in lines[:3])
+            + "    return gx + gy, gx * x[:1, :1]\n")  # the product shows the grid's dtype and weak type
+    return Case("JF102", body, [x], f"{kinds} d={d} indexing={indexing} scale={scale!r} x {dtype}", 1, "grid", dtype)
+
+
+def jf102_allowed(case: Case, messages: list[str]) -> set[str]:
+    """JF102's unsafe fixes (spacing of unknown dtype): dtype and weak type if the spacing is an array."""
+    return {"dtype", "weak", "values"} if "spacing" in " ".join(messages) else set()
+
+
+# -- JF103: short lax loops --------------------------------------------------------------------------------
+@st.composite
+def jf103_cases(draw) -> Case:
+    dtype = draw(st.sampled_from(["float16", "float32", "int8", "int32", "uint8", "complex64", "bfloat16"]))
+    trips = draw(st.integers(1, 4))
+    start = draw(st.integers(0, 2))
+    init = draw(st.sampled_from(["x", "jnp.zeros_like(x)", "x * 2", "x.astype(jnp.float32)", "x[0]"]))
+    body = draw(st.sampled_from(["c * 2 + x", "c * c + 1", "jnp.sin(c) + i", "c + i * x", "c - x"]))
+    form = draw(st.sampled_from(["fori", "scan"]))
+    if form == "fori":
+        loop = f"jax.lax.fori_loop({start}, {start + trips}, lambda i, c: {body}, {init})"
+    else:
+        loop = f"jax.lax.scan(lambda c, i: ({body}, None), {init}, jnp.arange({trips}), length={trips})[0]"
+    src = f'@jax.jit\ndef f(x: {JAXTYPING[dtype]}[Array, "3"]):\n    return {loop}\n'
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, dtype, (3,), draw(st.booleans()))
+    return Case("JF103", src, [x], f"{form} {trips} {init} {body} {dtype}", 2 ** trips, "loop", dtype)
+
+
+def jf103_allowed(case: Case, messages: list[str]) -> set[str]:
+    return set()  # JF103 has no unsafe fix
+
+
+# -- JF405: products of static shapes -------------------------------------------------------------------
+@st.composite
+def jf405_cases(draw) -> Case:
+    dtype = draw(st.sampled_from(["int8", "uint8", "int32", "float16", "float32", "bool"]))
+    spelling = draw(st.sampled_from(["jnp.prod(jnp.array(x.shape))", "jnp.array(x.shape).prod()",
+                                     "jnp.prod(x.shape)"]))
+    use = draw(st.sampled_from(["sink", "sink-then-arith", "branch"]))
+    lines = [f"n = {spelling}"]
+    if use == "sink":
+        lines.append("return x.reshape(n)")
+    elif use == "sink-then-arith":
+        lines.append("return x.reshape(n) * 1, y * n")
+    else:
+        lines += ["if flag:", "    return x.reshape(n), y", "return x, y * n"]
+    src = ("@partial(jax.jit, static_argnames='flag')\n"
+           f'def f(x: Float32[Array, "2 3"], y: {JAXTYPING[dtype]}[Array, "3"], flag=False):\n'
+           + "".join(f"    {ln}\n" for ln in lines))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, "float32", (2, 3), False)
+    y = make_array(rng, dtype, (3,), False)
+    return Case("JF405", "from functools import partial\n\n\n" + src, [x, y], f"{use} {spelling} y {dtype}", 1,
+                "prod", dtype)
+
+
+def jf405_allowed(case: Case, messages: list[str]) -> set[str]:
+    """JF405's unsafe fix: the product becomes a weakly typed, exact Python int."""
+    return {"dtype", "weak", "values"} if "also used as a number" in " ".join(messages) else set()

@@ -152,7 +152,8 @@ def test_jf201_rewrites_nested_calls_and_keeps_static_helpers():
 
 @pytest.mark.parametrize("expr,applicability", [
     ("np.zeros((3, x.shape[0]))", "safe"), ("np.arange(x.shape[0])", "safe"), ("np.arange(12.0)", "safe"),
-    ("np.ones(int(np.prod(x.shape)), dtype=np.float32)", "safe"), ("np.full((2, 3), 0.1)", "safe"),
+    ("np.ones(int(np.prod(x.shape)), dtype=np.float32)", "safe"), ("np.full((2, 3), 0.1, dtype=np.float32)", "safe"),
+    ("np.full((2, 3), 0.1)", "unsafe"),  # jnp.full of a Python number is weakly typed
     ("np.ones(6).reshape(2, 3)", "safe"), ("np.mgrid[0:3, 0:4][0]", "safe"),
     ("np.arange(0.0, 1.0, 0.1)", "unsafe"), ("np.linspace(0.0, 1.0, 5)", "unsafe"),
     ("np.arange(5) ** 2.3", "unsafe"), ("np.sin(np.arange(5))", "unsafe"), ("np.fft.fftfreq(8)", "unsafe"),

@@ -63,9 +63,10 @@ class NumpyConstantInTracedCode(Rule):
     results of Python scalars are *weakly* typed (`jnp.arange(n) * 0.5`, so
     `x16 + that` stays float16 where NumPy's constant made it float32). The fix
     is safe only where both agree bit for bit: creation with literal or shape
-    arguments (`zeros`, `ones`, `full`, `eye`, `indices`, `arange` with int or
-    whole-number arguments, `array` of literals, `mgrid` with int slices, their
-    `dtype=`) and layout (`reshape`, `transpose`, `stack`, `meshgrid`...).
+    arguments (`zeros`, `ones`, `eye`, `indices`, `arange` with int or
+    whole-number arguments, `array` of literals, `mgrid` with int slices,
+    `full` with `dtype=` — `jnp.full(s, 3)` takes the Python number's weak
+    type — and their `dtype=`) and layout (`reshape`, `transpose`, `stack`, `meshgrid`...).
     Anything NumPy computed (`**`, `sin`, `linspace`, `fftfreq`, arithmetic on
     the array with Python numbers) is unsafe. It is also unsafe when the array is iterated or used
     where the code might need a concrete value, and there is no fix when it is
