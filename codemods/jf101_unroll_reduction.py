@@ -21,6 +21,8 @@ own pure functions); XLA computes a repeated pure expression once (CSE).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from codemods._helpers import (
@@ -31,14 +33,11 @@ from codemods._helpers import (
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
 from jaxfuse_lint.model.shapes import Shape
+from jaxfuse_lint.rules.base import code_of
 
 CODE = "JF101"
 
 _SPLITTABLE_CALLS = JNP_ELEMENTWISE - {"jax.numpy.asarray", "jax.numpy.array", "jax.numpy.astype"}
-_BOOL_RESULT_CALLS = frozenset(
-    "jax.numpy." + n for n in "isnan isinf isfinite logical_and logical_or logical_not logical_xor greater "
-    "greater_equal less less_equal equal not_equal".split()
-)
 
 
 def build_fix(violation, model, settings):
@@ -58,17 +57,26 @@ def build_fix(violation, model, settings):
     if keepdims is None or not isinstance(size, int) or size < 1:
         return None
     purity = Purity.of(model)
-    if not purity.info(operand, scope).pure or _is_boolean(model, operand, scope):
+    if not purity.info(operand, scope).pure:
         return None
-    jnp = jnp_name(model, [scope]) if kind in ("max", "min", "norm") else None
-    if kind in ("max", "min", "norm") and jnp is None:
+    policy = dtype_policy(model, kind, operand, scope, size)
+    needs_jnp = kind in ("max", "min", "norm") or policy.cast in ("float32", "uint32")
+    jnp = jnp_name(model, [scope]) if needs_jnp else None
+    if needs_jnp and jnp is None:
         return None
+    if policy.cast == "int" and model.lookup("int", scope) is not None:
+        return None  # `int` is shadowed here: the cast cannot be spelled
+    cast = _cast_to(policy.cast, jnp)
     terms, whole = _lanes(model, operand, axis, size, shape, scope)
     where = "the only axis" if axis is None else f"axis {axis}"
     message = f"Unroll `{kind}` over {where} (size {size}) into {size} explicit terms"
+    if policy.note:
+        message += f"; {policy.note}"
+    safe = policy.safe
     broadcast = _broadcast_split(model, node, operand, axis, size, shape, scope) if whole is not None else None
     if broadcast is not None:
         terms, stmt, bind, names, bjnp = broadcast
+        terms = [_cast(t, cast) for t in terms]
         result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
         new_stmt = replace_within(stmt, {node: result}).with_changes(leading_lines=[])
         bind = bind.with_changes(leading_lines=stmt.leading_lines)
@@ -76,13 +84,114 @@ def build_fix(violation, model, settings):
         message += (f"; {shown} (size along the axis unknown) {'is' if len(names) == 1 else 'are'} broadcast "
                     "with `jnp.broadcast_arrays` first, so the operand can be split into its factors")
         imports = tuple({*(jnp.imports if jnp else ()), *bjnp.imports})
-        return plan(True, message, {stmt: cst.FlattenSentinel([bind, new_stmt])}, imports)
+        return plan(safe, message, {stmt: cst.FlattenSentinel([bind, new_stmt])}, imports)
+    terms = [_cast(t, cast) for t in terms]
     result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
     if whole is not None:
         hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
         message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is unknown "
                     f"(declare it, e.g. `assert {whole}.shape[{hint_axis}] == {size}`, and the fix splits the operand)")
-    return plan(True, message, {node: result}, jnp.imports if jnp is not None else ())
+    return plan(safe, message, {node: result}, jnp.imports if jnp is not None else ())
+
+
+# ---------------------------------------------------------------------------------------------
+# Dtypes: what the unrolled form computes in, and when that is what the reduction computes in
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DtypePolicy:
+    safe: bool
+    cast: str | None = None  # on every term: "int" (`.astype(int)`), "float32"/"uint32" (`.astype(jnp.float32)`)
+    note: str = ""
+
+
+def dtype_policy(model, kind: str, operand, scope, size: int) -> DtypePolicy:
+    """The dtype condition each reduction needs for its unrolled form to give the same dtype and values.
+
+    Proved for both x64 settings (the linter cannot know which one the program runs with), over
+    every dtype the model says the operand may have (an operand of unknown dtype may have any):
+    - Weak types: `jnp.sum`/`mean`/`max`/`min`/`norm` of a weakly typed array give a strongly typed
+      result, the unrolled arithmetic keeps it weak (it then promotes differently): unsafe.
+    - `max`/`min`: `jnp.maximum`/`jnp.minimum` of same-dtype lanes keep the dtype, NaNs propagate.
+    - `sum`/`prod`: `jnp.sum` accumulates bool and ints narrower than the default (u)int in the
+      default (u)int (int32/uint32; int64/uint64 with x64); `+` would stay bool (logical or) or int8
+      (overflow). Plain `+`/`*` when the operand's dtype is its own accumulator dtype (float32/64,
+      complex, default-width ints). float16/bfloat16: `jnp.sum` computes in float32 and rounds once;
+      two terms round once too (float32 has more than 2p + 2 bits: the double rounding is innocuous);
+      three or more round after each step. Bool and signed ints of any width: every term gets
+      `.astype(int)`, the default int in both settings, which is what `jnp.sum` accumulates in.
+      Unsigned ints: no cast spells uint32-or-uint64: unsafe, with `.astype(jnp.uint32)` (right without x64).
+    - `mean`: float32/64 and complex are averaged in their own dtype; ints and bool of at most 32 bits
+      in float32 (`jnp.mean`'s table, even with x64): every term gets `.astype(jnp.float32)`.
+      float16/bfloat16 are averaged in float32 (`(a + b) / 2` could overflow): unsafe.
+    - `norm`: float32/64 and complex; ints are converted and narrow floats upcast first: unsafe.
+    """
+    from jaxfuse_lint.model.dtypes import any_dtype, describe, sum_dtype
+
+    known = model.dtype(operand, scope)
+    facts = {x64: model.dtype(operand, scope, x64=x64) or any_dtype(x64) for x64 in (False, True)}
+    shown = code_of(model, operand)
+    what = f"`{shown}` is {describe(known)}" if known is not None else f"the dtype of `{shown}` is unknown"
+    declare = (" (declare it: a jaxtyping annotation such as `Float[Array, \"n 2\"]` on the parameter, "
+               "or `.astype(...)`)" if known is None else "")
+
+    def every(pred) -> bool:
+        return all(pred(d, x64) for x64, fact in facts.items() for d in fact)
+
+    if known is None and not every(lambda d, x64: not d.weak):
+        what = {"sum": "`jnp.sum` of bool or a narrow int counts in int32 where `+` would not",
+                "prod": "`jnp.prod` of bool or a narrow int multiplies in int32 where `*` would not",
+                "mean": "`jnp.mean` of ints averages in float32 where `(a + b) / n` would add ints first",
+                "norm": "`jnp.linalg.norm` converts ints and upcasts float16 first",
+                "max": "a weakly typed operand would give a weakly typed result",
+                "min": "a weakly typed operand would give a weakly typed result"}[kind]
+        return DtypePolicy(False, None, f"unsafe: the dtype of `{shown}` is unknown and {what}{declare}")
+    if not every(lambda d, x64: not d.weak):
+        return DtypePolicy(False, None, f"unsafe: {what} and may be weakly typed: `jnp.{kind}` gives a strongly "
+                                        f"typed result, the unrolled arithmetic a weak one{declare}")
+    if kind in ("max", "min"):
+        return DtypePolicy(True)
+    inexact = lambda d, x64: d.dtype_class in ("float", "complex")  # noqa: E731
+    if kind in ("sum", "prod"):
+        if every(lambda d, x64: sum_dtype(d, x64) == d and (d.dtype_class != "narrow-float" or size == 2)):
+            return DtypePolicy(True)
+        if every(lambda d, x64: d.kind in ("bool", "int")):
+            return DtypePolicy(True, "int", f"{what}: each term is cast with `.astype(int)`, the default int "
+                                            f"`jnp.{kind}` accumulates in")
+        if every(lambda d, x64: sum_dtype(d, x64) == d or d.dtype_class == "narrow-float"):
+            return DtypePolicy(False, None, f"unsafe: {what}; `jnp.{kind}` accumulates float16/bfloat16 in "
+                                            f"float32 and rounds once, {size} terms round after each step{declare}")
+        if known is not None and every(lambda d, x64: d.kind == "uint"):
+            return DtypePolicy(False, "uint32", f"unsafe: {what}; each term is cast with `.astype(jnp.uint32)`, "
+                                                f"what `jnp.{kind}` accumulates in without x64 (with x64: uint64)")
+        return DtypePolicy(False, None, f"unsafe: {what}; `jnp.{kind}` accumulates bool and narrow ints in the "
+                                        f"default int, where `{'+' if kind == 'sum' else '*'}` would keep the "
+                                        f"operand's dtype{declare}")
+    if kind == "mean":
+        if every(inexact):
+            return DtypePolicy(True)
+        if every(lambda d, x64: d.kind in ("bool", "int", "uint") and not d.name.endswith("64")):
+            return DtypePolicy(True, "float32", f"{what}: each term is cast with `.astype(jnp.float32)`, the "
+                                                "dtype `jnp.mean` averages ints in")
+        return DtypePolicy(False, None, f"unsafe: {what}; `jnp.mean` averages ints and float16/bfloat16 in "
+                                        f"float32 (or float64), where `(a + b) / {size}` would not{declare}")
+    if every(inexact):
+        return DtypePolicy(True)
+    return DtypePolicy(False, None, f"unsafe: {what}; `jnp.linalg.norm` converts ints to float and upcasts "
+                                    f"float16/bfloat16 before squaring{declare}")
+
+
+def _cast_to(cast: str | None, jnp) -> cst.BaseExpression | None:
+    if cast == "int":
+        return cst.Name("int")
+    if cast in ("float32", "uint32"):
+        return jnp.attr(cast)
+    return None
+
+
+def _cast(term: cst.BaseExpression, dtype: cst.BaseExpression | None) -> cst.BaseExpression:
+    if dtype is None:
+        return term
+    return call(cst.Attribute(atom(term), cst.Name("astype")), dtype)
 
 
 def _finish(kind, terms, jnp, keepdims, axis) -> cst.BaseExpression:
@@ -218,19 +327,6 @@ def _keepdims(node: cst.Call, kind: str, form: str) -> bool | None:
     if kd_expr is None:
         return False
     return literal_bool(kd_expr)
-
-
-def _is_boolean(model, e, scope) -> bool:
-    """An evidently boolean operand: sum/prod/mean would count in int32, `+`/`*` would not."""
-    if isinstance(e, cst.Comparison):
-        return True
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.BitInvert, cst.Not)):
-        return True
-    if isinstance(e, cst.Call) and model.qn(e.func, scope) in _BOOL_RESULT_CALLS:
-        return True
-    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-        return True
-    return False
 
 
 def _lanes(model, operand, axis, size, shape, scope):
@@ -454,8 +550,28 @@ def _dot(violation, model, scope):
         return None
     terms = [binop(atom(_index(a, -1, i)), cst.Multiply(), atom(_index(b, None, i))) for i in range(size)]
     result = in_context(model, node, _fold(terms, cst.Add))
-    return plan(True, f"Unroll the dot product over its {size}-element axis into {size} explicit products",
+    safe, note = _dot_dtypes(model, a, b, scope)
+    return plan(safe, f"Unroll the dot product over its {size}-element axis into {size} explicit products{note}",
                 {node: result})
+
+
+def _dot_dtypes(model, a, b, scope) -> tuple[bool, str]:
+    """Integer dots are exact (wrapping) in any order and width: the products give the same bits.
+    Float dots are not: `jnp.dot` runs at the backend's default matmul precision (TF32 or bfloat16
+    passes for float32 on GPUs and TPUs) while the explicit products are full precision, and
+    float16/bfloat16 dots accumulate in float32."""
+    from jaxfuse_lint.model.dtypes import describe, only
+
+    facts = [model.dtype(e, scope, x64=x64) for e in (a, b) for x64 in (False, True)]
+    if all(only(f, lambda d: d.kind in ("int", "uint") and not d.weak) for f in facts):
+        return True, ""
+    fa = model.dtype(a, scope)
+    fb = model.dtype(b, scope)
+    if fa is None or fb is None:
+        return False, ("; unsafe: the operands' dtypes are unknown, and for floats `jnp.dot` uses the backend's "
+                       "matmul precision (TF32/bfloat16 passes on GPUs/TPUs) where the products are exact float32")
+    return False, (f"; unsafe: the operands are {describe(fa)} and {describe(fb)}: `jnp.dot` uses the backend's "
+                   "matmul precision (TF32/bfloat16 passes on GPUs/TPUs), the explicit products do not")
 
 
 class UnrollSmallReductionCommand(RuleCodemodCommand):

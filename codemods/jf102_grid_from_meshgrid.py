@@ -5,7 +5,9 @@ becomes
     kx, ky, kz = jnp.indices((n0, n1, n2 // 2 + 1))
     kx, ky, kz = (jnp.where(kx < (n0 + 1) // 2, kx, kx - n0) / (d * n0), ..., kz / (d * n2))
 
-with the arithmetic of `jnp.fft.fftfreq` / `rfftfreq` exactly (same values, bit for bit), the
+with the arithmetic of `jnp.fft.fftfreq` / `rfftfreq` exactly (same values, bit for bit; with a
+Python float `d` the quotient is cast with `.astype(float)` so that it is strongly typed, as
+fftfreq's result is: dtype condition, `d` absent or a Python number), the
 first two axes swapped for `indexing="xy"` (meshgrid's default), and the 1-D assignments that
 only fed the meshgrid removed.
 
@@ -141,7 +143,7 @@ def _prec(node: cst.BaseExpression) -> int:
 
 
 def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, forbidden: set[str], jnp: str,
-                  depth: int = 0) -> tuple[str, str, int] | None:
+                  depth: int = 0, unproven: list | None = None) -> tuple[str, str, int] | None:
     """(length, per-grid formula in terms of the index array `t`, the formula's precedence) of
     one meshgrid argument: `fftfreq(n[, d])`, `rfftfreq(n[, d])`, a name bound to one, or one
     negated, multiplied or divided by Python scalars (`2 * jnp.pi * fftfreq(n, d)`). The scalar arithmetic
@@ -154,7 +156,7 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         found = reaching_value(model, expr)
         if found is None:
             return None
-        return _grid_formula(model, found[0], found[1], t, mesh_scope, forbidden, jnp, depth + 1)
+        return _grid_formula(model, found[0], found[1], t, mesh_scope, forbidden, jnp, depth + 1, unproven)
     if isinstance(expr, cst.Call):
         qn = model.qn(expr.func, scope)
         if qn not in ("jax.numpy.fft.fftfreq", "jax.numpy.fft.rfftfreq"):
@@ -170,10 +172,25 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         pn = _atom(n_text, n)
         denom = pn if d is None else f"({_atom(code(d).strip(), d)} * {pn})"
         if qn.endswith(".fftfreq"):
-            return n_text, f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn}) / {denom}", 6
-        return f"{pn} // 2 + 1", f"{t} / {denom}", 6
+            formula = f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn}) / {denom}"
+        else:
+            formula = f"{t} / {denom}"
+        length = n_text if qn.endswith(".fftfreq") else f"{pn} // 2 + 1"
+        if d is None:
+            return length, formula, 6
+        # Dtype condition: `fftfreq` is a strongly typed default float. The index array divided by
+        # `d * n` is too when d is a Python int; with a Python float it is weakly typed, and
+        # `.astype(float)` (the default float, a no-op on the values) makes it strong again.
+        d_dtype = model.dtype(d, scope)
+        if d_dtype is not None and all(x.weak and x.kind == "int" for x in d_dtype):
+            return length, formula, 6
+        if (d_dtype is None or not all(x.weak for x in d_dtype)) and unproven is not None:
+            unproven.append(code(d).strip())  # it may be an array: its dtype and weak type decide the result's
+        if model.lookup("float", mesh_scope) is not None:
+            return None
+        return length, f"({formula}).astype(float)", 100
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = _grid_formula(model, expr.expression, scope, t, mesh_scope, forbidden, jnp, depth + 1)
+        inner = _grid_formula(model, expr.expression, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven)
         if inner is None:
             return None
         text = inner[1] if inner[2] > 7 else f"({inner[1]})"
@@ -182,7 +199,7 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         op = code(expr.operator).strip()
         prec = _PREC[type(expr.operator)]
         for side, other, left in ((expr.left, expr.right, True), (expr.right, expr.left, False)):
-            inner = _grid_formula(model, side, scope, t, mesh_scope, forbidden, jnp, depth + 1)
+            inner = _grid_formula(model, side, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven)
             if inner is None:
                 continue
             # The other operand must be a Python scalar (a vector would broadcast differently
@@ -238,8 +255,9 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     forbidden = set(names)
     sizes, formulas = [], []
     jnp, imports = _jnp_prefix(model, call, scope)
+    unproven: list[str] = []
     for t, arg in zip(names, args):
-        found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp)
+        found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp, unproven=unproven)
         if found is None:
             return None
         sizes.append(found[0])
@@ -268,9 +286,14 @@ def build_fix(violation, model, settings) -> FixPlan | None:
             dead = _removable_source(model, arg, line, assign, names, args)
             if dead is not None:
                 replacements[dead] = cst.RemovalSentinel.REMOVE
+    message = "Build the grid from `jnp.indices` with fftfreq's index arithmetic"
+    if unproven:
+        shown = ", ".join(f"`{u}`" for u in dict.fromkeys(unproven))
+        message += (f"; unsafe: the dtype of the spacing {shown} is unknown (a Python number keeps the grid's dtype; "
+                    "an array could change it)")
     return FixPlan(
-        applicability=Applicability.SAFE,
-        message="Build the grid from `jnp.indices` with fftfreq's index arithmetic",
+        applicability=Applicability.UNSAFE if unproven else Applicability.SAFE,
+        message=message,
         replacements=replacements,
         imports=imports,
     )

@@ -1,6 +1,10 @@
 """JF103 codemod: add `unroll=True` to a short `lax.fori_loop` / `lax.scan`.
 
     python -m libcst.tool codemod -x --no-format codemods.jf103_short_loop_not_unrolled.UnrollShortLoopCommand PATH
+
+Dtype condition: none. With literal bounds `fori_loop` runs as a `scan` whether unrolled or not;
+the carry keeps the init's dtype in both, and lax promotes a weakly typed init to the body's
+dtype the same way. Unrolling changes scheduling, not the operations.
 """
 from __future__ import annotations
 

@@ -11,12 +11,23 @@ rewritten; `np.random.*`, file loaders and anything else without an equivalent
 get no fix. The fix is unsafe when the array is also used where NumPy's
 concrete value matters (iterated, tested in an `if`, converted with `int()`,
 `.tolist()`, handed to another NumPy call): with `jax.numpy` it is traced.
+
+Dtype condition: NumPy computes in float64/int64 on the host and jax canonicalises the result
+(float32/int32 without x64) as a strongly typed array; `jnp` computes in the default dtype of
+the x64 setting, and its results of Python scalars are weakly typed (`jnp.arange(n) * 0.5` is a
+weak float32; NumPy's float64 becomes a strong float32). The fix is safe only when both agree
+bit for bit: creation with literal or shape arguments (`zeros`, `ones`, `eye`, `arange` with int
+arguments, `array` of literals, `full` with `dtype=` — `jnp.full(s, 3)` is weakly typed — their
+`dtype=`) and layout (`reshape`, `transpose`,
+`stack`, ...). Anything computed (`**`, `sin`, `linspace`, `fftfreq`, arithmetic) is rounded in
+another precision and may be weakly typed: unsafe.
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from codemods._helpers import RuleCodemodCommand, jnp_name, plan, replace_within
+from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, walk
 from jaxfuse_lint.model.values import Kind
@@ -97,7 +108,140 @@ def build_fix(violation, model, settings):
     message = f"Use `{jnp.name}` instead of NumPy ({shown})"
     if verdict == MAYBE:
         message += "; the array is also used where it may need to stay a concrete NumPy value: check those uses"
-    return plan(verdict == OK, message, {node: new}, jnp.imports)
+    inexact = _first_inexact(model, node, scope) or _numpy_arithmetic_around(model, node, scope)
+    if inexact is not None:
+        message += (f"; unsafe: `{model.module.code_for_node(inexact).strip()}` computes in float64 with NumPy "
+                    "(then rounded to float32 without x64) and in float32 with `jnp`, and `jnp` results of Python "
+                    "scalars are weakly typed where NumPy's are not: values and dtypes can differ")
+    return plan(verdict == OK and inexact is None, message, {node: new}, jnp.imports)
+
+
+# -- dtypes and values: where NumPy and jax.numpy agree exactly ----------------------------------
+# NumPy builds the array on the host in float64/int64; jax canonicalises it to float32/int32 when it
+# enters jit without x64 (and keeps 64 bits with x64), as a strongly typed array. `jnp` builds it in
+# the default dtype of the x64 setting. The two agree bit for bit, dtype and weak type included, for
+# creation with exactly representable values and for layout: these calls, with literal or shape
+# arguments. Anything computed (`**`, `sin`, `linspace`, arithmetic with Python floats) is rounded
+# differently and may be weakly typed under `jnp`.
+_EXACT_CREATION = frozenset(
+    "numpy." + n for n in "zeros ones empty full eye identity indices tri zeros_like ones_like empty_like "
+    "full_like array asarray arange".split())
+_EXACT_LAYOUT = frozenset(
+    "numpy." + n for n in "reshape transpose swapaxes moveaxis expand_dims squeeze flip fliplr flipud roll ravel "
+    "rot90 tile repeat concatenate stack vstack hstack dstack column_stack broadcast_to tril triu meshgrid".split())
+_SHAPE_FIRST = frozenset("numpy." + n for n in "zeros ones empty full eye identity indices tri".split())
+_EXACT_METHODS = frozenset("reshape transpose squeeze swapaxes ravel flatten copy T".split())
+
+
+def _first_inexact(model, node, scope):
+    """The first part of the NumPy expression whose jnp version may differ in value, dtype or weak type."""
+    if isinstance(node, cst.Call):
+        qn = model.qn(node.func, scope)
+        if qn in _EXACT_CREATION or qn in _EXACT_LAYOUT:
+            if qn in ("numpy.full", "numpy.full_like") and not any(
+                    a.keyword is not None and a.keyword.value == "dtype" for a in node.args):
+                fill = positional(node, 1) or keyword(node, "fill_value")
+                if fill is not None and not model.numpy_arrays.is_array(fill, scope):
+                    # `jnp.full(s, 3)` takes the Python number's weak type; NumPy's int64 array is strongly
+                    # typed (found by tests/test_fix_safety.py: `int8_x + full(s, 3)` is int32 vs int8).
+                    return node
+            for i, a in enumerate(node.args):
+                if a.keyword is not None and a.keyword.value == "dtype":
+                    continue
+                if qn in _SHAPE_FIRST and (i == 0 or (a.keyword is not None and a.keyword.value in ("shape", "N", "M"))):
+                    if model.kind(a.value, scope) is Kind.STATIC:
+                        continue  # a shape: only its (static) value matters, not how it is computed
+                bad = _first_inexact_argument(model, a.value, scope, qn)
+                if bad is not None:
+                    return bad
+            return None
+        if qn is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _EXACT_METHODS:
+            inner = _first_inexact(model, node.func.value, scope)
+            if inner is not None:
+                return inner
+            for a in node.args:
+                if not _static_int(model, a.value, scope):
+                    return a.value
+            return None
+        return node
+    if isinstance(node, cst.Attribute) and node.attr.value == "T":
+        return _first_inexact(model, node.value, scope)
+    if isinstance(node, cst.Subscript) and model.qn(node.value, scope) in ("numpy.mgrid", "numpy.ogrid"):
+        for el in node.slice:
+            sl = el.slice
+            if not isinstance(sl, cst.Slice) or any(
+                    b is not None and not _static_int(model, b, scope) for b in (sl.lower, sl.upper, sl.step)):
+                return node  # float or complex steps: computed
+        return None
+    return node
+
+
+def _numpy_arithmetic_around(model, node, scope):
+    """Arithmetic NumPy did on the array with static partners (`np.arange(5) ** 2.3`): after the fix
+    `jnp` does it, in float32 and weakly typed. Arithmetic with a traced partner was jax's already."""
+    child, parent = node, model.parent(node)
+    while parent is not None:
+        if isinstance(parent, cst.BinaryOperation):
+            other = parent.right if parent.left is child else parent.left
+            if model.kind(other, scope) is Kind.TRACED:
+                return None
+            return parent
+        if isinstance(parent, cst.Attribute) and parent.value is child:
+            grand = model.parent(parent)  # a method of the array (`.reshape(...)`): still NumPy's value
+            child = grand if isinstance(grand, cst.Call) and grand.func is parent else parent
+        elif isinstance(parent, (cst.UnaryOperation, cst.Subscript)) or (
+                isinstance(parent, cst.Subscript) and parent.value is child):
+            child = parent
+        else:
+            return None
+        parent = model.parent(child)
+    return None
+
+
+def _first_inexact_argument(model, arg, scope, qn):
+    arrays = model.numpy_arrays
+    if isinstance(arg, (cst.Call, cst.Attribute)) and arrays.is_array(arg, scope):
+        return _first_inexact(model, arg, scope)
+    if isinstance(arg, (cst.List, cst.Tuple)):
+        for el in arg.elements:
+            bad = _first_inexact_argument(model, el.value, scope, qn)
+            if bad is not None:
+                return bad
+        return None
+    if qn == "numpy.arange":
+        # Float steps accumulate differently; whole-number floats (`arange(12.0)`) give the same values.
+        if _static_int(model, arg, scope) or (isinstance(arg, cst.Float) and float(arg.value).is_integer()):
+            return None
+        return arg
+    if _static_int(model, arg, scope) or isinstance(arg, cst.Float):
+        return None  # a Python float literal is rounded to float32 once, by either library
+    if isinstance(arg, cst.Name) and arg.value in ("True", "False", "None"):
+        return None
+    if isinstance(arg, cst.SimpleString):
+        return None
+    return arg
+
+
+def _static_int(model, e, scope) -> bool:
+    """An int known without tracing: a literal, `x.shape[i]`, `x.size`, `x.ndim`, `len(x)`, and sums,
+    differences and products of those."""
+    if isinstance(e, cst.Integer):
+        return True
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+        return _static_int(model, e.expression, scope)
+    if isinstance(e, cst.Subscript):
+        return isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape"
+    if isinstance(e, cst.Attribute):
+        return e.attr.value in ("size", "ndim") or e.attr.value == "shape"
+    if isinstance(e, cst.Call):
+        return model.qn(e.func, scope) == "builtins.len"
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.Add, cst.Subtract, cst.Multiply,
+                                                                        cst.FloorDivide)):
+        return _static_int(model, e.left, scope) and _static_int(model, e.right, scope)
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return all(not isinstance(el, cst.StarredElement) and _static_int(model, el.value, scope)
+                   for el in e.elements)
+    return False
 
 
 OK, MAYBE, BREAKS = "ok", "maybe", "breaks"

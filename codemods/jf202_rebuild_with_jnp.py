@@ -15,6 +15,10 @@ lambda the expression replaces the read. Unsafe: the array is now computed in
 float32 on the device instead of float64 on the host (last-bit differences),
 and later changes to the module-level array are no longer part of the story —
 passing it as an argument is the other design, left to you.
+
+Dtype condition (why it stays unsafe): as for JF201, NumPy's host result is a strongly typed
+array canonicalised from float64/int64, `jnp`'s is computed in float32 without x64 and weakly
+typed where it comes from Python scalars.
 """
 from __future__ import annotations
 

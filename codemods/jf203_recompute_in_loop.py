@@ -24,6 +24,11 @@ accepted only when the value reads it for its shape alone and the rebinding is
 the loop carry initialised from that very name (lax loops keep the carry's shape
 and dtype). Pure but costly values (FFTs, matmuls, reductions) and unproven
 shadowing get an unsafe fix.
+
+Dtype condition: the recomputed value is the same expression of the same names, so it has the
+same dtype and weak type as the captured one — except through a carry: lax promotes a weakly
+typed init to the dtype the body returns, so reading the carry's `.dtype` (or `.weak_type`) is
+safe only when the init is known to be strongly typed; otherwise the fix is unsafe.
 """
 from __future__ import annotations
 
@@ -353,7 +358,22 @@ def _names_agree(model, value, info, owner: Function, target, body: Function, si
             continue
         if n in info.value:
             ok = False  # the value (not only the shape) of the carry is read
+        elif _reads_dtype_of(value, n) and not _strongly_typed(model, n, at_owner[0]):
+            ok = False  # a weakly typed init is promoted to the body's dtype: the carry's dtype may differ
     return ok
+
+
+def _reads_dtype_of(value: cst.CSTNode, name: str) -> bool:
+    from jaxfuse_lint.model.scopes import walk
+
+    return any(isinstance(n, cst.Attribute) and n.attr.value in ("dtype", "weak_type") and isinstance(n.value, cst.Name)
+               and n.value.value == name for n in walk(value))
+
+
+def _strongly_typed(model, name: str, scope) -> bool:
+    """The loop's init has a known, strongly typed dtype: lax keeps it as the carry's dtype."""
+    fact = model.dtype(cst.Name(name), scope)
+    return fact is not None and len(fact) == 1 and not next(iter(fact)).weak
 
 
 def _is_carry_from(model, body: Function, site, name: str, at_owner) -> bool:

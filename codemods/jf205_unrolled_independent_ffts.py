@@ -10,6 +10,11 @@ dtype even when the accumulator starts as a Python `0`.
 
     python -m libcst.tool codemod -x --no-format \
         codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH --unsafe-fixes
+
+Dtype condition (why it stays unsafe): the carry's dtype is fixed by the peeled first term. A
+Python loop re-promotes on every `acc + term`; `fori_loop` requires the body to return the
+carry's dtype, so a later term of another dtype (or a weakly typed accumulator) raises or is
+cast where the loop promoted.
 """
 from __future__ import annotations
 

@@ -13,6 +13,9 @@ Safe when nothing the callable (and the transform's options) reads is bound
 inside the loop, and every name it reads is already bound before the loop. A
 callable that reads a loop variable gets no fix: hoisted, it would be traced
 once, with the first iteration's value baked in.
+
+Dtype condition: none. The same callable is traced with the same arguments; Python scalars
+stay weakly typed, arrays keep their dtypes.
 """
 from __future__ import annotations
 

@@ -12,6 +12,9 @@ names and builtins — so the same object can be built once at import time. Inne
 `def`s are not moved (that is a refactoring). Unsafe: the module-level names the
 callable reads are captured at its first trace instead of on every call, and the
 compiled program now lives as long as the module.
+
+Dtype condition: none (the same callable, the same arguments); unsafe for when module values
+are read, not for dtypes.
 """
 from __future__ import annotations
 

@@ -5,6 +5,9 @@
 between the arguments, an `end` ending in a newline is folded in. Static shape values shown
 next to traced ones (`print(f"{x.shape}: {x}")`) stay interpolated at trace time:
 `jax.debug.print(f"{x.shape}: {{}}", x)`.
+
+Dtype condition: none. The values are passed to `jax.debug.print` unchanged and the function's
+results are untouched; only when and how they are printed changes.
 """
 from __future__ import annotations
 

@@ -3,6 +3,12 @@
 `jnp.array(x.shape).prod()`, `jnp.prod(x.shape)` and `jnp.prod(jnp.array(x.shape))` (also
 with `jnp.asarray`, `jnp.product`) become `math.prod(x.shape)`: a Python int, which is what the
 `reshape`/`zeros`/`range` that consumes it needs under `jit`. `import math` is added if missing.
+
+Dtype condition: `jnp.prod` of a shape is a strongly typed int32 (int64 with x64) that wraps past
+2**31; `math.prod` an exact, weakly typed Python int. Safe when the product only reaches places
+that need a Python int, or such a place always runs when the function does (either way the
+original fails at trace time for every input); a variable that is also used in arithmetic where
+the original could have worked makes the fix unsafe.
 """
 from __future__ import annotations
 
@@ -36,12 +42,72 @@ def build_fix(violation, model: SemanticModel, settings) -> FixPlan | None:
         return None
     math_name, add_import = found
     new = cst.Call(cst.Attribute(cst.Name(math_name), cst.Name("prod")), [cst.Arg(shape)])
+    via = violation.data.get("via", ())
+    safe = _every_read_reaches_a_sink(model, via)
+    message = f"Replace with `{math_name}.prod(...)` (a static Python int)"
+    if not safe:
+        message += (f"; unsafe: `{via[0].value}` is also used as a number: `jnp.prod` gave a strongly typed int32 "
+                    "(int64 with x64) that wraps past 2**31, `math.prod` an exact, weakly typed Python int "
+                    "(`int8_array * n` stays int8)")
     return FixPlan(
-        Applicability.SAFE,
-        f"Replace with `{math_name}.prod(...)` (a static Python int)",
+        Applicability.SAFE if safe else Applicability.UNSAFE,
+        message,
         {node: new},
         (ImportSpec("math"),) if add_import else (),
     )
+
+
+def _every_read_reaches_a_sink(model: SemanticModel, via) -> bool:
+    """Dtype condition: the product only ever reaches places that need a Python int (a reshape, `zeros`,
+    a slice bound), or one of those always runs. There the original fails at trace time for every
+    input, so nothing that worked can change. A variable holding it that is also used in arithmetic would change from a strongly
+    typed int32 (wrapping past 2**31) to an exact, weakly typed Python int: unsafe."""
+    if not via:
+        return True
+    from jaxfuse_lint.rules.jf405_traced_op_on_static_shape import ShapeArithmetic, _sink_arguments
+
+    finder = ShapeArithmetic(model)
+    reached: set[int] = set()
+    for fn in model.traced.reasons:
+        for _, sink, arg in _sink_arguments(model, fn):
+            for _, _, names in finder.find(arg, fn):
+                reached.update(id(n) for n in names)
+                if any(n is via[0] for n in names) and _always_runs(model, sink, fn):
+                    return True  # the function can never have worked: nothing that worked changes
+    for name in via:
+        found = model.lookup(name.value, model.scope_of(name))
+        if found is None:
+            return False
+        for read in model.index.reads:
+            if read.name.value != name.value:
+                continue
+            other = model.lookup(read.name.value, read.scope)
+            if other is not None and other[0] is found[0] and id(read.name) not in reached:
+                return False
+    return True
+
+
+def _always_runs(model: SemanticModel, node: cst.CSTNode, fn: Function) -> bool:
+    """node is evaluated whenever fn runs: its statement is a top-level statement of fn's body, after
+    simple statements only (no earlier `return`, no branch or loop that could return first), and not
+    inside a lambda, conditional expression or boolean operator."""
+    stmt = model.statement_of(node)
+    if not isinstance(fn.node, cst.FunctionDef) or not isinstance(fn.node.body, cst.IndentedBlock):
+        return False
+    body = list(fn.node.body.body)
+    if stmt not in body:
+        return False
+    for earlier in body[:body.index(stmt)]:
+        if not isinstance(earlier, cst.SimpleStatementLine) or any(
+                isinstance(small, (cst.Return, cst.Raise)) for small in earlier.body):
+            return False
+    for a in model.ancestors(node):
+        if a is stmt:
+            return True
+        if isinstance(a, (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.GeneratorExp,
+                          cst.SetComp, cst.DictComp)):
+            return False
+    return False
 
 
 def shape_product_operand(model: SemanticModel, node: cst.CSTNode, scope: Scope) -> cst.BaseExpression | None:

@@ -77,7 +77,7 @@ def test_libcst_tool_short_names_with_a_config_file(tmp_path):
 def test_libcst_tool_without_no_format_needs_a_formatter(tmp_path):
     """Documented behaviour: with no formatter installed, libcst refuses to write (nothing changes)."""
     target = tmp_path / "module.py"
-    src = FIXTURES / "JF101" / "fix_adds_import.py"
+    src = FIXTURES / "JF101" / "dtypes.py"
     target.write_text(src.read_text())
     env_has_black = subprocess.run([sys.executable, "-c", "import black"], capture_output=True).returncode == 0
     if env_has_black:

@@ -113,11 +113,11 @@ def temp_bytes(compiled) -> int:
     return compiled.memory_analysis().temp_size_in_bytes
 
 
-def fixed(source: str, code: str) -> str:
-    outcome = fix_source(source, "notebook.py", replace(Settings(), select=(code,)))
+def fixed(source: str, code: str, unsafe: bool = False) -> str:
+    outcome = fix_source(source, "notebook.py", replace(Settings(), select=(code,)), unsafe=unsafe)
     assert not outcome.errors and not outcome.dropped, (outcome.errors, outcome.dropped)
     assert outcome.changed, f"{code} fixed nothing"
-    again = fix_source(outcome.source, "notebook.py", replace(Settings(), select=(code,)))
+    again = fix_source(outcome.source, "notebook.py", replace(Settings(), select=(code,)), unsafe=unsafe)
     assert again.source == outcome.source, "fixing twice changed the code again"
     return outcome.source
 
@@ -170,7 +170,9 @@ def f_sum_jax(x):
 
 
 def test_f_sum_jax_with_declared_size_fuses_into_one_kernel():
-    after = fixed(F_SUM_JAX_DECLARED, "JF101")
+    # x's dtype is not declared: a weakly typed x would make the fix's result weakly typed, so the
+    # fix is unsafe (a `Float[Array, "n 2"]` annotation makes it safe).
+    after = fixed(F_SUM_JAX_DECLARED, "JF101", unsafe=True)
     assert "kvm[..., 0] * x[..., 0] + kvm[..., 1] * x[..., 1]" in after
     cb, ca = compile_both(F_SUM_JAX_DECLARED, after, "f_sum_jax", probe(131072, 2))
     assert (kernels(cb), kernels(ca)) == (2, 1)
@@ -179,13 +181,53 @@ def test_f_sum_jax_with_declared_size_fuses_into_one_kernel():
 
 def test_f_sum_jax_as_written_broadcasts_the_unknown_factor_and_fuses():
     """x's size along axis 1 is unknown, so x is broadcast against kvm before it is indexed."""
-    after = fixed(F_SUM_JAX, "JF101")
+    after = fixed(F_SUM_JAX, "JF101", unsafe=True)
     assert ("    _, x_b = jnp.broadcast_arrays(kvm, x)\n"
             "    return x * 2 + (kvm[:, 0] * x_b[:, 0] + kvm[:, 1] * x_b[:, 1])[:, None]\n") in after
     for rows in (1024, 131072):
         cb, ca = compile_both(F_SUM_JAX, after, "f_sum_jax", probe(rows, 2))
         assert (kernels(cb), kernels(ca)) == (2, 1)
         assert temp_bytes(cb) > 0 and temp_bytes(ca) == 0
+
+
+COUNTS = '''
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def hits(x):
+    v = jnp.stack([x[:, 0] > 0, x[:, 1] > 0], axis=-1)
+    return jnp.sum(v, axis=-1)
+
+
+@jax.jit
+def small(x):
+    v = jnp.stack([x[:, 0], x[:, 1]], axis=-1).astype(jnp.int8) * 100
+    return jnp.sum(v, axis=-1)
+
+
+@jax.jit
+def small_mean(x):
+    v = jnp.stack([x[:, 0], x[:, 1]], axis=-1).astype(jnp.int16)
+    return jnp.mean(v, axis=-1)
+'''
+
+
+def test_dtype_preserving_casts_keep_results_and_still_fuse():
+    """Issue 15's examples: a sum of bools (counts 0/1/2) and of int8 (past 127) accumulate in int32
+    in `jnp.sum`; the safe fix casts each term (`.astype(int)`), and still fuses: 1 kernel, no temporary."""
+    after = fixed(COUNTS, "JF101")
+    assert "return v[..., 0].astype(int) + v[..., 1].astype(int)" in after
+    assert "return (v[..., 0].astype(jnp.float32) + v[..., 1].astype(jnp.float32)) / 2" in after
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(4096, 2)).astype(np.float32) * 3)
+    before_ns, after_ns = load(COUNTS), load(after)
+    for name in ("hits", "small", "small_mean"):
+        want, got = before_ns[name](x), after_ns[name](x)
+        assert want.dtype == got.dtype and np.array_equal(np.asarray(want), np.asarray(got)), name
+        compiled = jax.jit(after_ns[name]).lower(x).compile()
+        assert (kernels(compiled), temp_bytes(compiled)) == (1, 0), name
+    assert int(jnp.max(before_ns["hits"](x))) == 2 and int(jnp.max(before_ns["small"](x))) > 127
 
 
 WHOLE = '''
@@ -372,7 +414,8 @@ def f_numpy(x):
 
 
 def test_f_numpy_no_longer_folds_a_constant():
-    after = fixed(F_NUMPY, "JF201")
+    # `** 2.3` computed in float32 by jnp instead of float64 by NumPy, weakly typed: an unsafe fix.
+    after = fixed(F_NUMPY, "JF201", unsafe=True)
     assert "import jax.numpy as jnp" in after and "jnp.arange(x.size)" in after
     cb, ca = compile_both(F_NUMPY, after, "f_numpy", probe(131072, 2))
     assert folded_constant_bytes(cb) == 131072 * 2 * 4

@@ -50,26 +50,28 @@ def body(line: str, setup: str = "    v = jnp.stack([x, 2 * x], axis=-1)\n") -> 
     ("    v = jnp.stack([x, x], axis=-1)\n", "jnp.min(v, axis=-1)", "jnp.minimum(v[..., 0], v[..., 1])"),
 ])
 def test_jf101_index_forms_and_parentheses(setup, call, expected):
-    assert fix(body(call, setup), "JF101") == body(expected, setup)
+    # x's dtype is unknown (the stacked forms' fixes are unsafe): the rewrite itself is checked here,
+    # its applicability in test_jf101_applicability_follows_the_operand_dtype.
+    assert fix(body(call, setup), "JF101", unsafe=True) == body(expected, setup)
 
 
 def test_jf101_compound_operand_is_split_only_with_known_factor_sizes():
     known = body("jnp.sum(v * w, axis=-1)",
                  "    v = jnp.stack([x, x], axis=-1)\n    w = jnp.stack([x, 1 - x], axis=-1)\n")
-    assert "v[..., 0] * w[..., 0] + v[..., 1] * w[..., 1]" in fix(known, "JF101")
+    assert "v[..., 0] * w[..., 0] + v[..., 1] * w[..., 1]" in fix(known, "JF101", unsafe=True)
     unknown = "@jax.jit\ndef f(x, y):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v * y, axis=-1)\n"
     assert ("    _, y_b = jnp.broadcast_arrays(v, y)\n    return v[..., 0] * y_b[..., 0] + v[..., 1] * y_b[..., 1]\n"
-            in fix(unknown, "JF101"))
+            in fix(unknown, "JF101", unsafe=True))
     in_lambda = "f = jax.jit(lambda x, y: jnp.sum(jnp.stack([x, x], axis=-1) * y, axis=-1))\n"
     whole = "(jnp.stack([x, x], axis=-1) * y)[..., 0] + (jnp.stack([x, x], axis=-1) * y)[..., 1]"
-    assert whole in fix(in_lambda, "JF101")
+    assert whole in fix(in_lambda, "JF101", unsafe=True)
     reads_underscore = ("@jax.jit\ndef f(x, y):\n    v = jnp.stack([x, x], axis=-1)\n"
                         "    return _(jnp.sum(v * y, axis=-1))\n\n\ndef _(a):\n    return a\n")
-    assert "    unused, y_b = jnp.broadcast_arrays(v, y)\n" in fix(reads_underscore, "JF101")
+    assert "    unused, y_b = jnp.broadcast_arrays(v, y)\n" in fix(reads_underscore, "JF101", unsafe=True)
     # A factor of lower rank cannot be indexed with a positive axis: its broadcast axis is another one.
     lower = ("@jax.jit\ndef f(x):\n    assert x.ndim == 2\n    v = jnp.stack([x, x], axis=1)\n"
              "    w = jnp.ones(2)\n    return jnp.sum(v * w, axis=1)\n")
-    out = fix(lower, "JF101")
+    out = fix(lower, "JF101", unsafe=True)
     assert "v[..., 0, :] * w" not in out and "return " in out
 
 
@@ -78,24 +80,64 @@ def test_jf101_no_fix_for_impure_operands_and_unkeepable_arguments():
               "@jax.jit\ndef f(x):\n    return jnp.sum(noisy(x), axis=-1)\n")
     assert fixes(impure, "JF101") == [None]
     for call in ("jnp.sum(v, axis=-1, dtype=jnp.float32)", "jnp.max(v, axis=-1, initial=0.0)",
-                 "jnp.linalg.norm(v, ord=1, axis=-1)", "jnp.sum(jnp.logical_not(v), axis=-1)",
-                 "jnp.mean(v, -1, None)"):
+                 "jnp.linalg.norm(v, ord=1, axis=-1)", "jnp.mean(v, -1, None)"):
         assert fixes(body(call), "JF101") == [None], call
 
 
 def test_jf101_repeats_pure_module_functions():
     src = ("def pair(x):\n    return jnp.stack([x, x * x], axis=-1)\n\n\n"
            "@jax.jit\ndef f(x):\n    return jnp.sum(pair(x), axis=-1)\n")
-    assert "return pair(x)[..., 0] + pair(x)[..., 1]" in fix(src, "JF101")
+    assert "return pair(x)[..., 0] + pair(x)[..., 1]" in fix(src, "JF101", unsafe=True)
 
 
 def test_jf101_adds_jnp_only_when_free():
     src = "@jax.jit\ndef f(x):\n    v = jax.numpy.stack([x, x], axis=-1)\n    return jax.numpy.max(v, axis=-1)\n"
-    out = fix(src, "JF101", header="import jax\n\n\n")
+    out = fix(src, "JF101", unsafe=True, header="import jax\n\n\n")
     assert out.startswith("import jax\nimport jax.numpy as jnp\n") and "jnp.maximum(v[..., 0], v[..., 1])" in out
     taken = ("import numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    v = jax.numpy.stack([x, x], axis=-1)\n"
              "    return jax.numpy.max(v, axis=-1)\n")
     assert fixes(taken, "JF101", header="import jax\n") == [None]
+
+
+JAXTYPING = "import jax\nimport jax.numpy as jnp\nfrom jaxtyping import Array, Bool, Float, Float16, Float32, Int8, UInt8\n\n\n"
+
+
+@pytest.mark.parametrize("param,call,applicability,expected", [
+    # bool and narrow ints: jnp.sum/prod count in the default int; the fix casts each term.
+    ("Bool[Array, 'n']", "jnp.sum(v, axis=-1)", "safe", "v[..., 0].astype(int) + v[..., 1].astype(int)"),
+    ("Int8[Array, 'n']", "jnp.prod(v, axis=-1)", "safe", "v[..., 0].astype(int) * v[..., 1].astype(int)"),
+    ("Int8[Array, 'n']", "jnp.mean(v, axis=-1)", "safe",
+     "(v[..., 0].astype(jnp.float32) + v[..., 1].astype(jnp.float32)) / 2"),
+    ("UInt8[Array, 'n']", "jnp.sum(v, axis=-1)", "unsafe",
+     "v[..., 0].astype(jnp.uint32) + v[..., 1].astype(jnp.uint32)"),
+    ("Int8[Array, 'n']", "jnp.linalg.norm(v, axis=-1)", "unsafe", None),
+    ("Float32[Array, 'n']", "jnp.sum(v, axis=-1)", "safe", "v[..., 0] + v[..., 1]"),
+    ("Float[Array, 'n']", "jnp.sum(v, axis=-1)", "safe", "v[..., 0] + v[..., 1]"),
+    ("Float[Array, 'n']", "jnp.mean(v, axis=-1)", "unsafe", None),
+    ("Float16[Array, 'n']", "jnp.linalg.norm(v, axis=-1)", "unsafe", None),
+    ("Float32[Array, 'n']", "jnp.linalg.norm(v, axis=-1)", "safe", None),
+    ("Bool[Array, 'n']", "jnp.max(v, axis=-1)", "safe", "jnp.maximum(v[..., 0], v[..., 1])"),
+    ("Int8[Array, 'n']", "jnp.sum(jnp.logical_not(v), axis=-1)", "safe", None),
+])
+def test_jf101_applicability_follows_the_operand_dtype(param, call, applicability, expected):
+    src = f"@jax.jit\ndef f(x: {param}):\n    v = jnp.stack([x, x], axis=-1)\n    return {call}\n"
+    got = fixes(src, "JF101", header=JAXTYPING)
+    assert got == [Applicability(applicability)], got
+    if expected is not None:
+        assert f"return {expected}\n" in fix(src, "JF101", unsafe=True, header=JAXTYPING)
+
+
+def test_jf101_float16_sums_are_safe_for_two_terms_only():
+    three = "@jax.jit\ndef f(x: Float16[Array, 'n']):\n    v = jnp.stack([x, x, x], axis=-1)\n    return jnp.sum(v, -1)\n"
+    assert fixes(three, "JF101", header=JAXTYPING) == [Applicability.UNSAFE]
+    assert fixes(three.replace("x, x, x", "x, x"), "JF101", header=JAXTYPING) == [Applicability.SAFE]
+
+
+def test_jf101_unknown_dtype_is_unsafe_and_says_what_to_declare():
+    result = check_source(HEADER + body("jnp.sum(v, axis=-1)"), "m.py", replace(Settings(), select=("JF101",)))
+    (d,) = result.diagnostics
+    assert d.fix.applicability is Applicability.UNSAFE
+    assert "dtype of `v` is unknown" in d.fix.message and "Float[Array" in d.fix.message
 
 
 # -- JF201 ----------------------------------------------------------------------------------------
@@ -104,9 +146,23 @@ NP = "import jax\nimport numpy as np\n\n\n"
 
 def test_jf201_rewrites_nested_calls_and_keeps_static_helpers():
     src = "@jax.jit\ndef f(x):\n    return x * np.cos(np.arange(x.shape[0]) * np.pi / np.prod(x.shape))\n"
-    out = fix(src, "JF201", header=NP)
+    out = fix(src, "JF201", unsafe=True, header=NP)  # cos in float32 instead of float64: unsafe
     assert out.startswith("import jax\nimport numpy as np\nimport jax.numpy as jnp\n")
     assert "x * jnp.cos(jnp.arange(x.shape[0]) * np.pi / np.prod(x.shape))" in out
+
+
+@pytest.mark.parametrize("expr,applicability", [
+    ("np.zeros((3, x.shape[0]))", "safe"), ("np.arange(x.shape[0])", "safe"), ("np.arange(12.0)", "safe"),
+    ("np.ones(int(np.prod(x.shape)), dtype=np.float32)", "safe"), ("np.full((2, 3), 0.1, dtype=np.float32)", "safe"),
+    ("np.full((2, 3), 0.1)", "unsafe"),  # jnp.full of a Python number is weakly typed
+    ("np.ones(6).reshape(2, 3)", "safe"), ("np.mgrid[0:3, 0:4][0]", "safe"),
+    ("np.arange(0.0, 1.0, 0.1)", "unsafe"), ("np.linspace(0.0, 1.0, 5)", "unsafe"),
+    ("np.arange(5) ** 2.3", "unsafe"), ("np.sin(np.arange(5))", "unsafe"), ("np.fft.fftfreq(8)", "unsafe"),
+])
+def test_jf201_safe_only_where_numpy_and_jnp_agree_bit_for_bit(expr, applicability):
+    """NumPy computes in float64 and jax canonicalises to a strong float32; jnp computes in float32 and
+    makes Python-scalar results weakly typed: only creation and layout agree exactly."""
+    assert fixes(f"@jax.jit\ndef f(x):\n    return x + {expr}\n", "JF201", NP) == [Applicability(applicability)]
 
 
 def test_jf201_applicability_follows_how_the_array_is_used():

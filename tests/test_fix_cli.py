@@ -56,7 +56,9 @@ def test_fix_rewrites_every_safe_core_finding_of_the_acceptance_corpus(corpus, t
     shutil.copytree(corpus, original)
     before = diagnostics(corpus, CORE)
     safe = [d for d in before if d["fix"] and d["fix"]["applicability"] == "safe"]
-    assert len(safe) >= 7  # f_sum_jax, f_filter_with_temp, f_cse_loop_expl, f_numpy, three jitted loops
+    # f_filter_with_temp, f_cse_loop_expl, three jitted loops. f_sum_jax's fix is unsafe (x's dtype is not
+    # declared: a weakly typed x would give a weakly typed sum), and so is f_numpy's (`** 2.3` in float32).
+    assert len(safe) >= 5
 
     result = invoke(str(corpus), "--fix", "--select", CORE)
     assert f"Fixed {len(safe)} diagnostic" in result.stderr
@@ -90,7 +92,7 @@ SOURCE = (
     "\n"
     "@jax.jit\n"
     "def f(x):\n"
-    "    v = jnp.stack([x, 2 * x], axis=-1)\n"
+    "    v = jnp.stack([x, 2 * x], axis=-1).astype(jnp.float32)\n"
     "    return jnp.sum(v, axis=-1)\n"
 )
 FIXED = SOURCE.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")

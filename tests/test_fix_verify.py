@@ -49,7 +49,7 @@ def test_fix_verify_end_to_end(tmp_path):
         "model:f_numpy" = ["f32[1024,2]"]
     '''))
     (tmp_path / "model.py").write_text(ORIGINAL)
-    r = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--fix", "--verify", "model.py"],
+    r = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--fix", "--unsafe-fixes", "--verify", "model.py"],
                        capture_output=True, text=True, cwd=tmp_path,
                        env={"PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert "imports and runs" in r.stderr

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 @jax.jit
 def f(x):
-    v = jnp.stack([x, 2 * x], axis=-1)
+    v = jnp.stack([x, 2 * x], axis=-1).astype(jnp.float32)
     return jnp.sum(v * v, axis=-1)
 '''
 

@@ -17,6 +17,7 @@ from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.device_arrays import DeviceArrays
+    from jaxfuse_lint.model.dtypes import DType, DTypeAnalysis
     from jaxfuse_lint.model.numpy_values import NumpyArrays
     from jaxfuse_lint.model.runtime_facts import RuntimeFacts
 
@@ -33,7 +34,8 @@ class LoopSite:
 
 class SemanticModel:
     def __init__(self, module: cst.Module, jax_modules: tuple[str, ...] = ("jax",),
-                 external_traced: dict[str, str] | None = None, runtime: "RuntimeFacts | None" = None) -> None:
+                 external_traced: dict[str, str] | None = None, runtime: "RuntimeFacts | None" = None,
+                 recorded_dtypes: dict[str, dict[str, str]] | None = None) -> None:
         self.module = module
         self.index: ModuleIndex = build_index(module)
         self.resolver = NameResolver(self.index.scope, jax_modules)
@@ -43,6 +45,8 @@ class SemanticModel:
         self.external_traced = external_traced or {}
         # What a recorded run saw this module's text do (model/runtime_facts.py), or None.
         self.runtime = runtime
+        # Parameter dtypes recorded at run time: {function display name: {parameter: dtype name}}.
+        self.recorded_dtypes = recorded_dtypes or {}
 
     # -- structure ------------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -216,6 +220,22 @@ class SemanticModel:
     def runtime_param_shape(self, fn: Function, name: str) -> Shape | None:
         """The shape a recorded run saw for fn's parameter `name` (model/runtime_facts.py)."""
         return self.runtime.param_shape(self, fn, name) if self.runtime is not None else None
+    @cached_property
+    def dtypes(self) -> "DTypeAnalysis":
+        """Dtypes as JAX computes them by default (x64 off); `dtypes_x64` with x64 on."""
+        from jaxfuse_lint.model.dtypes import DTypeAnalysis
+
+        return DTypeAnalysis(self, x64=False, recorded=self.recorded_dtypes)
+
+    @cached_property
+    def dtypes_x64(self) -> "DTypeAnalysis":
+        from jaxfuse_lint.model.dtypes import DTypeAnalysis
+
+        return DTypeAnalysis(self, x64=True, recorded=self.recorded_dtypes)
+
+    def dtype(self, expr: cst.CSTNode, scope: Scope, x64: bool = False) -> "frozenset[DType] | None":
+        """The dtypes expr may have (see model/dtypes.py); None when unknown."""
+        return (self.dtypes_x64 if x64 else self.dtypes).dtype(expr, scope)
 
     def axis_size(self, expr: cst.CSTNode, scope: Scope, axis: int) -> int | None:
         s = self.shapes.shape(expr, scope)

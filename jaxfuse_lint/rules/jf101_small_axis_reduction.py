@@ -91,12 +91,40 @@ class SmallAxisReduction(Rule):
     so it must be pure (names, attributes, subscripts, arithmetic, jnp calls,
     the module's own pure functions; XLA's CSE computes a repeated pure
     expression once); calls of other functions get no fix. No fix either for `dtype=`, `where=`, `initial=`, `out=`, `ord=` of
-    `norm`, a non-literal `keepdims`, a tuple of axes, evidently boolean operands
-    (a sum of booleans counts in int32, `+` would not), `vdot` and `einsum`. The
+    `norm`, a non-literal `keepdims`, a tuple of axes, `vdot` and `einsum`. The
     module's alias for `jax.numpy` is used, or `import jax.numpy as jnp` added.
-    Results can differ in the last bit (summation order); `sum`/`prod` of
-    integer arrays narrower than 32 bits accumulate in the operand's dtype after
-    the fix instead of int32 — the linter cannot see dtypes.
+
+    Dtypes decide whether the fix is safe. The operand's dtype comes from the
+    model (comparisons, `astype`, `dtype=`, literals, `jnp` creators,
+    promotion, jaxtyping annotations such as `Int8[Array, "n 2"]`); it must be
+    proved for both x64 settings, and an operand of unknown dtype may have any,
+    weakly typed ones included. Safe when:
+
+    - `max`/`min`: the operand is not weakly typed (`jnp.max` of a weakly typed
+      array is strongly typed, `jnp.maximum` keeps it weak); any dtype, NaNs
+      propagate the same.
+    - `sum`/`prod`: the operand's dtype is its own accumulator (float32/64,
+      complex, ints as wide as the default int) — or float16/bfloat16 with two
+      terms (`jnp.sum` computes in float32 and rounds once; one addition also
+      rounds once, and float32 has more than 2p + 2 bits so the double rounding
+      is innocuous). Bool and signed ints of any width: every term is cast with
+      `.astype(int)`, the default int `jnp.sum` accumulates in (so
+      `v[..., 0].astype(int) + v[..., 1].astype(int)` counts booleans and does
+      not overflow int8), which still fuses (1 kernel, no temporary on CPU).
+    - `mean`: float32/64 or complex; ints and bool up to 32 bits get
+      `.astype(jnp.float32)` on every term (`jnp.mean` averages them in float32,
+      even with x64).
+    - `norm`: float32/64 or complex.
+    - `dot`: both operands ints (integer products wrap the same in any order).
+
+    Unsafe otherwise, with the reason in the message and what to declare:
+    unknown or weakly typed operands, unsigned ints in `sum`/`prod` (uint32, or
+    uint64 with x64: the unsafe fix casts to `jnp.uint32`), float16/bfloat16
+    with three or more terms (rounded after each step) or in `mean`/`norm`
+    (computed in float32 by `jnp`), int `norm`, and float `dot` (the backend's
+    matmul precision — TF32 or bfloat16 passes on GPUs and TPUs — against exact
+    products). Within float dtypes, results can differ by rounding (the order of
+    the additions).
     """
     backends = (
         Claim(

@@ -149,7 +149,13 @@ class GridFromMeshgrid(Rule):
     `jnp.indices` of the meshgrid's shape followed by the exact arithmetic of
     `fftfreq` (`where(i < (n+1)//2, i, i-n) / (d*n)`) and `rfftfreq`
     (`i / (d*n)`), with the scalar factors applied in their original order:
-    the same values, bit for bit, for even and odd `n` (tested). The 1-D
+    the same values, bit for bit, for even and odd `n` (tested). Dtypes:
+    `fftfreq` returns a strongly typed default float; the index arithmetic does
+    too when `d` is absent or a Python int, and with a Python float `d` the
+    quotient (weakly typed) is cast back with `.astype(float)`, the default
+    float of either x64 setting, a no-op on the values. When `d` may be an
+    array (a parameter, a computed value) its dtype is unknown and the fix is
+    unsafe. The 1-D
     assignments that only fed the meshgrid are removed. An added offset
     (`fftfreq(n) + 0.5`) gets no fix: XLA may contract it with a
     multiplication into an FMA in one program and not the other (measured: a

@@ -156,7 +156,10 @@ class ShortLoopNotUnrolled(Rule):
     ## Fix safety
     Safe: `unroll=True` changes how XLA schedules the loop, never what it
     computes (the same operations run in the same order). The fix adds
-    `unroll=True` as the last argument.
+    `unroll=True` as the last argument. Dtypes: no condition — with literal
+    bounds `fori_loop` runs as a `scan` unrolled or not, the carry keeps the
+    init's dtype in both, and a weakly typed init is promoted to the body's
+    dtype the same way.
     """
     backends = (
         Claim(

@@ -58,11 +58,18 @@ class NumpyConstantInTracedCode(Rule):
     every array-building NumPy call in the reported expression is rewritten to
     `jnp.` (reusing the module's alias for `jax.numpy`, or adding `import
     jax.numpy as jnp`); static helpers such as `np.prod(x.shape)`, `np.pi` and
-    `np.float32` are left alone. With x64 disabled (JAX's default) NumPy's
-    64-bit results are canonicalised to 32 bits when they enter the traced
-    program, so dtypes agree; values computed in float32 instead of float64 may
-    differ in the last bit, and integer results beyond the int32 range wrap the
-    same way in both. The fix is unsafe when the array is also iterated or used
+    `np.float32` are left alone. Dtypes and values: NumPy computes on the host
+    in float64/int64, and jax canonicalises the result (32 bits without x64)
+    as a *strongly* typed array; `jnp` computes in float32 without x64, and its
+    results of Python scalars are *weakly* typed (`jnp.arange(n) * 0.5`, so
+    `x16 + that` stays float16 where NumPy's constant made it float32). The fix
+    is safe only where both agree bit for bit: creation with literal or shape
+    arguments (`zeros`, `ones`, `eye`, `indices`, `arange` with int or
+    whole-number arguments, `array` of literals, `mgrid` with int slices,
+    `full` with `dtype=` — `jnp.full(s, 3)` takes the Python number's weak
+    type — and their `dtype=`) and layout (`reshape`, `transpose`, `stack`, `meshgrid`...).
+    Anything NumPy computed (`**`, `sin`, `linspace`, `fftfreq`, arithmetic on
+    the array with Python numbers) is unsafe. It is also unsafe when the array is iterated or used
     where the code might need a concrete value, and there is no fix when it is
     used where only a concrete NumPy value works (an `if` test, `int()`,
     `.tolist()`, another NumPy call). `np.random.*` has no fix (JAX's random

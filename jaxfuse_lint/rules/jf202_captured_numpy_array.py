@@ -61,8 +61,9 @@ class CapturedNumpyArray(Rule):
     rebuilds it first thing with `jax.numpy` (`K = jnp.fft.fftfreq(4096)`; in a
     lambda the expression replaces the read). Unsafe because the values are now
     computed in float32 on the device rather than float64 on the host (last-bit
-    differences), and because passing the array as an argument may be the
-    better design. Arrays loaded from files (`np.load`) or made by other code
+    differences, weakly typed results of Python scalars where NumPy's were
+    strongly typed: see JF201), and because passing the array as an argument
+    may be the better design. Arrays loaded from files (`np.load`) or made by other code
     get no fix.
     """
     backends = (

@@ -79,7 +79,10 @@ class LoopInvariantCapture(Rule):
     (array creation, elementwise arithmetic, layout changes, and module
     functions built only from those) and pure, and every name it uses means the
     same inside the body — or is the loop carry initialised from that very name
-    and read only for its shape (lax loops keep the carry's shape and dtype).
+    and read only for its shape (lax loops keep the carry's shape), or for its
+    `.dtype` when the init is known to be strongly typed (lax promotes a weakly
+    typed init to the dtype the body returns). The same expression of the same
+    names has the same dtype and weak type, so recomputing changes neither.
     The binding is copied to the top of the body (a lambda body gets the
     expression in place of the read), and the outer binding is removed when no
     other code reads it. Pure values that are not cheap (FFTs, matmuls,

@@ -199,7 +199,10 @@ class UnrolledIndependentFfts(Rule):
     acc + term[i := start])`. Unsafe because inside `fori_loop` the index is a
     traced integer rather than a Python int: powers like `x ** (i + 2)` become
     floating-point `pow` instead of repeated multiplication (results agree to
-    rounding), and a range that can be empty would now run the first term.
+    rounding), a range that can be empty would now run the first term, and the
+    carry's dtype is fixed by the peeled term: a later term of another dtype
+    (or a weakly typed accumulator promoted differently) makes `fori_loop`
+    raise or cast where the Python loop promoted.
     """
     backends = (
         Claim(

@@ -106,7 +106,8 @@ class JitInLoop(Rule):
     or, for a comprehension, before the statement holding it — and the loop
     calls that; `h = jax.jit(f)` written inside the loop is moved out as it is.
     `jax.jit(partial(f))` becomes `jax.jit(f)` and `jax.jit(lambda x: f(x))`
-    becomes `jax.jit(f)`. Nested loops are hoisted one loop per pass, up to the
+    becomes `jax.jit(f)`. Dtypes: no condition — the same function is traced
+    with the same arguments (Python scalars stay weakly typed either way). Nested loops are hoisted one loop per pass, up to the
     outermost. When the callable reads a loop variable, or `@jax.jit` decorates
     a `def` inside the loop, there is no fix: hoisted, it would be traced once
     with the first iteration's value baked in — make that value an argument

@@ -64,7 +64,8 @@ class JitOfFreshCallable(Rule):
     (`_apply_once_jit = jax.jit(lambda v: v * 2 + 1)`), and the function calls
     that. Unsafe because module-level values the callable reads are then
     captured at its first trace instead of on every call, and the compiled
-    program lives as long as the module. An inner `def`, or a callable that
+    program lives as long as the module. (Dtypes do not change: the same
+    callable is traced with the same arguments.) An inner `def`, or a callable that
     closes over the function's locals, gets no fix: moving it is a refactoring
     (make those values arguments, static ones with `static_argnames`).
     """

@@ -86,7 +86,9 @@ class PrintInTracedCode(Rule):
     fields, bytes, or a value that is neither a literal nor traced
     (`jax.debug.print` only accepts arrays and numbers as values, not a string
     variable). The fixed code prints on every call, at run time, so output
-    appears more often than before — which is the point.
+    appears more often than before — which is the point. Dtypes: no condition —
+    the printed values are not changed or converted, and the function's results
+    are untouched.
     """
     backends = (
         Claim(

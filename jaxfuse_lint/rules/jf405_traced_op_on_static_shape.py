@@ -98,9 +98,14 @@ class TracedOpOnStaticShape(Rule):
     Safe for the product of a static shape — `jnp.prod(S)`,
     `jnp.prod(jnp.array(S))`, `jnp.array(S).prod()`, with `S` a shape tuple —
     which becomes `math.prod(S)` (`import math` is added when missing): the
-    product of Python ints is the exact int the sink needs, and where the same
-    variable is also used in arithmetic a Python int promotes like the int32
-    scalar it replaces. When the value goes through a variable that is also used
+    product of Python ints is the exact int the sink needs. Dtypes: `jnp.prod`
+    gave a strongly typed int32 (int64 with x64) that wraps past 2**31, and
+    `math.prod` gives an exact, weakly typed Python int (`int8_array * n` stays
+    int8 where it was int32). So the fix is safe when the product only reaches
+    places that need a Python int, or one of them always runs when the function
+    does — either way the original failed at trace time for every input. A
+    variable that is also used in arithmetic where the original could have
+    worked (after a branch, say) gets an unsafe fix. When the value goes through a variable that is also used
     as an array (`n.astype(...)`, `n[0]`), or the call has other arguments
     (`axis`, `dtype`), there is no fix.
     """
