@@ -309,3 +309,22 @@ def test_return_shapes_of_the_module_functions():
     ''')
     g = fn(m, "g")
     assert m.axis_size(g.returns[0], g, -1) == 3
+
+
+@pytest.mark.parametrize("setup,expr,axis,size", [
+    ("v = jnp.stack([x, x], axis=0)", "jnp.moveaxis(v, 0, -1)", -1, 2),
+    ("v = jnp.stack([x, x, x], axis=-1)", "jnp.moveaxis(v, -1, 0)", 0, 3),
+    ("v = jnp.stack([x, x], axis=1)", "jnp.moveaxis(v, 1, 0)", 0, 2),
+    ("v = jnp.stack([x, x], axis=-2)", "jnp.moveaxis(v, -2, -1)", -1, 2),
+])
+def test_moveaxis_with_unknown_rank(setup, expr, axis, size):
+    m = model_of(f"import jax.numpy as jnp\n\ndef f(x):\n    {setup}\n    return {expr}\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, axis) == size
+
+
+def test_moveaxis_across_ends_forgets_the_far_end():
+    m = model_of("import jax.numpy as jnp\n\ndef f(x):\n    v = jnp.stack([x, x], axis=0)[..., None]\n"
+                 "    return jnp.moveaxis(v, 0, -1)\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, -1) == 2 and m.axis_size(f.returns[-1], f, -2) is None

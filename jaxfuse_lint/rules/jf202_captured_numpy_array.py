@@ -32,7 +32,13 @@ class CapturedNumpyArray(Rule):
 
     Reading only static facts about the array (`K.shape`, `K.ndim`, `K.dtype`,
     `len(K)`) captures nothing and is not flagged; neither is `np.array` of a
-    literal list.
+    literal list. Any `numpy.*` call makes an array (`np.hanning(256)`,
+    `np.unique(...)`, the module's own helper returning one) except those known
+    to give a scalar, dtype, shape, bool or None: whole-array reductions
+    (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
+    (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
+    `np.isscalar`, `np.random.seed`, a draw without `size=`. A jax array
+    captured the same way is JF207's.
 
     ## Example
     ```python
@@ -68,10 +74,14 @@ class CapturedNumpyArray(Rule):
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
         "import jax, numpy as np\nK = np.arange(8)\ndef host(x):\n    return x + K\n",
         "import jax\nCOEFFS = (0.5, 0.25)\n@jax.jit\ndef f(x):\n    return x * COEFFS[0]\n",
+        "import jax, numpy as np\nSCALE = np.sqrt(2.0)\nN = np.prod((4, 8))\n@jax.jit\ndef f(x):\n"
+        "    return x.reshape(N) * SCALE * np.float32(0.5)\n",
     )
     invalid = (
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x + K\n",
         "import jax, numpy as np\ndef make(n):\n    grid = np.linspace(0, 1, n)\n    return jax.jit(lambda x: x * grid)\n",
+        "import jax, jax.numpy as jnp, numpy as np\nWINDOW = np.hanning(256)\n@jax.jit\ndef f(x):\n"
+        "    return jnp.fft.fft(x * WINDOW)\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
