@@ -8,6 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 
 
@@ -30,6 +31,9 @@ class CapturedNumpyArray(Rule):
     program. Passed as an argument instead, it is a device buffer like any other
     input; built with `jax.numpy` inside the function, it fuses into its consumer.
 
+    Only code that jit (or `pmap`, `pjit`, `eqx.filter_jit`) compiles is
+    checked — directly, or called, vmapped or looped over from there: a `vmap`
+    or a lax loop run eagerly takes captured arrays as operands.
     Reading only static facts about the array (`K.shape`, `K.ndim`, `K.dtype`,
     `len(K)`) captures nothing and is not flagged; neither is `np.array` of a
     literal list. Any `numpy.*` call makes an array (`np.hanning(256)`,
@@ -86,9 +90,12 @@ class CapturedNumpyArray(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         arrays = model.numpy_arrays
+        st = staging(model)
         for fn in model.traced.reasons:
             if model.is_kernel(fn):
                 continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
+            if not st.is_compiled(fn):
+                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
             for read in fn.reads:
                 name = read.name
                 found = model.lookup(name.value, fn)

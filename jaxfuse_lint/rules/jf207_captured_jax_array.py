@@ -5,6 +5,7 @@ from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
 
@@ -36,6 +37,9 @@ class CapturedJaxArray(Rule):
     argument, 0 B.
 
     ## Known problems
+    Only code that jit (or `pmap`, `pjit`, `eqx.filter_jit`) compiles is
+    checked — directly, or called, vmapped or looped over from there: a `vmap`
+    or a lax loop run eagerly takes captured arrays as operands.
     Shapes, dtypes and `len()` of the array (`K.shape`, `K.dtype`) are static
     and are not flagged. PRNG keys, Python scalars and `jnp.array` of a literal
     number or list (a handful of values) are not flagged. Arrays held in
@@ -89,9 +93,12 @@ class CapturedJaxArray(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         arrays = model.device_arrays
         numpy_arrays = model.numpy_arrays
+        st = staging(model)
         for fn in model.traced.reasons:
             if model.is_kernel(fn):
                 continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
+            if not st.is_compiled(fn):
+                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
             for read in fn.reads:
                 name = read.name
                 found = model.lookup(name.value, fn)
