@@ -328,3 +328,20 @@ def test_moveaxis_across_ends_forgets_the_far_end():
                  "    return jnp.moveaxis(v, 0, -1)\n")
     f = fn(m, "f")
     assert m.axis_size(f.returns[-1], f, -1) == 2 and m.axis_size(f.returns[-1], f, -2) is None
+
+
+def test_a_concrete_numpy_index_may_be_a_mask_unless_it_is_integer():
+    m = model_of('''
+        import jax, jax.numpy as jnp, numpy as np
+        MASK = np.ones((4, 5), bool)
+        IDX = np.arange(4)
+        @jax.jit
+        def f(x):
+            p = jnp.zeros((4, 5, 3))
+            a = p[MASK, :]
+            b = p[IDX, :]
+            return a, b
+    ''')
+    f = fn(m, "f")
+    assert m.shape(f.bindings["a"][0].value, f) is None
+    assert m.shape(f.bindings["b"][0].value, f).size(-2) == 5

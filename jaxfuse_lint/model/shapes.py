@@ -260,8 +260,8 @@ def index_kind(model: "SemanticModel", v: cst.BaseExpression, scope: "Scope", de
                 kinds.add(index_kind(model, b.value, owner, depth + 1))
             else:
                 kinds.add(UNSURE)
-        if model.numpy_arrays.binding_is_array(bindings, owner):
-            kinds.add(UNSURE)  # a concrete NumPy mask is allowed under jit
+        if kinds != {INT} and model.numpy_arrays.binding_is_array(bindings, owner):
+            return NOT_INT  # a concrete NumPy array may be a boolean mask, which jit accepts
         return NOT_INT if NOT_INT in kinds else INT if kinds == {INT} else UNSURE
     return UNSURE
 
