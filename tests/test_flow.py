@@ -138,3 +138,19 @@ def test_nested_function_reads_fall_back_to_every_binding():
     g = next(f for f in m.index.functions if f.name == "g")
     read = next(r for r in g.reads if r.name.value == "a")
     assert len(m.bindings_at(read.name, g)[1]) == 2
+
+
+def test_deeply_nested_loops_fall_back_to_every_binding_instead_of_taking_seconds():
+    def nest(depth, indent):
+        pad = "    " * indent
+        if depth == 0:
+            return "".join(f"{pad}a{i} = a{(i + 1) % 20} + x\n" for i in range(20))
+        return f"{pad}for i{depth} in range(3):\n{pad}    if n:\n" + nest(depth - 1, indent + 2) + \
+            f"{pad}    else:\n{pad}        n = x\n"
+
+    src = "def f(x, n):\n" + "".join(f"    a{i} = x\n" for i in range(20)) + nest(12, 1) + "    return a0\n"
+    m = SemanticModel(cst.parse_module(src))
+    f = m.index.functions[0]
+    read = f.reads[-1].name
+    assert read.value == "a0"
+    assert len(m.bindings_at(read, f)[1]) == 2  # all of them: the flow gave up

@@ -309,3 +309,39 @@ def test_return_shapes_of_the_module_functions():
     ''')
     g = fn(m, "g")
     assert m.axis_size(g.returns[0], g, -1) == 3
+
+
+@pytest.mark.parametrize("setup,expr,axis,size", [
+    ("v = jnp.stack([x, x], axis=0)", "jnp.moveaxis(v, 0, -1)", -1, 2),
+    ("v = jnp.stack([x, x, x], axis=-1)", "jnp.moveaxis(v, -1, 0)", 0, 3),
+    ("v = jnp.stack([x, x], axis=1)", "jnp.moveaxis(v, 1, 0)", 0, 2),
+    ("v = jnp.stack([x, x], axis=-2)", "jnp.moveaxis(v, -2, -1)", -1, 2),
+])
+def test_moveaxis_with_unknown_rank(setup, expr, axis, size):
+    m = model_of(f"import jax.numpy as jnp\n\ndef f(x):\n    {setup}\n    return {expr}\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, axis) == size
+
+
+def test_moveaxis_across_ends_forgets_the_far_end():
+    m = model_of("import jax.numpy as jnp\n\ndef f(x):\n    v = jnp.stack([x, x], axis=0)[..., None]\n"
+                 "    return jnp.moveaxis(v, 0, -1)\n")
+    f = fn(m, "f")
+    assert m.axis_size(f.returns[-1], f, -1) == 2 and m.axis_size(f.returns[-1], f, -2) is None
+
+
+def test_a_concrete_numpy_index_may_be_a_mask_unless_it_is_integer():
+    m = model_of('''
+        import jax, jax.numpy as jnp, numpy as np
+        MASK = np.ones((4, 5), bool)
+        IDX = np.arange(4)
+        @jax.jit
+        def f(x):
+            p = jnp.zeros((4, 5, 3))
+            a = p[MASK, :]
+            b = p[IDX, :]
+            return a, b
+    ''')
+    f = fn(m, "f")
+    assert m.shape(f.bindings["a"][0].value, f) is None
+    assert m.shape(f.bindings["b"][0].value, f).size(-2) == 5

@@ -6,11 +6,13 @@ folds its value into the compiled program as a constant, exactly as it does a Nu
 (measured with `jaxfuse-lint verify` on CPU, jax 0.10.2: a captured `float32[65536]` is
 256 KiB of folded constants; passed as an argument or built inside, 0 B).
 
-Arrays are the results of jax's array namespaces (`jnp`, `jax.random`, `jax.nn`,
-`jax.scipy`, `lax`, `jax.device_put`), arithmetic, indexing, array methods and views of
-them, and the module's own functions whose every `return` is one. Not arrays: shapes,
+Arrays are what jax creates with a size (`jnp.zeros`/`linspace`/`arange`/`meshgrid`/
+`indices`/`fftfreq`..., `jax.random.*` with a shape), conversions of NumPy or jax arrays
+(`jnp.asarray(data)`, `jax.device_put(x)`), and math, indexing, methods and views of
+those, and the module's own functions whose every `return` is one. Not arrays: shapes,
 dtypes and predicates (`jnp.shape`, `jnp.finfo`), PRNG keys (a key is a couple of words),
-Python scalars and `jnp.array` of a literal list or number (a handful of values).
+and jax results of Python numbers or of values of unknown size (`f32(box)`,
+`r_cutoff ** 2`: most often a 0-d array, whose folding costs nothing).
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS
+from jaxfuse_lint.model.api import JNP_CREATORS, JNP_STATIC_FUNCTIONS
+from jaxfuse_lint.model.traced import keyword, positional
 from jaxfuse_lint.model.values import ARRAY_NAMESPACES
 
 if TYPE_CHECKING:
@@ -29,22 +32,13 @@ _KEYS = frozenset({
     "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in", "jax.random.key_data",
     "jax.random.wrap_key_data", "jax.random.clone", "jax.random.key_impl",
 })
-_SCALAR_TYPES = frozenset("jax.numpy." + n for n in (
-    "float16 float32 float64 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_ complex64 "
-    "complex128 float_ int_ array asarray".split()
+# Creators besides api.JNP_CREATORS: arrays whose size comes from their arguments.
+_MORE_CREATORS = frozenset("jax.numpy." + n for n in (
+    "tril_indices triu_indices diag_indices hanning hamming blackman bartlett kaiser vander fromfunction "
+    "frombuffer load loadtxt".split()
 ))
 _NOT_ARRAY_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
 _VIEWS = frozenset({"T", "mT", "real", "imag", "at"})
-
-
-def _literal(e: cst.BaseExpression) -> bool:
-    if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary)):
-        return True
-    if isinstance(e, cst.UnaryOperation):
-        return _literal(e.expression)
-    if isinstance(e, (cst.List, cst.Tuple)):
-        return all(not isinstance(el, cst.StarredElement) and _literal(el.value) for el in e.elements)
-    return isinstance(e, cst.Name) and e.value in ("True", "False")
 
 
 class DeviceArrays:
@@ -68,10 +62,17 @@ class DeviceArrays:
             if qn is not None:
                 if qn in JNP_STATIC_FUNCTIONS or qn in _KEYS or qn.startswith(("jax.tree", "jax.dtypes")):
                     return False
-                if qn in _SCALAR_TYPES:
-                    args = [a.value for a in e.args if a.keyword is None]
-                    return bool(args) and not _literal(args[0])
-                return qn.startswith(ARRAY_NAMESPACES) or qn == "jax.device_put"
+                if (qn in JNP_CREATORS or qn in _MORE_CREATORS) and not qn.endswith("_like"):
+                    return True  # an array of a size given by its arguments (`jnp.linspace(0, 1, 4096)`)
+                if qn.startswith("jax.random."):
+                    shape = keyword(e, "shape") or positional(e, 1)
+                    return shape is not None and not (isinstance(shape, (cst.Tuple, cst.List)) and not shape.elements)
+                if qn.startswith(ARRAY_NAMESPACES) or qn == "jax.device_put":
+                    # Conversions and math follow their inputs: an array from a NumPy or jax
+                    # array, a scalar from a Python number or a parameter of unknown size.
+                    return any(self.is_array(a.value, scope, depth) or m.numpy_arrays.is_array(a.value, scope)
+                               for a in e.args if a.keyword is None or a.keyword.value in ("x", "a", "arr"))
+                return False
             if isinstance(e.func, cst.Attribute):
                 if e.func.attr.value in _NOT_ARRAY_METHODS:
                     return False

@@ -57,6 +57,10 @@ CONTAINER_TYPES = frozenset({
 _BOTTOM = None  # the state of unreachable code
 
 
+class _TooMuchWork(Exception):
+    pass
+
+
 class _State:
     """Reaching bindings per tracked name, and the narrowing facts in force."""
 
@@ -98,6 +102,9 @@ class FunctionFlow:
     """The flow facts of one function (built once, on first use)."""
 
     MAX_LOOP_PASSES = 4
+    # Nested loops multiply the passes: past this many statement visits the function keeps the
+    # flow-insensitive answer (every binding) rather than costing seconds.
+    MAX_WORK = 10_000
 
     def __init__(self, model: "SemanticModel", fn: "Function") -> None:
         self.model = model
@@ -120,7 +127,12 @@ class FunctionFlow:
         self._ids: dict[int, "Binding"] = {}
         self._loops: list[tuple[list, list]] = []  # (break states, continue states)
         self._tries: list[list] = []  # states seen inside a try body
-        self._run()
+        self._work = 0
+        try:
+            self._run()
+        except _TooMuchWork:
+            self.reaching.clear()
+            self.narrowed.clear()
 
     # -- the walk -----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -168,6 +180,9 @@ class FunctionFlow:
             state.facts.pop(b.name, None)
 
     def _stmt(self, s: cst.CSTNode, state: "_State") -> "_State | None":
+        self._work += 1
+        if self._work > self.MAX_WORK:
+            raise _TooMuchWork
         t = type(s)
         if t is cst.SimpleStatementLine or t is cst.SimpleStatementSuite:
             for small in s.body:

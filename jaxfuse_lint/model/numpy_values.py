@@ -132,6 +132,12 @@ class NumpyArrays:
             if qn is not None and qn.startswith("numpy."):
                 return self._numpy_call_is_array(e, qn, scope, depth)
             if qn is None and isinstance(e.func, cst.Attribute):
+                if self._is_generator(e.func.value, scope):
+                    # `rng.normal(size=(256, 3))`: a draw per element of `size`; without it, one number.
+                    if e.func.attr.value in ("permutation", "multivariate_normal", "dirichlet", "multinomial"):
+                        return True
+                    return any(a.keyword is not None and a.keyword.value == "size" and not _is_none(a.value)
+                               for a in e.args)
                 if e.func.attr.value in _SCALAR_METHODS and not e.args:
                     return False
                 return self.is_array(e.func.value, scope, depth)
@@ -198,6 +204,19 @@ class NumpyArrays:
         # Anything else NumPy has (`np.hanning(256)`, `np.kaiser(64, 8.6)`, `np.unique(...)`,
         # `np.polynomial...`) returns an array.
         return True
+
+    def _is_generator(self, e: cst.BaseExpression, scope: "Scope", depth: int = 0) -> bool:
+        """`np.random.default_rng(0)` / `RandomState(...)`, or a name bound only to one."""
+        if isinstance(e, cst.Call):
+            return self.model.qn(e.func, scope) in ("numpy.random.default_rng", "numpy.random.RandomState",
+                                                    "numpy.random.Generator")
+        if isinstance(e, cst.Name) and depth < 4:
+            found = self.model.bindings_at(e, scope)
+            if found is None or not found[1]:
+                return False
+            return all(b.kind == "assign" and b.index is None and b.value is not None
+                       and self._is_generator(b.value, found[0], depth + 1) for b in found[1])
+        return False
 
     @staticmethod
     def _random_size_positional(e: cst.Call, position: int) -> bool:

@@ -2,10 +2,16 @@
 
 A Shape knows some axis sizes, counted from the left, from the right, or both
 when the rank is known. Sources: `jnp.stack([a, b], axis=k)`, `jnp.array([...])`,
-`jnp.column_stack`, literal shapes in `zeros`/`ones`/`full`/`empty`/`reshape`,
-slices like `x[..., :3]`, `assert x.shape[-1] == 3`, and jaxtyping annotations
-(`Float[Array, "n 3"]`). Sizes flow through names, elementwise arithmetic and
-the return values of the module's own functions.
+`jnp.column_stack`, literal shapes in `zeros`/`ones`/`full`/`empty`/`reshape`
+(module constants such as `N = 64` included), `arange`/`linspace`/`fftfreq` of
+known numbers, slices like `x[..., :3]`, `assert x.shape[-1] == 3`, and jaxtyping
+annotations (`Float[Array, "n 3"]`). Sizes flow through names (the bindings
+that reach each read, model/flow.py), elementwise arithmetic, indexing (new
+axes, integer indices, and one integer-array gather, which keeps the sizes on
+either side of the axis it replaces; a boolean mask or a possible tuple of
+indices stops them), `.T`/`transpose`/`swapaxes`/`moveaxis`/`expand_dims`,
+`concatenate`, FFTs (`fftn` keeps the shape, `rfftn` halves its last axis),
+and the return values of the module's own functions.
 
 Known approximation: when an operand of unknown rank is broadcast against one
 of known rank, the result is assumed to have the known rank (operands are
@@ -254,8 +260,8 @@ def index_kind(model: "SemanticModel", v: cst.BaseExpression, scope: "Scope", de
                 kinds.add(index_kind(model, b.value, owner, depth + 1))
             else:
                 kinds.add(UNSURE)
-        if model.numpy_arrays.binding_is_array(bindings, owner):
-            kinds.add(UNSURE)  # a concrete NumPy mask is allowed under jit
+        if kinds != {INT} and model.numpy_arrays.binding_is_array(bindings, owner):
+            return NOT_INT  # a concrete NumPy array may be a boolean mask, which jit accepts
         return NOT_INT if NOT_INT in kinds else INT if kinds == {INT} else UNSURE
     return UNSURE
 
@@ -831,7 +837,7 @@ def _index_unknown_rank(base: Shape | None, ops: list) -> Shape | None:
     if base is not None:
         # The untouched middle keeps its sizes: from the left when nothing after the ellipsis
         # consumes axes, from the right when nothing before it does.
-        if clean_left and not after:
+        if clean_left and not any(op[0] in ("keep", "drop", "gather") for op in after):
             for a, size in base.left:
                 if a >= src:
                     left.setdefault(a - src + pos, size)
@@ -911,8 +917,10 @@ def _swapaxes(base: Shape | None, a: int | None, b: int | None) -> Shape | None:
 
 
 def _moveaxis(base: Shape | None, src: int | None, dst: int | None) -> Shape | None:
-    if base is None or base.rank is None or src is None or dst is None:
+    if base is None or src is None or dst is None:
         return None
+    if base.rank is None:
+        return _moveaxis_unknown_rank(base, src, dst)
     r = base.rank
     if not (-r <= src < r and -r <= dst < r):
         return None
@@ -920,6 +928,33 @@ def _moveaxis(base: Shape | None, src: int | None, dst: int | None) -> Shape | N
     moved = dims.pop(src % r)
     dims.insert(dst % r, moved)
     return Shape.of_dims(dims)
+
+
+def _moveaxis_unknown_rank(base: Shape, src: int, dst: int) -> Shape | None:
+    """Rank unknown: positions counted from the same end as the moved axis stay countable."""
+    if src >= 0 and dst >= 0 or src < 0 and dst < 0:
+        side = dict(base.left if src >= 0 else base.right)
+        # Work in distances from that end: 0, 1, 2... from the left or -1, -2... from the right.
+        pos = (lambda a: a) if src >= 0 else (lambda a: -a - 1)
+        unpos = (lambda d: d) if src >= 0 else (lambda d: -d - 1)
+        reach = max(pos(src), pos(dst))
+        dims = [side.get(unpos(d)) for d in range(reach + 1)]
+        moved = dims.pop(pos(src))
+        dims.insert(pos(dst), moved)
+        out = {unpos(d): v for d, v in enumerate(dims) if v is not None}
+        out.update({a: v for a, v in side.items() if pos(a) > reach})
+        return Shape.make(None, out, None) if src >= 0 else Shape.make(None, None, out)
+    # Across ends: the axes on the source's side after it shift by one; the moved axis is
+    # known at its destination; the other end's sizes may have included the source axis.
+    if src >= 0:
+        size = base.size(src)
+        left = {a: v for a, v in base.left if a < src}
+        left.update({a - 1: v for a, v in base.left if a > src})
+        return Shape.make(None, left, {dst: size} if size is not None else None)
+    size = base.size(src)
+    right = {a: v for a, v in base.right if a > src}
+    right.update({a + 1: v for a, v in base.right if a < src})
+    return Shape.make(None, {dst: size} if size is not None else None, right)
 
 
 def _concatenate(shapes: list[Shape | None], axis: int) -> Shape | None:

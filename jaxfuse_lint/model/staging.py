@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, JNP_STATIC_FUNCTIONS, LOOPS,
+from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, COMPILING, JNP_STATIC_FUNCTIONS, LOOPS,
                                     STATIC_ATTRIBUTES, TRANSFORMS)
 from jaxfuse_lint.model.scopes import iter_children
 from jaxfuse_lint.model.traced import positional
@@ -192,6 +192,36 @@ class Staging:
             arg = m.parent(call)
             call = m.parent(arg) if isinstance(arg, cst.Arg) else None
         return False
+
+    def is_compiled(self, fn: "Function | None") -> bool:
+        """Whether fn's code ends up in a program that jit (or pmap, pjit, `eqx.filter_jit`)
+        compiles: decorated or transformed by one, or traced (called, a loop body, vmapped)
+        from code that is. A concrete array fn reads from outside is then folded into that
+        program as a constant; run eagerly (`vmap`, or a lax loop called outside jit), the
+        array is an operand instead."""
+        if fn is None:
+            return False
+        key = (id(fn), "compiled", False)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            return False
+        self._active.add(key)
+        try:
+            result = any(self._reason_compiled(r) for r in self.model.traced.reasons.get(fn, ()))
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _reason_compiled(self, r: "TraceReason") -> bool:
+        if r.kind in ("decorator", "transform"):
+            return r.transform in COMPILING or self.is_compiled(self.model.function_of(r.node))
+        if r.kind == "control-flow":
+            return self.is_compiled(self.model.function_of(r.node))
+        if r.kind in ("called", "passed"):
+            return self.is_compiled(r.caller)
+        return r.kind == "external"  # another module traces it, as a rule under jit
 
     def staging_transform(self, fn: "Function") -> str | None:
         """The staging transform applied to fn directly (decorator or `jax.jit(fn)`), if any."""

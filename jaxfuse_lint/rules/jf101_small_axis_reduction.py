@@ -43,10 +43,14 @@ class SmallAxisReduction(Rule):
     temporary — the same on CPU).
 
     Sizes come from `jnp.stack([...], axis=k)`, `jnp.array([...])`,
-    `jnp.column_stack`, literal shapes (`zeros((n, 3))`, `reshape(-1, 2)`), slices
-    (`x[..., :3]`), `assert x.shape[-1] == 3` and jaxtyping annotations
-    (`Float[Array, "n 3"]`), through names, arithmetic and the module's own
-    functions. Unknown sizes are never flagged.
+    `jnp.column_stack`, literal shapes (`zeros((n, 3))`, `reshape(-1, 2)`, with
+    module constants `N = 64` too), `arange` of numbers (`jnp.arange(3.0)`),
+    slices (`x[..., :3]`), `assert x.shape[-1] == 3` and jaxtyping annotations
+    (`Float[Array, "n 3"]`), and are carried through names (the bindings that
+    reach each read), arithmetic, new axes (`x[:, None, :]`), integer indexing
+    and gathers (`x[idx]` keeps the trailing sizes when `idx` is an integer
+    array), `.T`/`transpose`/`swapaxes`/`moveaxis`, `concatenate`, FFTs and
+    the module's own functions. Unknown sizes are never flagged.
 
     ## Known problems
     When an operand of unknown rank is broadcast against one of known rank, the

@@ -73,7 +73,9 @@ class FftComponentAxisLast(Rule):
     `small-axis-max`, default 4): a vector field stored as `(N, N, N, 3)` and
     transformed over `axes=(0, 1, 2)`. Sizes come from the shape model
     (`jnp.stack(..., axis=-1)`, literal shapes, asserts, jaxtyping) and flow
-    through earlier FFTs that leave the trailing axis alone.
+    through earlier FFTs (an `fftn` keeps the shape; `rfftn` changes only its
+    last transformed axis), arithmetic on their outputs, new axes, gathers,
+    transposes, `concatenate` and the module's own functions.
 
     ## Why is this bad?
     XLA's FFT works on the trailing dimensions. To transform leading axes, JAX
@@ -139,6 +141,8 @@ class FftComponentAxisLast(Rule):
         "    return jnp.fft.fft(x, axis=0)\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(u):\n    v = jnp.zeros((64, 64, 3), jnp.complex64) + u\n"
         "    return jnp.fft.fft2(v, axes=(0, 1))\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    vk = jnp.fft.fftn(jnp.stack([x, x], axis=0), axes=(1, 2))\n"
+        "    w = jnp.moveaxis(vk, 0, -1) * 2.0\n    return jnp.fft.ifftn(w, axes=(0, 1))\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:

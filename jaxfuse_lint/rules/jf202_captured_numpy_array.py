@@ -8,6 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
 
@@ -31,9 +32,18 @@ class CapturedNumpyArray(Rule):
     program. Passed as an argument instead, it is a device buffer like any other
     input; built with `jax.numpy` inside the function, it fuses into its consumer.
 
+    Only code that jit (or `pmap`, `pjit`, `eqx.filter_jit`) compiles is
+    checked — directly, or called, vmapped or looped over from there: a `vmap`
+    or a lax loop run eagerly takes captured arrays as operands.
     Reading only static facts about the array (`K.shape`, `K.ndim`, `K.dtype`,
     `len(K)`) captures nothing and is not flagged; neither is `np.array` of a
-    literal list.
+    literal list. Any `numpy.*` call makes an array (`np.hanning(256)`,
+    `np.unique(...)`, the module's own helper returning one) except those known
+    to give a scalar, dtype, shape, bool or None: whole-array reductions
+    (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
+    (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
+    `np.isscalar`, `np.random.seed`, a draw without `size=`. A jax array
+    captured the same way is JF207's.
 
     ## Example
     ```python
@@ -79,17 +89,24 @@ class CapturedNumpyArray(Rule):
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x.reshape(K.shape)\n",
         "import jax, numpy as np\nK = np.arange(8)\ndef host(x):\n    return x + K\n",
         "import jax\nCOEFFS = (0.5, 0.25)\n@jax.jit\ndef f(x):\n    return x * COEFFS[0]\n",
+        "import jax, numpy as np\nSCALE = np.sqrt(2.0)\nN = np.prod((4, 8))\n@jax.jit\ndef f(x):\n"
+        "    return x.reshape(N) * SCALE * np.float32(0.5)\n",
     )
     invalid = (
         "import jax, numpy as np\nK = np.arange(8)\n@jax.jit\ndef f(x):\n    return x + K\n",
         "import jax, numpy as np\ndef make(n):\n    grid = np.linspace(0, 1, n)\n    return jax.jit(lambda x: x * grid)\n",
+        "import jax, jax.numpy as jnp, numpy as np\nWINDOW = np.hanning(256)\n@jax.jit\ndef f(x):\n"
+        "    return jnp.fft.fft(x * WINDOW)\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         arrays = model.numpy_arrays
+        st = staging(model)
         for fn in model.traced.reasons:
             if model.is_kernel(fn):
                 continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
+            if not st.is_compiled(fn):
+                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
             for read in fn.reads:
                 name = read.name
                 found = model.lookup(name.value, fn)

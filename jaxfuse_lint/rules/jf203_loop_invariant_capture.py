@@ -85,7 +85,12 @@ class LoopInvariantCapture(Rule):
     names has the same dtype and weak type, so recomputing changes neither.
     The binding is copied to the top of the body (a lambda body gets the
     expression in place of the read), and the outer binding is removed when no
-    other code reads it. Pure values that are not cheap (FFTs, matmuls,
+    other code reads it. A value computed from other locals moves with the
+    chain of bindings it is computed from (`ix, iy, iz = jnp.indices(...)` then
+    `k2 = ix**2 + iy**2 + iz**2`, the notebook's `get_kmesh` written inline),
+    each bound once by a plain assignment in the same block; a chain does not
+    fit a lambda body, so that case gets no fix. Outer statements stay where
+    other code still reads their names. Pure values that are not cheap (FFTs, matmuls,
     reductions) and names the body rebinds without that proof get an unsafe
     fix; values that call impure code, or names the body binds as locals, get
     none.
@@ -112,6 +117,9 @@ class LoopInvariantCapture(Rule):
         "    def body(i, c):\n        return c + g\n    return jax.lax.fori_loop(0, 9, body, x)\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    w = jnp.exp(x)\n"
         "    return jax.lax.scan(lambda c, _: (c * w, None), x, None, length=4)[0]\n",
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(rho):\n    ix, iy, iz = jnp.indices(rho.shape)\n"
+        "    k2 = ix**2 + iy**2 + iz**2\n    def step(i, r):\n        return r * jnp.exp(-k2)\n"
+        "    return jax.lax.fori_loop(0, 5, step, rho)\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:

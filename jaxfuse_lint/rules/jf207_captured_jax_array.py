@@ -5,6 +5,7 @@ from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
 from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
@@ -19,10 +20,12 @@ class CapturedJaxArray(Rule):
     ## What it does
     Flags a read, inside a function traced by `jit` (or reached from one), of a
     name bound outside traced code — at module level or in an enclosing function
-    that is not traced — to a `jax.Array`: the result of `jnp`/`jax.random`/
-    `jax.nn`/`jax.scipy`/`lax` functions, `jax.device_put`, arithmetic, indexing
-    or methods of those, or a module function whose every `return` is one
-    (`K = jnp.fft.fftfreq(4096)`, `X_TRAIN = jnp.asarray(data)`).
+    that is not traced — to a `jax.Array` with a size: what jax creates from a
+    size (`jnp.zeros`/`linspace`/`arange`/`eye`/`meshgrid`/`indices`/`fftfreq`,
+    `jax.random.*` with a shape), a conversion of a NumPy or jax array
+    (`jnp.asarray(data)`, `jax.device_put(x)`), math, indexing, methods and
+    views of those, or a module function whose every `return` is one
+    (`K = jnp.fft.fftfreq(4096)`, `X_TRAIN = jnp.asarray(np.load(...))`).
 
     ## Why is this bad?
     A jax array read by a traced function is not an argument of the compiled
@@ -37,9 +40,14 @@ class CapturedJaxArray(Rule):
     argument, 0 B.
 
     ## Known problems
+    Only code that jit (or `pmap`, `pjit`, `eqx.filter_jit`) compiles is
+    checked — directly, or called, vmapped or looped over from there: a `vmap`
+    or a lax loop run eagerly takes captured arrays as operands.
     Shapes, dtypes and `len()` of the array (`K.shape`, `K.dtype`) are static
-    and are not flagged. PRNG keys, Python scalars and `jnp.array` of a literal
-    number or list (a handful of values) are not flagged. Arrays held in
+    and are not flagged. PRNG keys, `jnp.array` of a literal number or list,
+    and jax results of Python numbers or of values of unknown size
+    (`jnp.float32(box)`, `lax.stop_gradient(r) ** 2`: usually a 0-d array whose
+    folding costs nothing) are not flagged. Arrays held in
     containers (`params["w"]`) or attributes (`self.table`) are not followed. A
     NumPy array is JF202's: this rule is separate because the remedy differs
     (a NumPy value can be rebuilt with `jax.numpy`; a jax array usually comes
@@ -100,9 +108,12 @@ class CapturedJaxArray(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         arrays = model.device_arrays
         numpy_arrays = model.numpy_arrays
+        st = staging(model)
         for fn in model.traced.reasons:
             if model.is_kernel(fn):
                 continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
+            if not st.is_compiled(fn):
+                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
             for read in fn.reads:
                 name = read.name
                 found = model.lookup(name.value, fn)

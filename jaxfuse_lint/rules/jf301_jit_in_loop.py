@@ -7,6 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING
+from jaxfuse_lint.model.compile_cache import compiled_once_per_key
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -79,6 +80,15 @@ class JitInLoop(Rule):
     still builds a new wrapper and hashes its arguments to look it up
     (`g_inner_jitted_normal`). The message says which case it is.
 
+    ## Known problems
+    A jit that a cache guards compiles once per key, not once per iteration,
+    and is not reported: `if key not in cache: cache[key] = jax.jit(...)`
+    (also through `fn = cache.get(key)` / `if fn is None:` and a local name
+    stored afterwards, or a jit-decorated `def` stored the same way),
+    `cache.setdefault(key, jax.jit(...))`, and any jit inside a function
+    memoised with `functools.lru_cache` / `functools.cache`. The guard must
+    test the same container and key the result is stored under.
+
     ## Example
     ```python
     def g(x, n):
@@ -125,6 +135,8 @@ class JitInLoop(Rule):
     valid = (
         "import jax\ndef f(v):\n    return v + 1\ndef g(xs):\n    h = jax.jit(f)\n    return [h(x) for x in xs]\n",
         "import jax\n@jax.jit\ndef g(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
+        "import jax, functools\nCACHE = {}\ndef g(x, ks):\n    for k in ks:\n        if k not in CACHE:\n"
+        "            CACHE[k] = jax.jit(functools.partial(pow, k))\n        x = CACHE[k](x)\n    return x\n",
     )
     invalid = (
         "import jax\ndef g(x, n):\n    for _ in range(n):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
@@ -138,6 +150,8 @@ class JitInLoop(Rule):
             found = compiling_call(model, site.call, site.scope)
             if found is None:
                 continue
+            if compiled_once_per_key(model, site.call, site.scope):
+                continue  # `if key not in cache: cache[key] = jax.jit(...)`: once per key
             transform, target = found
             what, fresh = describe_callable(model, target, site.scope, site.loop)
             yield self._violation(site.call, transform, what, fresh, site.loop, {"site": site, "target": target})
@@ -145,7 +159,7 @@ class JitInLoop(Rule):
             if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
                 continue
             loop = _loop_of_def(model, fn)
-            if loop is None:
+            if loop is None or compiled_once_per_key(model, fn.node, fn.parent):
                 continue
             for dec in fn.node.decorators:
                 t = TracedAnalysis(model).transform_of(dec.decorator, fn.parent)

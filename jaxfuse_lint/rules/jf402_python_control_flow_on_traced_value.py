@@ -62,7 +62,12 @@ class PythonControlFlowOnTracedValue(Rule):
     not static (not in `static_argnums`/`static_argnames`, not a lax loop's
     Python bound) through array operations. Shapes are static: `.shape`,
     `.ndim`, `.dtype`, `.size`, `len()`, `isinstance()` and `is None` tests are
-    never flagged.
+    never flagged. Kinds are flow-sensitive: a read sees only the bindings that
+    reach it (per branch, until rebound, around loops), and `isinstance(x, int
+    | float | ...)`, `type(x) is int` and `x is None` narrow `x` to a Python
+    value in the branch they select (and after an `if` whose other branch
+    returns or raises); `isinstance(x, tuple | list | dict)` makes `if x:` a
+    container's truthiness.
 
     ## Why is this bad?
     Under `jit` the arguments are abstract tracers: they have a shape and a
@@ -134,12 +139,17 @@ class PythonControlFlowOnTracedValue(Rule):
         "def host(x, n):\n    while x < n:\n        x += 1\n    return x\n",
         "import jax\n@jax.jit\ndef f(params, x):\n    for k, v in params.items():\n        if k == 'b':\n"
         "            x = x + v\n    return x\n",
+        "import jax, jax.numpy as jnp\nfrom functools import partial\n@partial(jax.jit, static_argnames='bins')\n"
+        "def f(x, bins):\n    if isinstance(bins, tuple):\n        if bins[0] != 0:\n            x = x - bins[0]\n"
+        "    else:\n        bins = jnp.asarray(bins)\n    return x\n",
     )
     invalid = (
         "import jax\n@jax.jit\ndef f(x):\n    if x > 0:\n        return x\n    return 2 * x\n",
         "import jax\ndef g(x, n):\n    i = 0\n    while i < n:\n        i += 1\n    return x + i\n"
         "g_jit = jax.jit(g)\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(x):\n    n = int(jnp.sum(x))\n    return x * n\n",
+        "import jax, jax.numpy as jnp\nfrom functools import partial\n@partial(jax.jit, static_argnames='n')\n"
+        "def f(x, n):\n    n = jnp.sum(x) * n\n    if n > 0:\n        x = -x\n    return x\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:

@@ -1,0 +1,170 @@
+"""Memoised compilation: a `jax.jit(...)` evaluated once per key of a cache.
+
+    if key not in cache:                      fn = cache.get(key)
+        cache[key] = jax.jit(make(key))       if fn is None:
+                                                  fn = jax.jit(make(key)); cache[key] = fn
+    cache.setdefault(key, jax.jit(...))       @functools.lru_cache
+                                              def compiled(key): ... jax.jit(...) ...
+
+Inside a loop these compile once per key, not once per iteration: the loop rules
+(JF301) must not report them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Function, Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+
+CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
+
+
+def memoised_function(model: "SemanticModel", fn: "Function") -> bool:
+    """A def behind `functools.cache` / `lru_cache` (or a project's `*lru_cache` / `*.cache`)."""
+    node = fn.node
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    for dec in node.decorators:
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        qn = model.qn(expr, fn.parent) if fn.parent is not None else None
+        if qn in CACHING_DECORATORS or (qn or "").endswith(("lru_cache", ".cache", "cached_property")):
+            return True
+    return False
+
+
+def _same(model: "SemanticModel", a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    return model.module.code_for_node(a).strip() == model.module.code_for_node(b).strip()
+
+
+def _missing_tests(model: "SemanticModel", test: cst.BaseExpression) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(container, key) pairs for tests that hold when the key is not cached yet:
+    `key not in cache`, `not (key in cache)`, `cache.get(key) is None`, `fn is None`
+    (with `fn = cache.get(key)` before), joined with `or`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _missing_tests(model, test.left) + _missing_tests(model, test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and isinstance(test.expression, cst.Comparison) and len(test.expression.comparisons) == 1 \
+            and isinstance(test.expression.comparisons[0].operator, cst.In):
+        return [(_container(test.expression.comparisons[0].comparator), test.expression.left)]
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        if isinstance(comp.operator, cst.NotIn):
+            return [(_container(comp.comparator), test.left)]
+        if isinstance(comp.operator, cst.Is) and isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None":
+            got = _get_call(test.left)
+            if got is not None:
+                return [got]
+            if isinstance(test.left, cst.Name):
+                return [("name", test.left)]  # resolved against `name = cache.get(key)` by the caller
+    return []
+
+
+def _container(e: cst.BaseExpression) -> cst.BaseExpression:
+    """`cache.keys()` -> `cache`."""
+    if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "keys" and not e.args:
+        return e.func.value
+    return e
+
+
+def _get_call(e: cst.BaseExpression):
+    if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "get" and e.args:
+        return e.func.value, e.args[0].value
+    return None
+
+
+def compiled_once_per_key(model: "SemanticModel", call: cst.Call | cst.FunctionDef, scope: "Scope") -> bool:
+    """Whether this jit call (or jit-decorated def) runs once per key of a cache rather than
+    once per evaluation."""
+    from jaxfuse_lint.model.scopes import Function
+
+    parent = model.parent(call)
+    # cache.setdefault(key, jax.jit(...)): a new wrapper per iteration at most, compiled only
+    # when it is the one stored (the first time a key is seen).
+    if isinstance(parent, cst.Arg):
+        outer = model.parent(parent)
+        if isinstance(outer, cst.Call) and isinstance(outer.func, cst.Attribute) and \
+                outer.func.attr.value == "setdefault" and len(outer.args) >= 2 and outer.args[1] is parent:
+            return True
+    # Inside a memoised function (at any depth of local functions).
+    s = scope
+    while s is not None:
+        if isinstance(s, Function) and memoised_function(model, s):
+            return True
+        s = s.parent
+    # if key not in cache: cache[key] = jax.jit(...)   (directly, or through a local name)
+    stored = _stored_in(model, call)
+    if not stored:
+        return False
+    for anc in model.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and anc is not call:
+            return False
+        if isinstance(anc, cst.If):
+            for container, key in _missing_tests(model, anc.test):
+                if container == "name":
+                    pair = _name_from_get(model, anc, key)
+                    if pair is None:
+                        continue
+                    container, key = pair
+                if any(_same(model, container, c) and _same(model, key, k) for c, k in stored):
+                    return True
+    return False
+
+
+def _stored_in(model: "SemanticModel", call: cst.Call | cst.FunctionDef) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(container, key) of `container[key] = <call>`, or `name = <call>` (or a decorated
+    `def name`) followed in the same block by `container[key] = name`."""
+    out = []
+    names = []
+    if isinstance(call, cst.FunctionDef):
+        names.append(call.name.value)
+        stmt = call
+    else:
+        parent = model.parent(call)
+        if not isinstance(parent, cst.Assign):
+            return []
+        for t in parent.targets:
+            target = t.target
+            if isinstance(target, cst.Subscript) and len(target.slice) == 1 and \
+                    isinstance(target.slice[0].slice, cst.Index):
+                out.append((target.value, target.slice[0].slice.value))
+            elif isinstance(target, cst.Name):
+                names.append(target.value)
+        stmt = model.parent(parent)
+    if names:
+        block = model.parent(stmt) if stmt is not None else None
+        if block is not None and hasattr(block, "body"):
+            stmts = list(block.body)
+            if stmt in stmts:
+                for later in stmts[stmts.index(stmt) + 1:]:
+                    if not isinstance(later, cst.SimpleStatementLine):
+                        continue
+                    for small in later.body:
+                        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) \
+                                and small.value.value in names:
+                            for t in small.targets:
+                                target = t.target
+                                if isinstance(target, cst.Subscript) and len(target.slice) == 1 and \
+                                        isinstance(target.slice[0].slice, cst.Index):
+                                    out.append((target.value, target.slice[0].slice.value))
+    return out
+
+
+def _name_from_get(model: "SemanticModel", if_node: cst.If, name: cst.Name):
+    """`fn = cache.get(key)` in the statement right before `if fn is None:`."""
+    block = model.parent(if_node)
+    if block is None or not hasattr(block, "body"):
+        return None
+    stmts = list(block.body)
+    if if_node not in stmts:
+        return None
+    i = stmts.index(if_node)
+    if i == 0 or not isinstance(stmts[i - 1], cst.SimpleStatementLine):
+        return None
+    for small in stmts[i - 1].body:
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value == name.value:
+            return _get_call(small.value)
+    return None
