@@ -188,3 +188,40 @@ def test_subprocesses_merge_into_one_profile_and_site_customisation_is_kept(tmp_
     assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [3]]
     # One compilation in each process: neither is a recompilation.
     assert [c["kind"] for c in entry["compilations"]] == ["first", "first"]
+
+
+def test_fix_verify_uses_the_profile_and_rolls_back_what_does_not_prove(recorded, tmp_path):
+    project, _, _ = recorded
+    copy = tmp_path / "fix"
+    shutil.copytree(project, copy)
+    proc = jaxfuse("check", "--no-cache", "--fix", "--unsafe-fixes", "--verify", "particles", cwd=copy)
+    err = proc.stderr
+    assert "verified swing_ratio (theta: f32[4096,3]): proved: on CPU: 2 → 1 kernels" in err
+    assert "particles/kernels.py::kinetic_energy: fix not proved by the recorded signatures; rolled back" in err
+    fixed = (copy / "particles" / "kernels.py").read_text()
+    assert "return 0.5 * jnp.sum(v * v, axis=-1)" in fixed  # rolled back: unchanged on CPU
+    assert "jnp.max(u, axis=-1)" not in fixed  # proved: kept
+
+
+def test_review_verify_quotes_the_measured_before_and_after(recorded, tmp_path):
+    project, _, _ = recorded
+    repo = tmp_path / "repo"
+    shutil.copytree(project, repo)
+    kernels = repo / "particles" / "kernels.py"
+    recorded_text = kernels.read_text()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    (repo / ".gitignore").write_text(".jaxfuse_lint/\n")
+    kernels.write_text(recorded_text.replace("return jnp.max(u, axis=-1) / jnp.sum(u, axis=-1)", "return u[..., 0]"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    kernels.write_text(recorded_text)  # the head is the text the profile was recorded on
+    subprocess.run([*git, "commit", "-qam", "head"], cwd=repo, check=True)
+    proc = jaxfuse("review", "--base", "HEAD~1", "--verify", "-o", "review.json", cwd=repo)
+    assert proc.returncode == 1, proc.stderr
+    comments = json.loads((repo / "review.json").read_text())["comments"]
+    assert len(comments) == 2 and all(c["line"] == 17 for c in comments)
+    for c in comments:
+        assert "traced at run time under `jax.jit(swing_ratio)`" in c["body"]
+        assert "Measured by `jaxfuse-lint verify`: on CPU:" in c["body"]
+        assert "for theta: f32[4096,3], recorded in tests/test_particles.py::test_swing_ratio" in c["body"]

@@ -210,3 +210,19 @@ def verify_command_with_profile(profile_path: str | None, paths: tuple[str, ...]
             counts[c.verdict] = counts.get(c.verdict, 0) + 1
         click.echo(", ".join(f"{n} {v}" for v, n in sorted(counts.items())), err=True)
     sys.exit(run.exit_code)
+
+
+def evidence_for_fix(profile: Profile, original: str, fixed: str, filename: str, func: str) -> str | None:
+    """The measured before/after of one fix for the review comment, or None when the run did not trace it:
+    "on CPU: 2 → 1 kernels, 48.0 KiB → 0 B temporaries (verdict: proved) for theta: f32[4096,3]"."""
+    checks = [c for c in verify_fixed_text(profile, original, fixed, filename, [func]) if c.case is not None]
+    if not checks:
+        return None
+    parts = []
+    for c in checks:
+        if c.result.verdict == "error":
+            parts.append(f"verification failed for {c.case.label}: {c.result.error}")
+        else:
+            where = f", recorded in {c.case.where}" if c.case.where else ""
+            parts.append(f"{c.result.summary()} (verdict: {c.result.verdict}) for {c.case.label}{where}")
+    return "; ".join(parts)
