@@ -65,7 +65,7 @@ def run_proof(proof: Proof, repeat: int):
     ctx = verify_command.make_context("verify", [*proof.argv, "--time", "--repeat", str(repeat)])
     p = ctx.params
     return run_verify(
-        p["target"], against=p["against"], arg_specs=p["arg_specs"], statics=p["statics"], dims=p["dims"],
+        p["targets"][0], against=p["against"], arg_specs=p["arg_specs"], statics=p["statics"], dims=p["dims"],
         call=p["call"], time_runs=repeat, backend=p["backend"], seed=p["seed"], unsafe_fixes=p["unsafe_fixes"],
         config_path=p["config_path"], constants_warn_bytes=p["constants_warn_bytes"],
     )

@@ -135,7 +135,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         if verify_fixes:
             from jaxfuse_lint.fix_verify import verify_outcomes
 
-            verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True))
+            verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
             changed = [o for o in changed if o.changed]
         from jaxfuse_lint.writer import write_atomic
 

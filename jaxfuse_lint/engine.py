@@ -207,7 +207,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     if runtime is None:
         runtime = runtime_facts_for(text, settings)
     else:
-        runtime = runtime.fresh()
+        runtime = runtime.for_text(text)
     if not external_traced and runtime is None and not mentions_jax(text, settings):
         result.skipped = True
         return result
@@ -250,7 +250,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     for _ in range(MAX_FIX_PASSES):
         module = cst.parse_module(code)
         # The recorded facts are about the original text; later passes match them by name.
-        analysis = Analysis(module, filename, settings, external_traced, runtime=runtime.fresh() if runtime else None)
+        analysis = Analysis(module, filename, settings, external_traced,
+                            runtime=runtime.for_text(code) if runtime else None)
         outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
         if first_analysis is None:
             first_analysis = analysis

@@ -60,10 +60,15 @@ def restore_functions(original: str, fixed: str, names: Iterable[str]) -> str:
     return cst.parse_module(fixed).visit(_Restore(originals, set(names))).code
 
 
-def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callable[[str], None]) -> None:
-    """Verify and, where needed, roll back in place (mutates each outcome's `source`)."""
-    if not settings.verify:
-        echo("jaxfuse-lint: --verify: no [tool.jaxfuse-lint.verify] specs are configured; nothing was verified")
+def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callable[[str], None],
+                    profile=None) -> None:
+    """Verify and, where needed, roll back in place (mutates each outcome's `source`).
+
+    Functions with a [tool.jaxfuse-lint.verify] spec are verified with it; with a runtime
+    `profile` (jaxfuse_lint.runtime), the others are verified for every signature it recorded."""
+    if not settings.verify and profile is None:
+        echo("jaxfuse-lint: --verify: no [tool.jaxfuse-lint.verify] specs are configured and no runtime profile "
+             "(`jaxfuse-lint record`); nothing was verified")
         return
     from jaxfuse_lint.verify.api import config_target_matches, verify_pair
     from jaxfuse_lint.verify.shapes import parse_static_value
@@ -71,10 +76,12 @@ def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callab
     echo("jaxfuse-lint: --verify imports and runs the changed modules to measure them")
     for outcome in outcomes:
         rollback = []
+        unspecified = []
         for func in changed_functions(outcome.original, outcome.source):
             specs = [spec for target, spec in settings.verify
                      if config_target_matches(target, outcome.filename, func.rsplit(".", 1)[-1], settings.project_root)]
             if not specs or "." in func:
+                unspecified.append(func)
                 continue  # methods need an instance: only module-level functions are verified
             spec = specs[0]
             static = {k: parse_static_value(v) for k, v in spec.static}
@@ -91,9 +98,42 @@ def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callab
                 detail = result.error or result.summary()
                 echo(f"jaxfuse-lint: {where}: fix not proved ({result.verdict}: {detail}); rolled back")
                 rollback.append(func)
+        if profile is not None and unspecified:
+            rollback += _verify_with_profile(profile, outcome, unspecified, echo)
         if rollback:
             outcome.source = restore_functions(outcome.original, outcome.source, rollback)
             outcome.fixed = [d for d in outcome.fixed if not _inside_any(d, outcome.original, rollback)]
+
+
+def _verify_with_profile(profile, outcome: FixOutcome, funcs: list[str], echo: Callable[[str], None]) -> list[str]:
+    """Verify `funcs` through the recorded entry points that trace them; the functions to roll back.
+
+    An entry point's fix holds when every recorded signature it could rebuild is proved
+    or unchanged and at least one is proved; otherwise the changed functions it traces
+    get their original text back."""
+    from jaxfuse_lint.runtime.verify_profile import entries_to_verify, verify_fixed_text
+
+    rollback: list[str] = []
+    for entry in entries_to_verify(profile, outcome.original, funcs):
+        traced = {entry["qualname"]} | {f.get("qualname") for f in profile.functions if f.get("entry") == entry["id"]}
+        covered = [f for f in funcs if f in traced]
+        checks = [c for c in verify_fixed_text(profile, outcome.original, outcome.source, outcome.filename,
+                                               covered) if c.func == entry["qualname"]]
+        ran = [c for c in checks if c.result is not None]
+        where = f"{outcome.filename}::{entry['qualname']}"
+        if ran and all(c.verdict in ("proved", "unchanged") for c in ran) and any(c.verdict == "proved" for c in ran):
+            for c in ran:
+                echo(f"jaxfuse-lint: verified {c.line()[len(outcome.filename) + 2:]}")
+            continue
+        if not ran:
+            echo(f"jaxfuse-lint: {where}: no recorded signature could be rebuilt; fix kept unverified")
+            continue
+        for c in ran:
+            echo(f"jaxfuse-lint: {c.line()}")
+        echo(f"jaxfuse-lint: {where}: fix not proved by the recorded signatures; rolled back "
+             f"{', '.join(f'`{f}`' for f in covered)}")
+        rollback += [f for f in covered if f not in rollback]
+    return rollback
 
 
 def _inside_any(diagnostic, original: str, names: list[str]) -> bool:

@@ -9,6 +9,9 @@ Layout of a rule's folder:
                        differs from <case>.fixed.py
   <case>.toml          optional: settings for this case, as keys of [tool.jaxfuse-lint] at top level
                        (e.g. `target = "cpu"` for a backend's policy); `select` is always CODE
+  <case>.profile.json  optional: a runtime profile recorded from running <case>.py
+                       (`jaxfuse-lint record -o <case>.profile.json -- python <case>.py`), used as
+                       `check --profile` does; the measured rules (JF5xx) need one
 
 Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
 current output (then read the diff before committing it).
@@ -46,8 +49,21 @@ def input_files() -> list[Path]:
     return out
 
 
+def case_settings(path: Path, code: str) -> Settings:
+    settings = rule_settings(code, path)
+    profile = path.with_name(path.stem + ".profile.json")
+    if profile.exists():
+        from jaxfuse_lint.runtime.use import with_profile
+
+        settings, recorded = with_profile(settings, str(profile))
+        assert recorded.for_text(path.read_text()) is not None, (
+            f"{profile.name} was recorded from another text of {path.name}: record it again with "
+            f"`jaxfuse-lint record -o {profile} -- python {path}`")
+    return settings
+
+
 def diagnostics_text(path: Path, code: str) -> str:
-    result = check_source(path.read_bytes(), str(path), rule_settings(code, path))
+    result = check_source(path.read_bytes(), str(path), case_settings(path, code))
     assert not result.errors, result.errors
     lines = [
         f"{d.location.row}:{d.location.column}-{d.end_location.row}:{d.end_location.column} {d.code}"
@@ -58,7 +74,7 @@ def diagnostics_text(path: Path, code: str) -> str:
 
 
 def fixed_text(path: Path, code: str, unsafe: bool) -> str:
-    outcome = fix_source(path.read_bytes(), str(path), rule_settings(code, path), unsafe=unsafe)
+    outcome = fix_source(path.read_bytes(), str(path), case_settings(path, code), unsafe=unsafe)
     assert not outcome.dropped, outcome.dropped
     assert not outcome.errors, outcome.errors
     return outcome.source

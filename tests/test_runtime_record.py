@@ -47,15 +47,15 @@ def _codes(output: str) -> list[tuple[str, str]]:
 def test_the_command_runs_unchanged(recorded):
     _, proc, _ = recorded
     assert proc.returncode == 0, proc.stderr
-    assert "7 passed" in proc.stdout  # pytest's own output passes through
-    assert "jaxfuse-lint record: 4 entry points, 7 compilations" in proc.stderr
+    assert "8 passed" in proc.stdout  # pytest's own output passes through
+    assert "jaxfuse-lint record: 5 entry points, 8 compilations" in proc.stderr
 
 
 def test_profile_records_entry_points_signatures_and_causes(recorded):
     _, _, profile = recorded
     assert profile["format"] == "jaxfuse-lint-profile" and profile["version"] == 1
     entries = {e["qualname"]: e for e in profile["entries"]}
-    assert set(entries) == {"kinetic_energy", "power_spectrum", "weighted_speed", "advance"}
+    assert set(entries) == {"kinetic_energy", "swing_ratio", "power_spectrum", "weighted_speed", "advance"}
     kinetic = entries["kinetic_energy"]
     assert kinetic["file"] == "particles/kernels.py"
     assert kinetic["signatures"][0]["args"] == [{"name": "v", "shape": [256, 3], "dtype": "float32",
@@ -66,10 +66,10 @@ def test_profile_records_entry_points_signatures_and_causes(recorded):
     assert [c["kind"] for c in advance["compilations"]] == ["first", "static", "static", "static"]
     assert advance["compilations"][1]["cause"] == "new static value steps: 1 -> 2"
     assert entries["weighted_speed"]["constants"][0]["bytes"] == 32768 * 4
-    assert entries["weighted_speed"]["constants"][0]["lines"][0]["line"] == 23
+    assert entries["weighted_speed"]["constants"][0]["lines"][0]["line"] == 29
     # Every compilation carries the per-line account of its program.
     costs = entries["power_spectrum"]["compilations"][0]["costs"]
-    assert costs["kernels"] and any(acc["line"] == 16 for acc in costs["lines"])
+    assert costs["kernels"] and any(acc["line"] == 22 for acc in costs["lines"])
 
 
 def test_functions_called_under_an_entry_are_recorded_with_their_parameters(recorded):
@@ -88,12 +88,15 @@ def test_check_with_the_profile_reports_what_check_alone_cannot(recorded):
     with_profile = jaxfuse("check", "--no-cache", ".", cwd=project)  # .jaxfuse_lint/profile.json by default
     assert with_profile.returncode == 1
     assert _codes(with_profile.stdout) == [
-        ("particles/engine.py:21", "JF501"),
+        ("particles/engine.py:22", "JF501"),
         ("particles/kernels.py:11", "JF101"),
         ("particles/kernels.py:16", "JF503"),
-        ("particles/kernels.py:16", "JF104"),
-        ("particles/kernels.py:23", "JF502"),
-        ("particles/kernels.py:23", "JF202"),
+        ("particles/kernels.py:17", "JF101"),
+        ("particles/kernels.py:17", "JF101"),
+        ("particles/kernels.py:22", "JF503"),
+        ("particles/kernels.py:22", "JF104"),
+        ("particles/kernels.py:29", "JF502"),
+        ("particles/kernels.py:29", "JF202"),
     ]
     assert ("traced at run time under `jax.jit(kinetic_energy)` (tests/test_particles.py::test_kinetic_energy) "
             "with v: f32[256,3]") in with_profile.stdout
@@ -106,6 +109,18 @@ def test_fixes_that_rely_on_recorded_shapes_are_unsafe(recorded):
     assert safe.stdout == ""
     unsafe = jaxfuse("check", "--no-cache", "--diff", "--unsafe-fixes", "particles/kernels.py", cwd=project)
     assert "+    return 0.5 * (v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2])" in unsafe.stdout
+
+
+def test_verify_with_the_profile_proves_the_fixes_without_arguments(recorded):
+    project, _, _ = recorded
+    proc = jaxfuse("verify", "--profile", ".jaxfuse_lint/profile.json", "--unsafe-fixes", "particles", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert ("particles/kernels.py::swing_ratio (theta: f32[4096,3]): proved: on CPU: 2 → 1 kernels, "
+            "48.0 KiB → 0 B temporaries") in lines
+    assert "particles/kernels.py::weighted_speed (v: f32[256,3]): proved: on CPU: 128.0 KiB → 0 B folded constants" \
+        in lines
+    assert "2 proved, 1 unchanged" in proc.stderr
 
 
 def test_stale_entries_are_ignored(recorded, tmp_path):
@@ -173,3 +188,40 @@ def test_subprocesses_merge_into_one_profile_and_site_customisation_is_kept(tmp_
     assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [3]]
     # One compilation in each process: neither is a recompilation.
     assert [c["kind"] for c in entry["compilations"]] == ["first", "first"]
+
+
+def test_fix_verify_uses_the_profile_and_rolls_back_what_does_not_prove(recorded, tmp_path):
+    project, _, _ = recorded
+    copy = tmp_path / "fix"
+    shutil.copytree(project, copy)
+    proc = jaxfuse("check", "--no-cache", "--fix", "--unsafe-fixes", "--verify", "particles", cwd=copy)
+    err = proc.stderr
+    assert "verified swing_ratio (theta: f32[4096,3]): proved: on CPU: 2 → 1 kernels" in err
+    assert "particles/kernels.py::kinetic_energy: fix not proved by the recorded signatures; rolled back" in err
+    fixed = (copy / "particles" / "kernels.py").read_text()
+    assert "return 0.5 * jnp.sum(v * v, axis=-1)" in fixed  # rolled back: unchanged on CPU
+    assert "jnp.max(u, axis=-1)" not in fixed  # proved: kept
+
+
+def test_review_verify_quotes_the_measured_before_and_after(recorded, tmp_path):
+    project, _, _ = recorded
+    repo = tmp_path / "repo"
+    shutil.copytree(project, repo)
+    kernels = repo / "particles" / "kernels.py"
+    recorded_text = kernels.read_text()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    (repo / ".gitignore").write_text(".jaxfuse_lint/\n")
+    kernels.write_text(recorded_text.replace("return jnp.max(u, axis=-1) / jnp.sum(u, axis=-1)", "return u[..., 0]"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    kernels.write_text(recorded_text)  # the head is the text the profile was recorded on
+    subprocess.run([*git, "commit", "-qam", "head"], cwd=repo, check=True)
+    proc = jaxfuse("review", "--base", "HEAD~1", "--verify", "-o", "review.json", cwd=repo)
+    assert proc.returncode == 1, proc.stderr
+    comments = json.loads((repo / "review.json").read_text())["comments"]
+    assert len(comments) == 2 and all(c["line"] == 17 for c in comments)
+    for c in comments:
+        assert "traced at run time under `jax.jit(swing_ratio)`" in c["body"]
+        assert "Measured by `jaxfuse-lint verify`: on CPU:" in c["body"]
+        assert "for theta: f32[4096,3], recorded in tests/test_particles.py::test_swing_ratio" in c["body"]

@@ -66,8 +66,19 @@ class RuntimeFacts:
         self.shapes_used: set["Function"] = set()
 
     def fresh(self) -> "RuntimeFacts":
-        """The same facts for another model (of the same text, or of it after fixes)."""
+        """The same facts for another model of the same text."""
         return RuntimeFacts(self.facts, self.profile_path)
+
+    def for_text(self, text: str) -> "RuntimeFacts":
+        """The facts for a model of `text`: all of them for the recorded text; for the text
+        after fixes, what still holds by name (traced-ness, signatures, compilations), not
+        what was measured per line (temporaries, constants), which the fixes may have changed."""
+        from jaxfuse_lint.runtime.profile import FileFacts, text_digest
+
+        if text_digest(text) == self.facts.digest:
+            return self.fresh()
+        return RuntimeFacts(FileFacts(self.facts.digest, self.facts.entries, self.facts.functions),
+                            self.profile_path)
 
     # -- matching ----------------------------------------------------------------------------------
     def _match(self, model: "SemanticModel") -> dict["Function", tuple[list[dict], list[dict]]]:

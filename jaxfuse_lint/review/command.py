@@ -61,8 +61,12 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
         start = paths[0] if paths else "."
         settings = load_settings(config, start=start)
         settings = with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore)
+        from jaxfuse_lint.runtime.use import with_profile
+
+        # The project's runtime profile (`jaxfuse-lint record`), when present: facts for check, signatures for --verify.
+        settings, profile = with_profile(settings, None)
         review = run_review(base, tuple(paths), settings, head=head, verify=verify,
-                            echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True))
+                            echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True), profile=profile)
     except (ConfigError, ReviewError) as exc:
         _fail(str(exc))
         return

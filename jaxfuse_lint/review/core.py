@@ -111,7 +111,9 @@ def run_review(
     cwd: str | None = None,
     verify: bool = False,
     echo: Callable[[str], None] = lambda message: None,
+    profile=None,
 ) -> Review:
+    """`profile`: a runtime profile (jaxfuse_lint.runtime) that --verify uses where no spec is configured."""
     from jaxfuse_lint.engine import check_source, decode
 
     cwd = cwd or os.getcwd()
@@ -139,7 +141,7 @@ def run_review(
         review.files.append(FileReview(rel, source, changed, kept))
     evidence: dict[int, str] = {}
     if verify:
-        evidence = _verify_fixes(review, settings, root, echo)
+        evidence = _verify_fixes(review, settings, root, echo, profile)
     for f in review.files:
         for d in f.diagnostics:
             review.comments.append(build_comment(d, f.path, f.source, f.changed, evidence.get(id(d))))
@@ -160,8 +162,10 @@ def enclosing_function(source: str, row: int) -> str | None:
     return None
 
 
-def _verify_fixes(review: Review, settings: Settings, root: str, echo: Callable[[str], None]) -> dict[int, str]:
-    """Measure each fix whose function has a [tool.jaxfuse-lint.verify] spec (imports and runs the code)."""
+def _verify_fixes(review: Review, settings: Settings, root: str, echo: Callable[[str], None],
+                  profile=None) -> dict[int, str]:
+    """Measure each fix whose function has a [tool.jaxfuse-lint.verify] spec, or else that a runtime
+    profile recorded signatures for (imports and runs the code)."""
     try:
         from jaxfuse_lint.verify.api import resolve_arg_specs, verify_pair
         from jaxfuse_lint.verify.errors import VerifyError
@@ -180,9 +184,19 @@ def _verify_fixes(review: Review, settings: Settings, root: str, echo: Callable[
             try:
                 resolved = resolve_arg_specs(f.source, func, filename=filename, settings=settings)
             except VerifyError:
-                continue
-            if resolved.origin != "[tool.jaxfuse-lint.verify]":
-                continue  # no verify spec for this function: nothing is run
+                resolved = None
+            if resolved is None or resolved.origin != "[tool.jaxfuse-lint.verify]":
+                if profile is not None:  # the signatures a recorded run compiled it for
+                    from jaxfuse_lint.runtime.verify_profile import evidence_for_fix
+
+                    after = apply_edits(f.source, d.fix.edits)
+                    key = (f.path, func, after)
+                    if key not in cache:
+                        echo(f"verifying {f.path}::{func} ({d.code} fix) for its recorded signatures...")
+                        cache[key] = evidence_for_fix(profile, f.source, after, filename, func)
+                    if cache[key]:
+                        evidence[id(d)] = cache[key]
+                continue  # no verify spec for this function: nothing else is run
             after = apply_edits(f.source, d.fix.edits)
             key = (f.path, func, after)
             if key not in cache:

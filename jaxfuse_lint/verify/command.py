@@ -38,7 +38,7 @@ does; only `verify` does. Run it on code you trust.
 
 @click.command("verify", help=HELP,
                short_help="Compile before/after versions of a function and compare them (runs your code).")
-@click.argument("target", metavar="PATH::FUNC")
+@click.argument("targets", nargs=-1, metavar="PATH::FUNC | --profile FILE [PATHS]")
 @click.option("--against", metavar="PATH::FUNC",
               help="Compare with this version instead of with the fixed file.")
 @click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
@@ -66,8 +66,11 @@ does; only `verify` does. Run it on code you trust.
               help="pyproject.toml or jaxfuse-lint.toml to read (default: found upward from PATH).")
 @click.option("--constants-warn-bytes", type=int, default=None, metavar="BYTES",
               help="Threshold for JAX's captured-constants warning while lowering (default 4096).")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="Verify every fixed function in PATHS against every signature this profile (from "
+                   "`jaxfuse-lint record`) recorded, instead of one PATH::FUNC with --arg.")
 def verify_command(
-    target: str,
+    targets: tuple[str, ...],
     against: str | None,
     arg_specs: tuple[str, ...],
     statics: tuple[str, ...],
@@ -82,12 +85,21 @@ def verify_command(
     unsafe_fixes: bool,
     config_path: str | None,
     constants_warn_bytes: int | None,
+    profile_path: str | None,
 ) -> None:
     from jaxfuse_lint.verify.timing import DEFAULT_REPEAT
 
     if repeat is not None and not time_it:
         click.echo("jaxfuse-lint verify: error: --repeat needs --time", err=True)
         sys.exit(2)
+    if profile_path is not None:
+        from jaxfuse_lint.runtime.verify_profile import verify_command_with_profile
+
+        verify_command_with_profile(profile_path, targets, config_path, unsafe_fixes, backend, seed)
+        return
+    if len(targets) != 1:
+        raise click.UsageError("give one PATH::FUNC (or --profile FILE [PATHS])")
+    (target,) = targets
     result = run_verify(
         target, against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
         time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
