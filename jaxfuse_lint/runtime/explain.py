@@ -255,8 +255,21 @@ def function_span(func: Callable[..., Any]) -> tuple[str, int, int]:
     try:
         lines, start = inspect.getsourcelines(func)
     except (OSError, TypeError):
-        return code.co_filename, code.co_firstlineno, code.co_firstlineno
+        # No source to read (typed at a plain interpreter prompt): the code object still
+        # knows which lines it spans, nested functions included.
+        return code.co_filename, code.co_firstlineno, _last_line(code)
     return code.co_filename, start, start + len(lines) - 1
+
+
+def _last_line(code: Any) -> int:
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        if line is not None:
+            last = max(last, line)
+    for const in code.co_consts:
+        if hasattr(const, "co_lines"):
+            last = max(last, _last_line(const))
+    return last
 
 
 def explain_function(
