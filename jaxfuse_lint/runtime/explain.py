@@ -125,7 +125,8 @@ class Explanation:
         """The source lines a kernel runs, for its box in the graph: FUNC's own lines first."""
         # Per operation, the innermost frame inside FUNC: the call line for what a helper
         # computes, the line itself for FUNC's own operations.
-        chosen = _by_line(self._innermost_in_focus(kernel.stacks)) or _by_line(kernel.own_lines) or _by_line(kernel.lines)
+        chosen = (_by_line(self._innermost_in_focus(kernel.stacks)) or _by_line(kernel.own_lines)
+                  or _by_line(kernel.lines))
         out = []
         for key in chosen[:6]:
             file, _, number = key.rpartition(":")
