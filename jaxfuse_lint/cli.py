@@ -72,11 +72,18 @@ def _fail(message: str) -> None:
 @click.option("--verify", "verify_fixes", is_flag=True,
               help="With --fix: verify every changed function that has a verify spec and roll back fixes that do not "
                    "prove out. This imports and runs your code.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="A runtime profile from `jaxfuse-lint record` (default: .jaxfuse_lint/profile.json when present).")
+@click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes) -> None:
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, verify_fixes,
+                  profile_path, no_profile) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
     try:
         settings = _load(config, paths, select, extend_select, ignore, cache_dir)
+        from jaxfuse_lint.runtime.use import with_profile
+
+        settings, profile = with_profile(settings, profile_path, no_profile)
     except ConfigError as exc:
         _fail(str(exc))
         return
@@ -239,6 +246,7 @@ def rule_command(code, show_all, output_format) -> None:
 def _register_optional_commands() -> None:
     """Commands whose dependencies are optional extras import them only when they run."""
     from jaxfuse_lint.review.command import review_command
+    from jaxfuse_lint.runtime.command import record_command
     from jaxfuse_lint.runtime.explain_command import explain_command
     from jaxfuse_lint.server.command import server_command
     from jaxfuse_lint.verify.command import verify_command
@@ -246,6 +254,7 @@ def _register_optional_commands() -> None:
     cli.add_command(verify_command)
     cli.add_command(review_command)
     cli.add_command(server_command)
+    cli.add_command(record_command)
     cli.add_command(explain_command)
 
 

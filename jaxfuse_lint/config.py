@@ -49,6 +49,10 @@ class Settings:
     config_path: str | None = None
     project_root: str | None = None
     cache_dir: str | None = None
+    # Measured rules (JF5xx, from a runtime profile): report above these.
+    max_compilations: int = 3
+    constant_bytes_max: int = 1 << 20
+    temporary_bytes_max: int = 16 << 20
     # Internal-only switches that change analysis results (part of the cache key).
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -57,6 +61,7 @@ class Settings:
         fields = (
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.extra,
+            self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max,
         )
         return repr(fields)
 
@@ -99,7 +104,7 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
-    "cache-dir",
+    "cache-dir", "max-compilations", "constant-bytes-max", "temporary-bytes-max",
 }
 
 
@@ -197,6 +202,9 @@ def settings_from_table(table: dict[str, Any], where: str, root: str) -> Setting
         kw["small_axis_max"] = pos_int("small-axis-max")
     if "unroll-max" in table:
         kw["unroll_max"] = pos_int("unroll-max")
+    for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max"):
+        if key in table:
+            kw[key.replace("-", "_")] = pos_int(key)
     if "jax-modules" in table:
         mods = str_list("jax-modules")
         if not mods:

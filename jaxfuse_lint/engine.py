@@ -91,6 +91,15 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
     return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {msg}", filename, loc, loc, noqa_row=loc.row)
 
 
+def runtime_facts_for(text: str, settings: Settings):
+    """What the profile in use (`check --profile`) recorded about exactly this text, or None."""
+    if not settings.extra:
+        return None
+    from jaxfuse_lint.model.runtime_facts import facts_for_text
+
+    return facts_for_text(text, settings)
+
+
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
     return [r for r in all_rules() if settings.is_enabled(r.code, filename)]
 
@@ -129,14 +138,19 @@ class Analysis:
     """One parsed module, its model and its (unsuppressed) violations."""
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
-                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True) -> None:
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
+                 runtime=None) -> None:
         self.module = module
         self.filename = filename
         self.settings = settings
         self.errors: list[str] = []
-        self.model = SemanticModel(module, settings.jax_modules, external_traced)
+        self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
         rules = enabled_rules(settings, filename)
         self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
+        if runtime is not None:
+            from jaxfuse_lint.model.runtime_facts import cite_evidence
+
+            cite_evidence(self.model, [v for _, v in self.violations])
         nodes = set()
         for _, v in self.violations:
             nodes.add(v.range_node or v.node)
@@ -153,7 +167,12 @@ class Analysis:
 
     def plan(self, rule: Rule, v: Violation) -> FixPlan | None:
         if id(v) not in self._plans:
-            self._plans[id(v)] = _build_plan(rule, v, self.model, self.settings, self.errors, self.filename)
+            plan = _build_plan(rule, v, self.model, self.settings, self.errors, self.filename)
+            if plan is not None and self.model.runtime is not None:
+                from jaxfuse_lint.model.runtime_facts import unsafe_if_recorded
+
+                plan = unsafe_if_recorded(plan, v, self.model)
+            self._plans[id(v)] = plan
         return self._plans[id(v)]
 
     def diagnostic(self, rule: Rule, v: Violation, with_fix: bool = True) -> Diagnostic:
@@ -174,7 +193,8 @@ class Analysis:
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
-                 model_hook: Callable[[SemanticModel], None] | None = None) -> FileResult:
+                 model_hook: Callable[[SemanticModel], None] | None = None,
+                 runtime=None) -> FileResult:
     """Check one file. `external_traced`: its functions that other modules trace (see project.py);
     `model_hook` is called with the file's model when it was parsed (the runner's project summary)."""
     result = FileResult(filename)
@@ -184,7 +204,11 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         result.diagnostics.append(syntax_error_diagnostic(filename, exc))
         return result
     result.source = text
-    if not external_traced and not mentions_jax(text, settings):
+    if runtime is None:
+        runtime = runtime_facts_for(text, settings)
+    else:
+        runtime = runtime.fresh()
+    if not external_traced and runtime is None and not mentions_jax(text, settings):
         result.skipped = True
         return result
     try:
@@ -193,7 +217,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
     try:
-        analysis = Analysis(module, filename, settings, external_traced, apply_noqa)
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime)
         result.diagnostics = analysis.diagnostics(with_fixes)
         if model_hook is not None:
             model_hook(analysis.model)
@@ -216,7 +240,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     else:
         text, encoding = source, "utf-8"
     outcome = FixOutcome(filename, text, text, encoding=encoding)
-    if not external_traced and not mentions_jax(text, settings):
+    runtime = runtime_facts_for(text, settings)
+    if not external_traced and runtime is None and not mentions_jax(text, settings):
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     code = text
@@ -224,7 +249,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     first_analysis: Analysis | None = None
     for _ in range(MAX_FIX_PASSES):
         module = cst.parse_module(code)
-        analysis = Analysis(module, filename, settings, external_traced)
+        # The recorded facts are about the original text; later passes match them by name.
+        analysis = Analysis(module, filename, settings, external_traced, runtime=runtime.fresh() if runtime else None)
         outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
         if first_analysis is None:
             first_analysis = analysis
@@ -253,7 +279,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         code = new_code
     outcome.source = code
     # What is left, located in the fixed text.
-    final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced)
+    final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                         runtime=runtime)
     outcome.remaining = final.diagnostics
     return outcome
 

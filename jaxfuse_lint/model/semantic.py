@@ -16,6 +16,7 @@ from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.numpy_values import NumpyArrays
+    from jaxfuse_lint.model.runtime_facts import RuntimeFacts
 
 
 @dataclass(eq=False)
@@ -30,7 +31,7 @@ class LoopSite:
 
 class SemanticModel:
     def __init__(self, module: cst.Module, jax_modules: tuple[str, ...] = ("jax",),
-                 external_traced: dict[str, str] | None = None) -> None:
+                 external_traced: dict[str, str] | None = None, runtime: "RuntimeFacts | None" = None) -> None:
         self.module = module
         self.index: ModuleIndex = build_index(module)
         self.resolver = NameResolver(self.index.scope, jax_modules)
@@ -38,6 +39,8 @@ class SemanticModel:
         self.shapes = ShapeAnalysis(self)
         # Functions traced from other modules of the project: {function name: why}.
         self.external_traced = external_traced or {}
+        # What a recorded run saw this module's text do (model/runtime_facts.py), or None.
+        self.runtime = runtime
 
     # -- structure ------------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -116,7 +119,10 @@ class SemanticModel:
     # -- tracing ----------------------------------------------------------------------------------
     @cached_property
     def traced(self) -> TracedRegions:
-        return TracedAnalysis(self).run(self.external_traced)
+        regions = TracedAnalysis(self).run(self.external_traced)
+        if self.runtime is not None:
+            self.runtime.add_reasons(self, regions)
+        return regions
 
     def is_traced(self, fn: Function | None) -> bool:
         return fn is not None and fn in self.traced.reasons
@@ -175,6 +181,10 @@ class SemanticModel:
 
     def shape(self, expr: cst.CSTNode, scope: Scope) -> Shape | None:
         return self.shapes.shape(expr, scope)
+
+    def runtime_param_shape(self, fn: Function, name: str) -> Shape | None:
+        """The shape a recorded run saw for fn's parameter `name` (model/runtime_facts.py)."""
+        return self.runtime.param_shape(self, fn, name) if self.runtime is not None else None
 
     def axis_size(self, expr: cst.CSTNode, scope: Scope, axis: int) -> int | None:
         s = self.shapes.shape(expr, scope)

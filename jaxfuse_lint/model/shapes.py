@@ -253,9 +253,11 @@ class ShapeAnalysis:
 
     def param_shape(self, fn: "Function", name: str) -> Shape | None:
         p = fn.param_nodes.get(name)
-        if p is None or p.annotation is None:
+        if p is None:
             return None
-        return self.annotation_shape(p.annotation.annotation, fn)
+        shape = self.annotation_shape(p.annotation.annotation, fn) if p.annotation is not None else None
+        # What the source does not say, a recorded run may have seen (model/runtime_facts.py).
+        return shape if shape is not None else self.model.runtime_param_shape(fn, name)
 
     def annotation_shape(self, ann: cst.BaseExpression, scope: "Scope") -> Shape | None:
         if isinstance(ann, cst.Subscript) and len(ann.slice) == 2:

@@ -1,0 +1,287 @@
+"""Runtime facts for one module: what a recorded run (`jaxfuse-lint record`) saw it do.
+
+The profile (jaxfuse_lint/runtime/profile.py) is keyed by the text of each file,
+so the facts given here are about exactly the text being checked. They enter the
+model in two places and nowhere else:
+
+- traced-ness: a function the run traced (under any jit entry point) is traced,
+  with an "external" reason whose description cites the evidence: "traced at run
+  time under `jax.jit(step)` (tests/test_a.py::test_step) with x: f32[4096,3]".
+  This reaches functions static analysis cannot: dispatch tables, `getattr`,
+  callers outside the checked paths.
+- parameter shapes: an entry point's parameter whose rank was the same in every
+  recorded signature has the axis sizes all signatures agree on
+  (`ShapeAnalysis.param_shape` asks `model.runtime_param_shape`).
+
+A recorded shape is a fact about the recorded inputs, not about every input the
+code accepts, so a fix that needed one is never safe: `engine` downgrades it to
+unsafe (`shapes_used_in`), and `verify --profile` proves it for every recorded
+signature. The measured rules (JF5xx) read `facts` directly.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from jaxfuse_lint.model.shapes import Shape
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Function, Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.traced import TracedRegions
+    from jaxfuse_lint.runtime.profile import FileFacts
+
+
+def python_qualname(fn: "Function") -> str:
+    """The `__qualname__` Python gives a def or lambda (`Outer.method`, `make.<locals>.step`)."""
+    from jaxfuse_lint.model.scopes import ClassInfo, Function
+
+    parts = [fn.name]
+    s: "Scope | None" = fn.parent
+    while s is not None:
+        if isinstance(s, Function):
+            parts.append("<locals>")
+            parts.append(s.name)
+        elif isinstance(s, ClassInfo):
+            parts.append(s.name)
+        s = s.parent
+    return ".".join(reversed(parts))
+
+
+def _entry_phrase(item: dict[str, Any]) -> str:
+    name = item.get("entry_name") or item.get("qualname") or "?"
+    api = item.get("api") or "jax.jit"
+    return f"`{api}({name.replace('.<locals>', '')})`"
+
+
+class RuntimeFacts:
+    """The profile's facts about one file, matched to the model's functions."""
+
+    def __init__(self, facts: "FileFacts", profile_path: str = "") -> None:
+        self.facts = facts
+        self.profile_path = profile_path
+        self._matched: dict["Function", tuple[list[dict], list[dict]]] | None = None
+        # Functions some rule asked a recorded shape of (their fixes cannot be safe).
+        self.shapes_used: set["Function"] = set()
+
+    def fresh(self) -> "RuntimeFacts":
+        """The same facts for another model (of the same text, or of it after fixes)."""
+        return RuntimeFacts(self.facts, self.profile_path)
+
+    # -- matching ----------------------------------------------------------------------------------
+    def _match(self, model: "SemanticModel") -> dict["Function", tuple[list[dict], list[dict]]]:
+        """{Function: (entries, traced-function records)}: by first line and name, else by
+        qualified name alone (the text is the recorded one, but fixes move lines)."""
+        if self._matched is not None:
+            return self._matched
+        lines = _first_lines(model)
+        by_line: dict[tuple[int, str], list["Function"]] = {}
+        by_qualname: dict[str, list["Function"]] = {}
+        for fn in model.index.functions:
+            qn = python_qualname(fn)
+            by_qualname.setdefault(qn, []).append(fn)
+            line = lines.get(fn)
+            if line is not None:
+                by_line.setdefault((line, fn.name), []).append(fn)
+        matched: dict["Function", tuple[list[dict], list[dict]]] = {}
+
+        def find(item: dict[str, Any]) -> "Function | None":
+            qn = item.get("qualname") or ""
+            short = qn.rsplit(".", 1)[-1]
+            cands = by_line.get((item.get("line"), short), [])
+            if len(cands) == 1:
+                return cands[0]
+            cands = by_qualname.get(qn, [])
+            return cands[0] if len(cands) == 1 else None
+
+        for e in self.facts.entries:
+            fn = find(e)
+            if fn is not None:
+                matched.setdefault(fn, ([], []))[0].append(e)
+        for f in self.facts.functions:
+            fn = find(f)
+            if fn is not None:
+                matched.setdefault(fn, ([], []))[1].append(f)
+        self._matched = matched
+        return matched
+
+    def entries_of(self, model: "SemanticModel", fn: "Function") -> list[dict[str, Any]]:
+        return self._match(model).get(fn, ([], []))[0]
+
+    def records_of(self, model: "SemanticModel", fn: "Function") -> list[dict[str, Any]]:
+        return self._match(model).get(fn, ([], []))[1]
+
+    # -- traced-ness ---------------------------------------------------------------------------------
+    def evidence(self, model: "SemanticModel", fn: "Function") -> str | None:
+        """"traced at run time under `jax.jit(step)` (tests/t.py::test_step) with x: f32[4,3]"."""
+        from jaxfuse_lint.runtime.profile import signature_text, spec
+
+        records = self.records_of(model, fn)
+        entries = self.entries_of(model, fn)
+        if not records and not entries:
+            return None
+        record = records[0] if records else {"entry_name": entries[0].get("qualname"), "api": entries[0].get("api")}
+        text = f"traced at run time under {_entry_phrase(record)}"
+        where = record.get("where") or (entries[0]["signatures"][0].get("where") if entries and entries[0].get("signatures") else None)
+        if where:
+            text += f" ({where})"
+        transforms = sorted({t for r in records for t in r.get("transforms", ())})
+        if transforms:
+            text += f" through {', '.join(transforms)}"
+        sigs = [s for e in entries for s in e.get("signatures", [])]
+        if sigs:
+            text += f" with {signature_text(sigs[0])}"
+            if len(sigs) > 1:
+                text += f" (and {len(sigs) - 1} more signature{'s' if len(sigs) > 2 else ''})"
+        elif records:
+            if len(records[0].get("chain", ())) > 1:
+                text += f", called from `{records[0]['chain'][-2].replace('.<locals>', '')}`"
+            params = records[0].get("params") or {}
+            if params:
+                shown = [f"{name}: {spec(values[0])}" for name, values in list(params.items())[:3] if values]
+                text += f" with {', '.join(shown)}"
+        return text
+
+    def add_reasons(self, model: "SemanticModel", regions: "TracedRegions") -> None:
+        """Mark every function the run traced (those static analysis missed get this reason)."""
+        from jaxfuse_lint.model.traced import TraceReason
+
+        for fn in self._match(model):
+            if fn in regions.reasons:
+                continue
+            why = self.evidence(model, fn)
+            if why:
+                regions.add(fn, TraceReason("external", "", fn.node, description=why))
+
+    # -- lines ----------------------------------------------------------------------------------------
+    def statement_at(self, model: "SemanticModel", line: int) -> cst.CSTNode | None:
+        """The innermost simple statement (or compound statement header) starting on `line`."""
+        if not hasattr(self, "_statements"):
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            positions = MetadataWrapper(model.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            found: dict[int, cst.CSTNode] = {}
+            for node, pos in positions.items():
+                if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                    found.setdefault(pos.start.line, node)
+                    if isinstance(node, cst.SimpleStatementLine):
+                        for ln in range(pos.start.line, pos.end.line + 1):
+                            found.setdefault(ln, node)
+            self._statements = found
+        return self._statements.get(line)
+
+    # -- shapes ---------------------------------------------------------------------------------------
+    def param_shape(self, model: "SemanticModel", fn: "Function", name: str) -> Shape | None:
+        sigs = [s for e in self.entries_of(model, fn) for s in e.get("signatures", [])]
+        seen: list[dict[str, Any]] = []
+        for sig in sigs:
+            arg = next((a for a in sig.get("args", []) if a.get("name") == name), None)
+            if arg is None:
+                return None  # a pytree or a static argument: no one shape
+            seen.append(arg)
+        # Functions called under an entry: the parameters' abstract values seen while tracing.
+        for record in self.records_of(model, fn):
+            seen.extend(record.get("params", {}).get(name, []))
+        if not seen or not all(isinstance(a.get("shape"), list) for a in seen):
+            return None
+        shapes = [[d if isinstance(d, int) else None for d in a["shape"]] for a in seen]
+        rank = len(shapes[0])
+        if any(len(s) != rank for s in shapes):
+            return None
+        dims = [shapes[0][i] if all(s[i] == shapes[0][i] for s in shapes) else None for i in range(rank)]
+        self.shapes_used.add(fn)
+        return Shape.of_dims(dims)
+
+    def shapes_used_in(self, model: "SemanticModel", node: cst.CSTNode) -> bool:
+        """Whether the function holding `node` (or one enclosing it) had a recorded shape used."""
+        if not self.shapes_used:
+            return False
+        fn = model.function_of(node)
+        while fn is not None:
+            if fn in self.shapes_used:
+                return True
+            fn = next(fn.enclosing_functions(), None)
+        return False
+
+
+def _first_lines(model: "SemanticModel") -> dict["Function", int]:
+    """The line Python reports as each function's first (`co_firstlineno`): the first
+    decorator's line for a decorated def."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    wrapper = MetadataWrapper(model.module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    out: dict["Function", int] = {}
+    for fn in model.index.functions:
+        node = fn.node
+        first = node.decorators[0].decorator if isinstance(node, cst.FunctionDef) and node.decorators else node
+        if isinstance(node, cst.FunctionDef) and node.decorators:
+            first = node.decorators[0]
+        pos = positions.get(first)
+        if pos is not None:
+            line = pos.start.line
+            if isinstance(node, cst.FunctionDef) and not node.decorators:
+                pos2 = positions.get(node.name)
+                line = pos2.start.line if pos2 is not None else line
+            out[fn] = line
+    return out
+
+
+def cite_evidence(model: "SemanticModel", violations: list[Any]) -> None:
+    """Append the run-time evidence to the message of each finding that depended on it:
+    in a function only the run showed traced, or one whose recorded shapes were used."""
+    runtime = model.runtime
+    if runtime is None:
+        return
+    for v in violations:
+        fn = model.function_of(v.node)
+        while fn is not None:
+            reason = model.trace_reason(fn)
+            only_at_run_time = reason is not None and reason.kind == "external" and \
+                reason.description.startswith("traced at run time")
+            if fn in runtime.shapes_used or only_at_run_time:
+                break
+            fn = next(fn.enclosing_functions(), None)
+        if fn is None:
+            continue
+        text = "".join(p for p in v.message if isinstance(p, str))
+        if "at run time" in text:
+            continue
+        why = runtime.evidence(model, fn)
+        if why:
+            v.message = (*v.message, f" ({why})")
+
+
+PROFILE_KEY = "profile"
+PROFILE_DIGEST_KEY = "profile-digest"
+
+
+def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:
+    """The facts the profile named in `settings.extra` holds for exactly this text."""
+    extra = dict(settings.extra)
+    path = extra.get(PROFILE_KEY)
+    if not path:
+        return None
+    from jaxfuse_lint.runtime.profile import ProfileError, cached_profile
+
+    try:
+        profile = cached_profile(path, extra.get(PROFILE_DIGEST_KEY, ""))
+    except ProfileError:
+        return None  # the command line reported it before any file was checked
+    facts = profile.for_text(text)
+    return RuntimeFacts(facts, path) if facts else None
+
+
+def unsafe_if_recorded(plan: Any, violation: Any, model: "SemanticModel") -> Any:
+    """A fix that relied on a recorded shape holds for the recorded inputs only: unsafe."""
+    from jaxfuse_lint.diagnostics import Applicability
+
+    runtime = model.runtime
+    if runtime is None or plan.applicability is not Applicability.SAFE:
+        return plan
+    if not runtime.shapes_used_in(model, violation.node):
+        return plan
+    plan.applicability = Applicability.UNSAFE
+    plan.message += " (unsafe: it relies on shapes recorded at run time; `verify --profile` checks them)"
+    return plan

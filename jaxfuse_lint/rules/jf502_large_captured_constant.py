@@ -1,0 +1,95 @@
+"""JF502 large-captured-constant (measured: needs a profile from `jaxfuse-lint record`)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.rules.base import Rule, Violation, message
+from jaxfuse_lint.rules.measured import nbytes
+
+
+class LargeCapturedConstant(Rule):
+    code = "JF502"
+    name = "large-captured-constant"
+    summary = "A traced program captured a constant larger than `constant-bytes-max` on this line (measured)"
+    fixable = "never"
+    measured = True
+    doc = """
+    ## What it does
+    With a runtime profile (`jaxfuse-lint record -- COMMAND`), flags the line
+    where a jit-traced function used an array it closed over — a NumPy array or a
+    concrete `jax.Array` from outside the trace — that the run captured as a
+    constant of the compiled program, when it is larger than `constant-bytes-max`
+    (default 1 MiB). The message gives its size and shape and the entry point
+    whose program holds it. Without a profile it reports nothing.
+
+    ## Why is this bad?
+    A captured array becomes part of the program: XLA may fold it into the
+    executable (long compiles, large executables, host memory per compiled
+    variant) and it is re-embedded for every new shape or static value the
+    function is compiled for. JF201/JF202 find some of these statically; the
+    recorded run finds the ones hidden behind attributes, globals bound at run
+    time and other modules, with their real sizes. JAX's
+    `jax_captured_constants_warn_bytes` warns at run time without pointing at
+    the line.
+
+    ## Known problems
+    The line is the innermost line of the function that reads the captured
+    value, which may be a helper called by the entry point. The finding refers to
+    the recorded text: once the file changes, its facts are ignored until the
+    next `record`.
+
+    ## Example
+    ```python
+    TABLE = np.random.rand(1024, 1024)
+
+    @jax.jit
+    def f(x):
+        return x @ TABLE          # 8 MiB captured as a constant
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def f(x, table):
+        return x @ table          # an argument: not part of the program
+
+    f(x, jnp.asarray(TABLE))
+    ```
+
+    ## Fix safety
+    No automatic fix: turning a captured value into an argument changes every
+    call site.
+    """
+    valid = (
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x, table):\n    return x @ table\n\n\n"
+        "f(jnp.ones((4, 4)), jnp.ones((4, 4)))\n",
+    )
+    invalid = (
+        "import jax\nimport numpy as np\n\nTABLE = np.ones((1024, 300))\n\n\n"
+        "@jax.jit\ndef f(x):\n    return x @ TABLE\n\n\nf(np.ones((4, 1024)))\n",
+    )
+
+    def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
+        runtime = model.runtime
+        if runtime is None:
+            return
+        limit = settings.constant_bytes_max
+        reported: set[int] = set()
+        for const in sorted(runtime.facts.constants, key=lambda c: -int(c.get("bytes", 0))):
+            size = int(const.get("bytes", 0))
+            line = const.get("line")
+            if size <= limit or not isinstance(line, int) or line in reported:
+                continue
+            node = runtime.statement_at(model, line)
+            if node is None:
+                continue
+            reported.add(line)
+            entry = (const.get("entry_qualname") or "?").replace(".<locals>", "")
+            yield Violation(node, message(
+                f"the program of `{const.get('api', 'jax.jit')}({entry})` captured a {nbytes(size)} constant "
+                f"({const.get('shape', '?')}) here, above `constant-bytes-max` = {nbytes(limit)}: pass the array "
+                f"as an argument instead of closing over it"), data={"bytes": size})
+
+
+RULE = LargeCapturedConstant

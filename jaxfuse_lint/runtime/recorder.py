@@ -1,0 +1,614 @@
+"""The recorder that runs inside the user's Python processes under `jaxfuse-lint record`.
+
+`record` puts a `sitecustomize` on PYTHONPATH (see `bootstrap/sitecustomize.py`); it
+runs any sitecustomize the environment already had, then arms `install()` to run
+right after `jax` is imported (nothing is imported early: processes that never use
+jax pay nothing). At exit each process writes its part of the profile into the
+parts directory; `record` merges the parts into one profile (profile.py).
+
+## Which hook, and why
+
+JAX's own diagnostics show where the information lives. `jax_log_compiles` logs
+from `dispatch.log_elapsed_time` around tracing and around XLA compilation, and
+`jax.monitoring` listeners receive the same events — but only as an event name,
+a duration and a function *name*: no file, no shapes, no program. The
+`jax_explain_cache_misses` explanation is built in `pjit._infer_params` from the
+arguments of a tracing-cache miss. Wrapping the objects `jax.jit` returns would
+change their type for the user's code (and miss the jits JAX builds itself), and
+patching the lowering path sees MLIR, after the Python function is gone.
+
+So the recorder wraps two functions, each called exactly once per event it
+records and each returning the original's result untouched:
+
+- `jax._src.pjit._trace_for_jit(fun, jit_info, mesh, debug_info, avals, args, kwargs)`:
+  called on every tracing-cache miss of a `jax.jit`/`pjit` call (the miss that
+  `jax_explain_cache_misses` explains), with the Python function, its static
+  arguments and the abstract values of the others, and returning the traced
+  jaxpr, whose equations carry the Python stack that made each operation.
+- `jax._src.compiler.compile_or_get_cached(backend, module, ...)`: called for every
+  XLA compilation (what `jax_log_compiles` times), returning the executable whose
+  optimized HLO, with source locations, and memory statistics give the per-line
+  costs (`attribution.attribute_hlo`).
+
+Both are private. If either is missing or its signature changed, `install()`
+prints one line to stderr and records nothing for it; a failure inside the
+recorder is caught and never reaches the user's program. Recording never
+changes what JAX computes: no flag, option or argument is altered.
+
+A function is *traced under* an entry point when one of its lines is in the
+stack of an equation of that entry's jaxpr (sub-jaxprs included) and the stack
+passed through JAX before reaching it: that keeps eager calls (`x * 2` outside
+any jit, which JAX also traces, as a one-operation jit) from marking their
+callers traced, and counts bodies handed to eager `lax.scan`/`vmap` as traced.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import inspect
+import json
+import os
+import sys
+import sysconfig
+import threading
+import time
+import uuid
+import weakref
+from typing import Any
+
+ENV_PARTS = "JAXFUSE_LINT_RECORD_PARTS"
+ENV_ROOT = "JAXFUSE_LINT_RECORD_ROOT"
+ENV_COSTS = "JAXFUSE_LINT_RECORD_COSTS"
+# Constants captured by a trace smaller than this are not worth a profile entry.
+MIN_CONSTANT_BYTES = 1024
+_MAX_REPR = 80
+
+_TRANSFORM_NAMES = ("vmap", "jvp", "transpose", "grad", "vjp", "remat", "checkpoint", "pmap", "shard_map",
+                    "xmap", "custom_jvp_call", "custom_vjp_call", "while", "scan", "cond", "switch")
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails is only a label
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 1] + "…"
+
+
+class Recorder:
+    def __init__(self, parts_dir: str, root: str, costs: bool = True) -> None:
+        self.parts_dir = parts_dir
+        self.root = os.path.abspath(root)
+        self.costs = costs
+        self.lock = threading.RLock()
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.functions: dict[tuple, dict[str, Any]] = {}
+        self.lines: dict[tuple, dict[str, Any]] = {}
+        self._callables: dict[str, weakref.WeakSet] = {}
+        self._callable_ids: dict[str, set[int]] = {}
+        self._pending = threading.local()
+        self._digests: dict[str, str | None] = {}
+        self._user_file_memo: dict[str, bool] = {}
+        self.errors: list[str] = []
+        self.started = time.time()
+        # Parameter avals of user functions called while a top-level trace runs:
+        # {(file, qualname, first line): {param: [spec dict, ...]}}.
+        self.param_avals: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
+        self._code_memo: dict[Any, tuple | None] = {}
+        self._tracer_type = None
+        excluded = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        import jax
+        import jaxlib
+
+        self.jax_dirs = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        self.excluded = tuple(os.path.abspath(p) + os.sep for p in excluded if p) + self.jax_dirs + (here,)
+        self.jax_version = jax.__version__
+
+    # -- file facts -------------------------------------------------------------------------------
+    def is_user_file(self, path: str) -> bool:
+        known = self._user_file_memo.get(path)
+        if known is None:
+            ap = os.path.abspath(path)
+            known = (not path.startswith("<") and not ap.startswith(self.excluded) and os.path.isfile(ap))
+            self._user_file_memo[path] = known
+        return known
+
+    def is_jax_file(self, path: str) -> bool:
+        return os.path.abspath(path).startswith(self.jax_dirs)
+
+    def label(self, path: str) -> str:
+        ap = os.path.abspath(path)
+        rel = os.path.relpath(ap, self.root)
+        return ap if rel.startswith("..") else rel.replace(os.sep, "/")
+
+    def digest(self, path: str) -> str | None:
+        if path not in self._digests:
+            from jaxfuse_lint.runtime.profile import file_digest
+
+            self._digests[path] = file_digest(path)
+        return self._digests[path]
+
+    def where(self, stack: list[tuple[str, str, int]] | None = None) -> str:
+        test = os.environ.get("PYTEST_CURRENT_TEST")
+        if test:
+            return test.rsplit(" (", 1)[0]
+        for file, _, line in stack or ():
+            return f"{self.label(file)}:{line}"
+        return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "<python>"
+
+    # -- the tracing hook ---------------------------------------------------------------------------
+    def on_trace(self, fun, jit_info, dbg, avals, args, kwargs, traced) -> None:
+        """`traced` is what `_trace_for_jit` returned (a PjitParams)."""
+        from jax._src import core
+
+        params = traced.params
+
+        if not core.trace_state_clean():
+            return  # a jit inside a trace: its operations are part of the outer entry's jaxpr
+        target = _unwrap(fun)
+        code = getattr(target, "__code__", None)
+        call_site = _user_call_site(self)
+        where = self.where(call_site)
+        entry_id = None
+        entry_name = getattr(target, "__name__", None) or getattr(fun, "__name__", "<fun>")
+        if code is not None and self.is_user_file(code.co_filename):
+            file = code.co_filename
+            digest = self.digest(file)
+            qualname = getattr(code, "co_qualname", getattr(target, "__qualname__", code.co_name))
+            entry_id = f"{digest}:{qualname}:{code.co_firstlineno}"
+            entry_name = qualname
+            param_names = _param_names(target)
+            sig = self._signature(jit_info, dbg, avals, args, kwargs, traced, where, param_names)
+            with self.lock:
+                entry = self.entries.get(entry_id)
+                if entry is None:
+                    entry = self.entries[entry_id] = {
+                        "id": entry_id, "file": self.label(file), "sha256": digest, "qualname": qualname,
+                        "line": code.co_firstlineno, "api": "jax.jit",
+                        "arg_names": param_names,
+                        "static_argnums": sorted(int(i) for i in (jit_info.static_argnums or ())),
+                        "static_argnames": sorted(str(n) for n in (jit_info.static_argnames or ())),
+                        "signatures": [], "compilations": [], "constants": [],
+                    }
+                kind, cause = self._cause(entry_id, entry, sig, fun)
+                try:
+                    index = entry["signatures"].index(sig)
+                except ValueError:
+                    index = len(entry["signatures"])
+                    entry["signatures"].append(sig)
+                self._pending.trace = {"entry": entry_id, "signature": index, "kind": kind, "cause": cause,
+                                       "where": where, "name": getattr(fun, "__name__", entry_name)}
+                self._add_function(file, qualname, code.co_firstlineno, entry_id, entry_name, [], [qualname], where)
+        closed = params.get("jaxpr")
+        if closed is None:
+            return
+        start = (code.co_filename, code.co_firstlineno) if entry_id is not None else None
+        self._scan_jaxpr(closed, entry_id, entry_name, where, start)
+
+    def _signature(self, jit_info, dbg, avals, args, kwargs, traced, where, params_names) -> dict[str, Any]:
+        names = list(getattr(dbg, "arg_names", None) or ())
+        out_args = []
+        for i, aval in enumerate(avals):
+            shape = getattr(aval, "shape", None)
+            dtype = getattr(aval, "dtype", None)
+            item = {"name": names[i] if i < len(names) else None}
+            if shape is not None and dtype is not None:
+                item.update(shape=[int(d) if isinstance(d, int) else str(d) for d in shape], dtype=str(dtype),
+                            weak_type=bool(getattr(aval, "weak_type", False)))
+            else:
+                item["repr"] = _short_repr(aval)
+            out_args.append(item)
+        static: dict[str, str] = {}
+        for i in jit_info.static_argnums or ():
+            if 0 <= i < len(args):
+                name = params_names[i] if i < len(params_names) else f"args[{i}]"
+                static[name] = _short_repr(args[i])
+        for name in jit_info.static_argnames or ():
+            if name in kwargs:
+                static[name] = _short_repr(kwargs[name])
+        backend = jit_info.backend
+        if not backend:
+            try:
+                from jax._src import xla_bridge
+
+                backend = xla_bridge.default_backend()
+            except Exception:  # noqa: BLE001
+                backend = ""
+        return {"args": out_args, "pytree": str(getattr(traced, "in_tree", "")),
+                "static": static, "backend": backend, "where": where}
+
+    def _cause(self, entry_id: str, entry: dict[str, Any], sig: dict[str, Any], fun) -> tuple[str, str]:
+        """Why this trace happened, compared with the signatures this process traced before."""
+        seen = self._callables.setdefault(entry_id, weakref.WeakSet())
+        ids = self._callable_ids.setdefault(entry_id, set())
+        try:
+            fresh = fun not in seen
+            seen.add(fun)
+        except TypeError:
+            fresh = id(fun) not in ids
+            ids.add(id(fun))
+        mine = [entry["signatures"][c["signature"]] for c in entry["compilations"] if c.get("pid") == os.getpid()]
+        if not mine:
+            return "first", "first compilation"
+        same = [s for s in mine if _same_avals(s, sig) and s.get("static") == sig.get("static")]
+        if same:
+            if fresh:
+                return "fresh-callable", (f"fresh callable: a new function object for `{entry['qualname']}` "
+                                          "with a signature already compiled")
+            return "other", "same signature compiled again (cache evicted or a different context)"
+        last = mine[-1]
+        if _same_avals(last, sig):
+            changed = [f"{k}: {last['static'].get(k, '-')} -> {v}" for k, v in sig["static"].items()
+                       if last["static"].get(k) != v]
+            return "static", "new static value " + "; ".join(changed)
+        from jaxfuse_lint.runtime.profile import spec
+
+        diffs = []
+        for a, b in zip(last["args"], sig["args"]):
+            if spec(a) != spec(b):
+                diffs.append(f"{b.get('name') or '?'}: {spec(a)} -> {spec(b)}")
+        if len(last["args"]) != len(sig["args"]) or last.get("pytree") != sig.get("pytree"):
+            diffs.append("a different argument structure")
+        kind = "shape" if last.get("static") == sig.get("static") else "shape+static"
+        return kind, "new shape " + "; ".join(diffs)
+
+    def _add_function(self, file, qualname, line, entry_id, entry_name, transforms, chain, where) -> None:
+        digest = self.digest(file)
+        key = (digest, qualname, line, entry_id)
+        with self.lock:
+            item = self.functions.get(key)
+            if item is None:
+                self.functions[key] = {
+                    "file": self.label(file), "sha256": digest, "qualname": qualname, "line": line,
+                    "entry": entry_id, "entry_name": entry_name, "api": "jax.jit",
+                    "transforms": sorted(set(transforms)), "chain": list(chain), "where": where,
+                }
+            else:
+                merged = sorted(set(item["transforms"]) | set(transforms))
+                item["transforms"] = merged
+
+    def _scan_jaxpr(self, closed, entry_id, entry_name, where, start) -> None:
+        from jax._src import core
+
+        jaxpr = getattr(closed, "jaxpr", closed)
+        consts = list(getattr(closed, "consts", ()) or ())
+        const_lines: dict[int, list[str]] = {}
+        constvars = {id(v): i for i, v in enumerate(getattr(jaxpr, "constvars", ()))}
+        todo = [jaxpr]
+        seen: set[int] = set()
+        top = True
+        while todo:
+            j = todo.pop()
+            if id(j) in seen:
+                continue
+            seen.add(id(j))
+            for eqn in j.eqns:
+                frames = self._traced_frames(eqn, start)
+                if frames:
+                    transforms = _transforms(eqn)
+                    chain: list[str] = []
+                    for file, qualname, fline, _ in frames:
+                        chain.append(qualname)
+                        self._add_function(file, qualname, fline, entry_id, entry_name, transforms, chain, where)
+                    if top and constvars:
+                        for v in eqn.invars:
+                            i = constvars.get(id(v))
+                            if i is not None:
+                                f = frames[-1]
+                                const_lines.setdefault(i, []).append(
+                                    (self.label(f[0]), self.digest(f[0]), f[3]))
+            try:
+                todo.extend(core.subjaxprs(j))
+            except Exception:  # noqa: BLE001
+                pass
+            top = False
+        if entry_id is None:
+            return
+        entry = self.entries[entry_id]
+        for i, c in enumerate(consts):
+            nbytes = int(getattr(c, "nbytes", 0) or 0)
+            if nbytes < MIN_CONSTANT_BYTES:
+                continue
+            lines = [{"file": f, "sha256": d, "line": n} for f, d, n in sorted(set(const_lines.get(i, [])))]
+            item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines}
+            with self.lock:
+                if item not in entry["constants"]:
+                    entry["constants"].append(item)
+
+    def _traced_frames(self, eqn, start) -> list[tuple[str, str, int, int]]:
+        """(file, qualname, first line, line) of the user frames traced, outermost first.
+
+        `start` is the entry function's (file, first line): frames from it inward are
+        traced. Without one (JAX's own eager jits), user frames called from inside JAX
+        are (the body given to an eager `lax.scan`), and the user code that called
+        JAX is not."""
+        tb = getattr(eqn.source_info, "traceback", None)
+        if tb is None:
+            return []
+        frames = list(tb.frames)
+        frames.reverse()  # outermost first
+        out = []
+        inside = False
+        for fr in frames:
+            fname = fr.file_name
+            if self.is_jax_file(fname):
+                inside = True
+                continue
+            if not inside and start is not None and fr.function_start_line == start[1] and fname == start[0]:
+                inside = True
+            if inside and self.is_user_file(fname):
+                out.append((fname, fr.function_name, fr.function_start_line, fr.line_num))
+        return out
+
+    # -- parameter shapes of the functions a trace calls ---------------------------------------------------
+    def watch_calls(self):
+        """A `sys.setprofile` function recording the abstract values of the parameters of
+        every user function called while a top-level trace runs (tracing happens once per
+        signature, so this costs nothing per step)."""
+        if self._tracer_type is None:
+            from jax._src import core
+
+            self._tracer_type = core.Tracer
+        tracer = self._tracer_type
+        memo = self._code_memo
+        avals = self.param_avals
+
+        def on_event(frame, event, arg):
+            if event != "call":
+                return
+            code = frame.f_code
+            key = memo.get(code, False)
+            if key is False:
+                key = None
+                if self.is_user_file(code.co_filename):
+                    n = code.co_argcount + code.co_kwonlyargcount
+                    key = (code.co_filename, getattr(code, "co_qualname", code.co_name), code.co_firstlineno,
+                           code.co_varnames[:n])
+                memo[code] = key
+            if key is None:
+                return
+            local = frame.f_locals
+            for name in key[3]:
+                value = local.get(name)
+                if isinstance(value, tracer):
+                    aval = value.aval
+                    shape = getattr(aval, "shape", None)
+                    if shape is None:
+                        continue
+                    item = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
+                            "dtype": str(getattr(aval, "dtype", "")),
+                            "weak_type": bool(getattr(aval, "weak_type", False))}
+                    seen = avals.setdefault(key[:3], {}).setdefault(name, [])
+                    if item not in seen and len(seen) < 16:
+                        seen.append(item)
+
+        return on_event
+
+    # -- the compilation hook -------------------------------------------------------------------------
+    def on_compile(self, backend, module_name: str, executable, seconds: float) -> None:
+        pending = getattr(self._pending, "trace", None)
+        if pending is None:
+            return
+        name = module_name[4:] if module_name.startswith("jit_") else module_name
+        # The module is named `jit_<function name>`, with characters MLIR does not allow replaced.
+        if _alnum(name) != _alnum(pending["name"]):
+            return
+        self._pending.trace = None
+        costs = None
+        if self.costs:
+            costs = self._costs(executable, getattr(backend, "platform", ""), seconds, pending["entry"])
+        with self.lock:
+            entry = self.entries[pending["entry"]]
+            entry["compilations"].append({
+                "signature": pending["signature"], "pid": os.getpid(), "kind": pending["kind"],
+                "cause": pending["cause"], "where": pending["where"], "seconds": round(seconds, 4),
+                "costs": costs,
+            })
+
+    def _costs(self, executable, platform: str, seconds: float, entry_id: str) -> dict[str, Any] | None:
+        from jaxfuse_lint.runtime.attribution import attribute_hlo
+
+        try:
+            text = executable.hlo_modules()[0].to_string()
+            temp = None
+            try:
+                temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
+            except Exception:  # noqa: BLE001 - not every backend reports it
+                temp = None
+            result = attribute_hlo(text, temp_bytes=temp, backend=platform, read_source_lines=False)
+            result.compile_seconds = round(seconds, 4)
+        except Exception as exc:  # noqa: BLE001 - costs are optional; the run goes on
+            self.errors.append(f"attribution failed: {type(exc).__name__}: {exc}")
+            return None
+        data = result.to_json()
+        # Per-line costs, keyed by file digest, for the rules that read them.
+        for acc in result.lines:
+            if not self.is_user_file(acc.file):
+                continue
+            digest = self.digest(acc.file)
+            key = (digest, acc.line, entry_id)
+            with self.lock:
+                item = self.lines.setdefault(key, {
+                    "file": self.label(acc.file), "sha256": digest, "line": acc.line, "entry": entry_id,
+                    "temp_bytes": 0, "constant_bytes": 0, "kernels": 0, "copies": 0, "own": False})
+                item["own"] = item["own"] or bool(acc.own_kernels)
+                item["temp_bytes"] = max(item["temp_bytes"], int(acc.temp_bytes))
+                item["constant_bytes"] = max(item["constant_bytes"], int(acc.constant_bytes))
+                item["kernels"] = max(item["kernels"], len(acc.kernels))
+                item["copies"] = max(item["copies"], len(acc.copies))
+        return data
+
+    # -- output ---------------------------------------------------------------------------------------
+    def part(self) -> dict[str, Any]:
+        from jaxfuse_lint.runtime.profile import FORMAT, VERSION
+
+        with self.lock:
+            for f in self.functions.values():
+                for (file, qualname, line), params in self.param_avals.items():
+                    if f["qualname"] == qualname and f["line"] == line and f["file"] == self.label(file):
+                        f["params"] = params
+            return {
+                "format": FORMAT, "version": VERSION, "jax_version": self.jax_version,
+                "processes": [{"pid": os.getpid(), "argv": [_short_repr(a) for a in sys.argv[:8]],
+                               "seconds": round(time.time() - self.started, 3), "errors": self.errors[:20]}],
+                "entries": list(self.entries.values()),
+                "functions": list(self.functions.values()),
+                "lines": list(self.lines.values()),
+            }
+
+    def write(self) -> None:
+        if not self.entries and not self.functions:
+            return
+        try:
+            os.makedirs(self.parts_dir, exist_ok=True)
+            path = os.path.join(self.parts_dir, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(self.part(), fh)
+            os.replace(tmp, path)
+        except Exception as exc:  # noqa: BLE001 - never fail the user's process at exit
+            print(f"jaxfuse-lint record: could not write the profile part: {exc}", file=sys.stderr)
+
+
+def _alnum(name: str) -> str:
+    return "".join(ch for ch in name if ch.isalnum())
+
+
+def _same_avals(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("args") == b.get("args") and a.get("pytree") == b.get("pytree")
+
+
+def _transforms(eqn) -> list[str]:
+    stack = str(getattr(eqn.source_info, "name_stack", "") or "")
+    out = []
+    for part in stack.split("/"):
+        head = part.split("(", 1)[0]
+        if head in _TRANSFORM_NAMES:
+            out.append(head)
+    return out
+
+
+def _const_spec(c: Any) -> str:
+    from jaxfuse_lint.runtime.profile import spec
+
+    shape = getattr(c, "shape", None)
+    dtype = getattr(c, "dtype", None)
+    if shape is None or dtype is None:
+        return type(c).__name__
+    return spec({"shape": list(shape), "dtype": str(dtype)})
+
+
+def _unwrap(fun: Any) -> Any:
+    seen = 0
+    while seen < 20:
+        seen += 1
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+            continue
+        inner = getattr(fun, "__wrapped__", None)
+        if inner is not None and callable(inner):
+            fun = inner
+            continue
+        func = getattr(fun, "__func__", None)  # a bound method
+        if func is not None:
+            fun = func
+            continue
+        break
+    return fun
+
+
+def _param_names(fun: Any) -> list[str]:
+    try:
+        return list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _user_call_site(rec: Recorder) -> list[tuple[str, str, int]]:
+    """The user's frames that called into jax (innermost first): where the entry was called."""
+    out = []
+    f = sys._getframe(2)
+    depth = 0
+    while f is not None and depth < 200:
+        depth += 1
+        file = f.f_code.co_filename
+        if rec.is_user_file(file) and not rec.is_jax_file(file):
+            out.append((file, f.f_code.co_name, f.f_lineno))
+            if len(out) >= 1:
+                break
+        f = f.f_back
+    return out
+
+
+_RECORDER: Recorder | None = None
+
+
+def install(parts_dir: str | None = None, root: str | None = None) -> Recorder | None:
+    """Wrap JAX's trace and compile functions (see the module docstring). Idempotent."""
+    global _RECORDER
+    if _RECORDER is not None:
+        return _RECORDER
+    parts_dir = parts_dir or os.environ.get(ENV_PARTS)
+    if not parts_dir:
+        return None
+    try:
+        from jax._src import compiler, pjit
+    except Exception as exc:  # noqa: BLE001
+        print(f"jaxfuse-lint record: this jax has no recordable compilation path ({exc}); nothing recorded",
+              file=sys.stderr)
+        return None
+    rec = Recorder(parts_dir, root or os.environ.get(ENV_ROOT) or os.getcwd(),
+                   costs=os.environ.get(ENV_COSTS, "1") != "0")
+    trace = getattr(pjit, "_trace_for_jit", None)
+    compile_fn = getattr(compiler, "compile_or_get_cached", None)
+    if trace is None or _arity(trace) != 7 or compile_fn is None:
+        print(f"jaxfuse-lint record: jax {rec.jax_version} changed the functions the recorder wraps "
+              "(pjit._trace_for_jit, compiler.compile_or_get_cached); nothing recorded", file=sys.stderr)
+        return None
+
+    from jax._src import core
+
+    @functools.wraps(trace)
+    def traced(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
+        # Watch the calls of a top-level trace, unless a profiler (cProfile...) already runs.
+        watch = core.trace_state_clean() and sys.getprofile() is None
+        if watch:
+            sys.setprofile(rec.watch_calls())
+        try:
+            result = trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+        finally:
+            if watch:
+                sys.setprofile(None)
+        try:
+            rec.on_trace(fun, ji, dbg, avals, args, kwargs, result)
+        except Exception as exc:  # noqa: BLE001 - recording must never break the user's program
+            rec.errors.append(f"trace of {getattr(fun, '__name__', fun)!r}: {type(exc).__name__}: {exc}")
+        return result
+
+    @functools.wraps(compile_fn)
+    def compiled(backend, computation, *rest, **kw):
+        started = time.perf_counter()
+        executable = compile_fn(backend, computation, *rest, **kw)
+        try:
+            name = str(computation.operation.attributes["sym_name"]).strip('"')
+        except Exception:  # noqa: BLE001
+            name = ""
+        try:
+            rec.on_compile(backend, name, executable, time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001
+            rec.errors.append(f"compile of {name}: {type(exc).__name__}: {exc}")
+        return executable
+
+    pjit._trace_for_jit = traced
+    compiler.compile_or_get_cached = compiled
+    _RECORDER = rec
+    atexit.register(rec.write)
+    return rec
+
+
+def _arity(fn: Any) -> int:
+    try:
+        return len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return -1

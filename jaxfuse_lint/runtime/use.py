@@ -1,0 +1,38 @@
+"""Choosing the profile a command uses: `--profile FILE`, `--no-profile`, or the default
+`.jaxfuse_lint/profile.json` of the project (its root, else the current directory).
+
+The choice travels in `Settings.extra` as the profile's path and content digest, so
+worker processes read the same profile and the cache keys on its content."""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from jaxfuse_lint.config import ConfigError, Settings
+from jaxfuse_lint.model.runtime_facts import PROFILE_DIGEST_KEY, PROFILE_KEY
+from jaxfuse_lint.runtime.profile import ProfileError, Profile, find_default, load_profile, profile_digest
+
+
+def choose_profile(settings: Settings, path: str | None, disabled: bool) -> str | None:
+    if disabled:
+        return None
+    if path:
+        return path
+    return find_default([settings.project_root, os.getcwd()])
+
+
+def with_profile(settings: Settings, path: str | None, disabled: bool = False) -> tuple[Settings, Profile | None]:
+    """Settings that make the engine use the chosen profile (and the profile), or unchanged."""
+    chosen = choose_profile(settings, path, disabled)
+    if chosen is None:
+        return settings, None
+    try:
+        profile = load_profile(chosen)
+        digest = profile_digest(chosen)
+    except ProfileError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"{chosen}: cannot read the profile: {exc.strerror}") from None
+    extra = tuple(kv for kv in settings.extra if kv[0] not in (PROFILE_KEY, PROFILE_DIGEST_KEY))
+    extra += ((PROFILE_KEY, os.path.abspath(chosen)), (PROFILE_DIGEST_KEY, digest))
+    return replace(settings, extra=extra), profile

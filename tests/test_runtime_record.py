@@ -1,0 +1,175 @@
+"""`jaxfuse-lint record` on the sample project (fixtures/runtime_project), run as a user runs it,
+then `check` with and without the profile. One recording is shared by the module."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+SAMPLE = FIXTURES / "runtime_project"
+
+
+def jaxfuse(*args: str, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PYTHONPATH"] = str(ROOT) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-m", "jaxfuse_lint", *args], cwd=cwd, capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    project = tmp_path_factory.mktemp("runtime") / "project"
+    shutil.copytree(SAMPLE, project)
+    proc = jaxfuse("record", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project)
+    profile = json.loads((project / ".jaxfuse_lint" / "profile.json").read_text())
+    return project, proc, profile
+
+
+def _codes(output: str) -> list[tuple[str, str]]:
+    """(file:line, code) of each concise diagnostic."""
+    out = []
+    for line in output.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) >= 2 and parts[1].startswith("JF"):
+            file, row = parts[0].split(":")[:2]
+            out.append((f"{file}:{row}", parts[1]))
+    return out
+
+
+def test_the_command_runs_unchanged(recorded):
+    _, proc, _ = recorded
+    assert proc.returncode == 0, proc.stderr
+    assert "7 passed" in proc.stdout  # pytest's own output passes through
+    assert "jaxfuse-lint record: 4 entry points, 7 compilations" in proc.stderr
+
+
+def test_profile_records_entry_points_signatures_and_causes(recorded):
+    _, _, profile = recorded
+    assert profile["format"] == "jaxfuse-lint-profile" and profile["version"] == 1
+    entries = {e["qualname"]: e for e in profile["entries"]}
+    assert set(entries) == {"kinetic_energy", "power_spectrum", "weighted_speed", "advance"}
+    kinetic = entries["kinetic_energy"]
+    assert kinetic["file"] == "particles/kernels.py"
+    assert kinetic["signatures"][0]["args"] == [{"name": "v", "shape": [256, 3], "dtype": "float32",
+                                                 "weak_type": False}]
+    assert kinetic["signatures"][0]["where"] == "tests/test_particles.py::test_kinetic_energy"
+    advance = entries["advance"]
+    assert [s["static"] for s in advance["signatures"]] == [{"steps": str(n)} for n in (1, 2, 3, 4)]
+    assert [c["kind"] for c in advance["compilations"]] == ["first", "static", "static", "static"]
+    assert advance["compilations"][1]["cause"] == "new static value steps: 1 -> 2"
+    assert entries["weighted_speed"]["constants"][0]["bytes"] == 32768 * 4
+    assert entries["weighted_speed"]["constants"][0]["lines"][0]["line"] == 23
+    # Every compilation carries the per-line account of its program.
+    costs = entries["power_spectrum"]["compilations"][0]["costs"]
+    assert costs["kernels"] and any(acc["line"] == 16 for acc in costs["lines"])
+
+
+def test_functions_called_under_an_entry_are_recorded_with_their_parameters(recorded):
+    _, _, profile = recorded
+    under_weighted = [f for f in profile["functions"] if f["entry_name"] == "weighted_speed"]
+    chains = {f["qualname"]: f["chain"] for f in under_weighted}
+    assert chains["kinetic_energy"] == ["weighted_speed", "kinetic_energy"]
+    record = next(f for f in under_weighted if f["qualname"] == "kinetic_energy")
+    assert record["params"]["v"][0]["shape"] == [256, 3]
+
+
+def test_check_with_the_profile_reports_what_check_alone_cannot(recorded):
+    project, _, _ = recorded
+    plain = jaxfuse("check", "--no-profile", "--no-cache", ".", cwd=project)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    with_profile = jaxfuse("check", "--no-cache", ".", cwd=project)  # .jaxfuse_lint/profile.json by default
+    assert with_profile.returncode == 1
+    assert _codes(with_profile.stdout) == [
+        ("particles/engine.py:21", "JF501"),
+        ("particles/kernels.py:11", "JF101"),
+        ("particles/kernels.py:16", "JF503"),
+        ("particles/kernels.py:16", "JF104"),
+        ("particles/kernels.py:23", "JF502"),
+        ("particles/kernels.py:23", "JF202"),
+    ]
+    assert ("traced at run time under `jax.jit(kinetic_energy)` (tests/test_particles.py::test_kinetic_energy) "
+            "with v: f32[256,3]") in with_profile.stdout
+    assert "`advance` was compiled 4 times in one recorded run" in with_profile.stdout
+
+
+def test_fixes_that_rely_on_recorded_shapes_are_unsafe(recorded):
+    project, _, _ = recorded
+    safe = jaxfuse("check", "--no-cache", "--diff", "particles/kernels.py", cwd=project)
+    assert safe.stdout == ""
+    unsafe = jaxfuse("check", "--no-cache", "--diff", "--unsafe-fixes", "particles/kernels.py", cwd=project)
+    assert "+    return 0.5 * (v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2])" in unsafe.stdout
+
+
+def test_stale_entries_are_ignored(recorded, tmp_path):
+    project, _, _ = recorded
+    copy = tmp_path / "edited"
+    shutil.copytree(project, copy)
+    kernels = copy / "particles" / "kernels.py"
+    kernels.write_text(kernels.read_text() + "\n# edited after the run\n")
+    result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
+    assert result.returncode == 0, result.stdout
+
+
+def test_check_never_imports_jax_when_reading_a_profile(recorded):
+    project, _, _ = recorded
+    script = textwrap.dedent("""
+        import sys
+        from click.testing import CliRunner
+        from jaxfuse_lint.cli import cli
+        result = CliRunner().invoke(cli, ["check", "--no-cache", "-j", "1", "."])
+        assert result.exit_code == 1, result.output
+        assert "JF101" in result.output
+        assert "jax" not in sys.modules, "check imported jax"
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_exit_code_and_output_pass_through(tmp_path):
+    proc = jaxfuse("record", "--", sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); "
+                   "sys.exit(3)", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert proc.stdout == "out\n"
+    assert proc.stderr.startswith("err\n")
+    assert not (tmp_path / ".jaxfuse_lint").exists()  # nothing traced, nothing written
+
+
+def test_subprocesses_merge_into_one_profile_and_site_customisation_is_kept(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = '1'\n")
+    (tmp_path / "work.py").write_text(textwrap.dedent("""
+        import os, sys
+        import jax, jax.numpy as jnp
+
+        def double(x):
+            return x * 2
+
+        assert os.environ.get("USER_SITE_RAN") == "1"
+        n = int(sys.argv[1])
+        jax.jit(double)(jnp.ones(n))
+    """))
+    (tmp_path / "driver.py").write_text(textwrap.dedent("""
+        import subprocess, sys
+        for n in (2, 3):
+            subprocess.run([sys.executable, "work.py", str(n)], check=True)
+    """))
+    proc = jaxfuse("record", "-o", "out.json", "--", sys.executable, "driver.py", cwd=tmp_path,
+                   env={"PYTHONPATH": str(tmp_path / "site")})
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads((tmp_path / "out.json").read_text())
+    assert len(profile["processes"]) == 2
+    (entry,) = profile["entries"]
+    assert entry["qualname"] == "double"
+    assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [3]]
+    # One compilation in each process: neither is a recompilation.
+    assert [c["kind"] for c in entry["compilations"]] == ["first", "first"]
