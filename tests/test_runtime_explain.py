@@ -121,6 +121,28 @@ def test_profile_accounts_are_read_without_compiling(tmp_path, sum_json):
     assert missing.exit_code == 2 and "no per-line account" in missing.output
 
 
+def test_profile_in_the_record_layout(tmp_path, sum_json):
+    # `jaxfuse-lint record` keeps each compilation's account under its entry, by file digest.
+    import hashlib
+
+    digest = hashlib.sha256(SUM.read_text().encode()).hexdigest()
+    entry = {"file": str(SUM), "sha256": digest, "qualname": "f_sum_jax", "line": 15,
+             "signatures": [{"args": [{"name": "x", "shape": [131072, 2], "dtype": "float32"}], "static": {},
+                             "where": "tests/test_x.py::test_sum"}],
+             "compilations": [{"signature": 0, "cause": "first compilation", "where": "tests/test_x.py::test_sum",
+                               "costs": sum_json["attribution"]}]}
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"format": "jaxfuse-lint-profile", "version": 1, "entries": [entry]}))
+    result = run("--profile", str(profile), str(SUM))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == f"{SUM}::f_sum_jax(f32[131072,2]) on CPU"
+    assert f"note: from {profile} (tests/test_x.py::test_sum)" in result.stdout
+    entry["sha256"] = "0" * 64  # the file changed since the run
+    profile.write_text(json.dumps({"entries": [entry]}))
+    result = run("--profile", str(profile), str(SUM))
+    assert result.exit_code == 2 and "changed since it was recorded" in result.output
+
+
 def test_default_profile_is_used_without_shapes(tmp_path, sum_json, monkeypatch):
     work = tmp_path / "proj"
     (work / ".jaxfuse_lint").mkdir(parents=True)

@@ -72,6 +72,27 @@ def test_show_static_keyword_arguments():
     assert "norm2=True" in repr(shown).splitlines()[0]
 
 
+def _mlp_loss(params, x):
+    import jax.numpy as jnp
+
+    h = jnp.tanh(x @ params["w"] + params["b"])
+    return jnp.mean(h**2)
+
+
+def test_show_takes_pytrees_and_shapes_only():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    import jaxfuse_lint
+
+    params = {"w": jnp.ones((16, 8)), "b": jnp.zeros(8)}
+    shown = jaxfuse_lint.show(_mlp_loss, params, jax.ShapeDtypeStruct((32, 16), jnp.float32))
+    assert shown.explanation.args == ["{'w': f32[16,8], 'b': f32[8]}", "f32[32,16]"]
+    rows = {number: account for number, _, account in shown.explanation.focus_lines() if account}
+    tanh_line = next(n for n, text, _ in shown.explanation.focus_lines() if "jnp.tanh" in text)
+    assert rows[tanh_line].kernels  # the matmul and tanh run somewhere, and it says where
+
+
 def test_compare_shows_both_versions_and_the_verdict(sum_module):
     import jax.numpy as jnp
 

@@ -125,7 +125,8 @@ class Explanation:
         """The source lines a kernel runs, for its box in the graph: FUNC's own lines first."""
         # Per operation, the innermost frame inside FUNC: the call line for what a helper
         # computes, the line itself for FUNC's own operations.
-        chosen = _by_line(self._innermost_in_focus(kernel.stacks)) or _by_line(kernel.own_lines) or _by_line(kernel.lines)
+        chosen = (_by_line(self._innermost_in_focus(kernel.stacks)) or _by_line(kernel.own_lines)
+                  or _by_line(kernel.lines))
         out = []
         for key in chosen[:6]:
             file, _, number = key.rpartition(":")
@@ -255,8 +256,21 @@ def function_span(func: Callable[..., Any]) -> tuple[str, int, int]:
     try:
         lines, start = inspect.getsourcelines(func)
     except (OSError, TypeError):
-        return code.co_filename, code.co_firstlineno, code.co_firstlineno
+        # No source to read (typed at a plain interpreter prompt): the code object still
+        # knows which lines it spans, nested functions included.
+        return code.co_filename, code.co_firstlineno, _last_line(code)
     return code.co_filename, start, start + len(lines) - 1
+
+
+def _last_line(code: Any) -> int:
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        if line is not None:
+            last = max(last, line)
+    for const in code.co_consts:
+        if hasattr(const, "co_lines"):
+            last = max(last, _last_line(const))
+    return last
 
 
 def explain_function(

@@ -175,8 +175,10 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
     if not os.path.exists(path):
         raise VerifyError(f"{path}: no such file")
     spans = _function_spans(path)
+    digest = _text_digest(path)
     out = []
-    for context, stored in _stored_attributions(data):
+    stale = 0
+    for chain, stored in _stored_attributions(data, []):
         try:
             attribution = Attribution.from_json(stored)
         except (TypeError, ValueError, KeyError) as exc:
@@ -184,22 +186,28 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
         lines = [a.line for a in attribution.lines_in(path)]
         if not lines:
             continue
-        name = _context_name(context)
+        recorded = _nearest(chain, "sha256")
+        if recorded and _nearest(chain, "file") and _same_path(_nearest(chain, "file"), path) and recorded != digest:
+            stale += 1  # the file changed since the run: its line numbers may no longer hold
+            continue
+        name = next((_context_name(c) for c in chain if _context_name(c)), None)
         span = _enclosing_span(spans, lines, name if wanted is None else wanted)
         if span is None:
             continue
         func, first, last = span
         if wanted is not None and func.split(".")[-1] != wanted.split(".")[-1]:
             continue
-        args = context.get("args") or context.get("signature") or []
         explanation = Explanation(
             target=f"{path}::{func}", file=path, func=func, first_line=first, last_line=last,
-            attribution=attribution,
-            args=[str(a) for a in args] if isinstance(args, list) else [str(args)],
-            environment={"backend": attribution.backend or context.get("backend", "")},
+            attribution=attribution, args=_recorded_args(chain),
+            environment={"backend": attribution.backend or _nearest(chain, "backend") or ""},
         )
-        explanation.notes.append(f"from {profile_path}" + (f" ({context['where']})" if context.get("where") else ""))
+        where = _nearest(chain, "where")
+        explanation.notes.append(f"from {profile_path}" + (f" ({where})" if where else ""))
         out.append(explanation)
+    if not out and stale:
+        raise VerifyError(f"{profile_path}: {path} changed since it was recorded ({stale} stale account"
+                          f"{'s' if stale != 1 else ''}): record again")
     if not out:
         suffix = f"::{wanted}" if wanted else ""
         raise VerifyError(f"{profile_path}: no per-line account for {path}{suffix} "
@@ -207,17 +215,63 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
     return out
 
 
-def _stored_attributions(data: Any, context: dict | None = None) -> Iterator[tuple[dict, dict]]:
-    """Every stored Attribution.to_json() in a profile, with the innermost dict that holds it."""
+def _stored_attributions(data: Any, chain: list[dict]) -> Iterator[tuple[list[dict], dict]]:
+    """Every stored Attribution.to_json() in a profile, with the dicts that hold it, innermost first."""
     if isinstance(data, dict):
         if "kernels" in data and "lines" in data and "temp_source" in data:
-            yield context or {}, data
+            yield chain, data
             return
         for value in data.values():
-            yield from _stored_attributions(value, data)
+            yield from _stored_attributions(value, [data, *chain])
     elif isinstance(data, list):
         for value in data:
-            yield from _stored_attributions(value, context)
+            yield from _stored_attributions(value, chain)
+
+
+def _nearest(chain: list[dict], key: str) -> Any:
+    return next((c[key] for c in chain if isinstance(c.get(key), (str, int)) and c.get(key) != ""), None)
+
+
+def _recorded_args(chain: list[dict]) -> list[str]:
+    """The argument shapes the account was compiled for, when the profile says."""
+    for i, c in enumerate(chain):
+        if isinstance(c.get("args"), list) and all(isinstance(a, str) for a in c["args"]):
+            return list(c["args"])
+        index = c.get("signature")
+        if isinstance(index, int):
+            for outer in chain[i + 1:]:
+                signatures = outer.get("signatures")
+                if isinstance(signatures, list) and 0 <= index < len(signatures):
+                    return [_spec_text(a) for a in signatures[index].get("args", [])] + [
+                        f"{k}={v}" for k, v in signatures[index].get("static", {}).items()]
+    return []
+
+
+def _spec_text(arg: Any) -> str:
+    from jaxfuse_lint.verify.shapes import ArgSpec
+
+    if isinstance(arg, dict) and isinstance(arg.get("shape"), list) and arg.get("dtype"):
+        try:
+            return str(ArgSpec(str(arg["dtype"]), tuple(int(d) for d in arg["shape"])))
+        except (TypeError, ValueError):
+            pass
+    return str(arg.get("repr", "?")) if isinstance(arg, dict) else str(arg)
+
+
+def _text_digest(path: str) -> str | None:
+    import hashlib
+    import tokenize
+
+    try:
+        with tokenize.open(path) as fh:
+            return hashlib.sha256(fh.read().encode("utf-8", "surrogatepass")).hexdigest()
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def _same_path(recorded: str, path: str) -> bool:
+    return os.path.realpath(recorded) == os.path.realpath(path) or os.path.realpath(path).endswith(
+        os.sep + recorded.lstrip("./"))
 
 
 def _context_name(context: dict) -> str | None:

@@ -124,7 +124,8 @@ def layout_svg(graph: KernelGraph) -> str:
         x0, y0, x1, y1 = clusters[cluster.id]
         out.append(f'<g class="cluster"><rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" '
                    f'height="{y1 - y0:.1f}" rx="8" fill="none" stroke="#888888"/>'
-                   f'<text x="{x0 + 6:.1f}" y="{y0 + LINE_HEIGHT:.1f}" fill="#555555">{escape(cluster.label)}</text></g>')
+                   f'<text x="{x0 + 6:.1f}" y="{y0 + LINE_HEIGHT:.1f}" fill="#555555">'
+                   f'{escape(cluster.label)}</text></g>')
     for e in graph.edges:
         if e.source not in boxes or e.target not in boxes:
             continue

@@ -117,6 +117,7 @@ def _shift(d: Any, offset: int, starts: list[tuple[int, int]]) -> Any:
     if fix is not None:
         fix = dataclasses.replace(fix, edits=tuple(
             dataclasses.replace(e, location=moved(e.location), end_location=moved(e.end_location)) for e in fix.edits))
+
     def renumber(m: re.Match) -> str:
         row = int(m.group(1))
         if row > offset:
