@@ -21,6 +21,12 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# Rules a bare `JF` (the default selection) does not select: the JF9xx rules are about the
+# suppression comments themselves (ruff's RUF100 is not a default rule either). Rules declare
+# it too (`Rule.default_enabled`); a test keeps the two in step.
+OPT_IN_PREFIXES = ("JF9",)
+
+
 class ConfigError(Exception):
     """A usage or configuration error: reported on one line, exit code 2."""
 
@@ -75,10 +81,13 @@ class Settings:
         return _longest_match(code, self.fixable) >= 0 and _longest_match(code, self.unfixable) < 0
 
     def is_enabled(self, code: str, filename: str | None = None) -> bool:
-        selected = _longest_match(code, self.select + self.extend_select)
+        selectors = self.select + self.extend_select
+        selected = _longest_match(code, selectors)
         ignored = _longest_match(code, self.ignore)
         if selected < 0 or ignored > selected:
             return False
+        if code.startswith(OPT_IN_PREFIXES) and selected <= len("JF") and "ALL" not in selectors:
+            return False  # opt-in rules are selected by name (JF9, JF901) or ALL, never by `JF`
         if filename is not None and self.per_file_ignores:
             for pattern, codes in self.per_file_ignores:
                 if _path_matches(filename, pattern, self.project_root) and any(

@@ -142,7 +142,7 @@ def parse_check(text: str, filename: str) -> Diagnostic | None:
 
 
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
-    return [r for r in all_rules() if settings.is_enabled(r.code, filename)]
+    return [r for r in all_rules() if r.stage == "model" and settings.is_enabled(r.code, filename)]
 
 
 def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
@@ -281,6 +281,11 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     code = text
     rejected: set[tuple[str, int, int, str]] = set()
     first_analysis: Analysis | None = None
+    try:
+        cst.parse_module(code)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        outcome.remaining = [syntax_error_diagnostic(filename, exc, text)]  # left alone
+        return outcome
     for _ in range(MAX_FIX_PASSES):
         module = cst.parse_module(code)
         analysis = Analysis(module, filename, settings, external_traced)
