@@ -52,6 +52,21 @@ def build_fix(violation, model, settings):
     new_target, base = _simplify(model, target, scope)
     if new_target is None:
         return None
+    if _would_be_jf302(model, new_target, scope):
+        # Hoisted before the loop but still inside the function, the callable would be a new
+        # object on every call of the function: a JF302 finding. A fix must not create a
+        # finding of another rule: fix both (jit once at module level, JF302's unsafe fix)
+        # or neither.
+        if new_target is not target:
+            return None  # (not reached: a simplified target is a plain name, never fresh)
+        from codemods.jf302_hoist_jit_to_module import hoist_to_module
+
+        hoisted = hoist_to_module(model, call, scope)
+        if hoisted is None:
+            return None
+        name, edits = hoisted
+        return plan(False, f"Jit once at module level as `{name}` (out of the loop and out of "
+                           f"`{scope.display_name}`) and call that", edits)
     jit_expr = replace_within(call, {target: new_target}) if new_target is not target else call
     # Every name the jit expression reads must be bound outside the loop, before it.
     order = document_order(model)
@@ -81,6 +96,17 @@ def build_fix(violation, model, settings):
     what = "the lambda's target" if isinstance(target, cst.Lambda) and new_target is not target else "it"
     return plan(True, f"Jit once before the loop as `{name}` and call {what} there",
                 {anchor: cst.FlattenSentinel([new_stmt, new_anchor])})
+
+
+def _would_be_jf302(model, target, scope) -> bool:
+    """Whether `jax.jit(target)` in the body of `scope`, outside any loop, is a JF302 finding
+    (the rule's own tests: a fresh callable in a plain function)."""
+    from jaxfuse_lint.rules.jf301_jit_in_loop import describe_callable
+    from jaxfuse_lint.rules.jf302_jit_of_fresh_callable import _memoised
+
+    if not isinstance(scope, Function) or model.is_traced_scope(scope) or _memoised(model, scope):
+        return False
+    return describe_callable(model, target, scope, None)[1]
 
 
 def _movable_assignment(model, call, scope, loop):

@@ -33,6 +33,18 @@ def build_fix(violation, model, settings):
     scope = violation.data.get("scope")
     if not isinstance(node, cst.Call) or scope is None or any(a.star for a in node.args):
         return None
+    hoisted = hoist_to_module(model, node, scope)
+    if hoisted is None:
+        return None
+    name, edits = hoisted
+    return plan(False, f"Jit once at module level as `{name}` and call that", edits)
+
+
+def hoist_to_module(model, node: cst.Call, scope):
+    """(name, edits): the jit call `node`, inside the function `scope`, bound once at module
+    level just before the function's top-level statement, and `node` replaced by the name;
+    None when the callable or the options read anything of the function. Also used by the
+    JF301 fix, whose hoist out of a loop would otherwise leave a JF302 finding behind."""
     target = positional(node, 0) or keyword(node, "fun")
     if target is None:
         return None
@@ -71,8 +83,7 @@ def build_fix(violation, model, settings):
     new_stmt = new_stmt.with_changes(leading_lines=lines[:k])
     blank = [cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)]
     new_anchor = replace_within(anchor, {node: cst.Name(name)}).with_changes(leading_lines=blank + lines[k:])
-    return plan(False, f"Jit once at module level as `{name}` and call that",
-                {anchor: cst.FlattenSentinel([new_stmt, new_anchor])})
+    return name, {anchor: cst.FlattenSentinel([new_stmt, new_anchor])}
 
 
 def _top_level_statement(model, node):

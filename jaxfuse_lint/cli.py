@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -58,7 +57,8 @@ def _fail(message: str) -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set), e.g. JF1,JF203.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None,
+              help="How to print diagnostics (default: `output-format` from the config, else concise).")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of each diagnostic.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are diagnostics.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
@@ -80,10 +80,35 @@ def _fail(message: str) -> None:
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
               help="A runtime profile from `jaxfuse-lint record` (default: .jaxfuse_lint/profile.json when present).")
 @click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclude patterns to paths named on the command line too (for pre-commit).")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
+@click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
+@click.option("-q", "--quiet", is_flag=True, help="Print diagnostics only: no summary, warnings or progress.")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing; only the exit code tells.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("--exclude", multiple=True, help="Patterns to exclude (replaces the configured `exclude`).")
+@click.option("--extend-exclude", multiple=True, help="Patterns to exclude in addition.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes; do not report or exit non-zero for what is left.")
+@click.option("--no-fix", is_flag=True, help="Do not apply fixes (overrides --fix).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing is left.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments to every line with a diagnostic.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, verify_fixes,
-                  profile_path, no_profile) -> None:
-    """Check PATHS (default: the current directory) for code XLA cannot fuse well."""
+                  profile_path, no_profile, force_exclude,
+                  show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
+                  no_fix, exit_non_zero_on_fix, add_noqa) -> None:
+    """Check PATHS (default: the current directory) for code XLA cannot fuse well.
+
+    Paths named here are always checked, even inside excluded or gitignored folders
+    (--force-exclude applies the excludes to them too). When no source file is found,
+    a warning says so on stderr and the exit code is 0 (ruff's behaviour).
+    """
+    from jaxfuse_lint.output import Output
+
+    out = Output(verbose=verbose, quiet=quiet, silent=silent)
     try:
         settings = _load(config, paths, select, extend_select, ignore, cache_dir, target)
         from jaxfuse_lint.runtime.use import with_profile
@@ -92,23 +117,65 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     except ConfigError as exc:
         _fail(str(exc))
         return
+    if exclude or extend_exclude:
+        from dataclasses import replace
+
+        from jaxfuse_lint.config import _split_patterns
+
+        if exclude:
+            settings = replace(settings, exclude=_split_patterns(exclude))
+        if extend_exclude:
+            settings = replace(settings, extend_exclude=settings.extend_exclude + _split_patterns(extend_exclude))
+    if output_format is None:
+        output_format = settings.output_format or "concise"
     paths = paths or (".",)
+    if show_settings:
+        from jaxfuse_lint.output import describe_settings
+
+        click.echo(describe_settings(settings))
+        sys.exit(EXIT_CLEAN)
     if "-" in paths:
         _check_stdin(settings, stdin_filename or "-", output_format, fix or diff, unsafe_fixes, diff, exit_zero)
         return
-    from jaxfuse_lint.discovery import discover
+    from jaxfuse_lint.discovery import discover_files
 
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         _fail(f"{missing[0]}: no such file or directory")
-    files = list(discover(list(paths), settings))
+    found = discover_files(list(paths), settings, force_exclude=force_exclude)
+    files = found.files
+    out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
+    for path, why in found.skipped:
+        out.info(f"skipped {path}: {why}")
+    for path in found.not_sources:
+        out.warn(f"{path}: not a Python source file; skipped")
+    if show_files:
+        for f in sorted(files, key=lambda p: str(p)):
+            click.echo(str(f))
+        if not files:
+            out.warn("No Python files found under the given path(s)")
+        sys.exit(EXIT_CLEAN)
+    if not files:
+        # Not "All checks passed!": nothing was checked. Exit 0 as ruff does (pre-commit
+        # passes only excluded files with --force-exclude), but say so.
+        out.warn("No Python files found under the given path(s); nothing was checked")
+        if output_format not in ("concise", "full"):
+            rendered = render(output_format, [], ReportContext())
+            if rendered and not silent:
+                sys.stdout.write(rendered)
+        sys.exit(EXIT_CLEAN)
+    out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
+    if add_noqa:
+        _add_noqa(files, settings, jobs, out)
+        return
+    fix = (fix or fix_only) and not no_fix
 
     from jaxfuse_lint import progress, runner
 
     # A progress bar only for people watching a terminal, never in machine-readable output.
-    bar = progress.Progress(len(files), enabled=progress.wanted() and output_format in ("concise", "full"),
-                            label="Fixing" if fix or diff else "Checking")
+    bar = progress.Progress(len(files), enabled=progress.wanted() and output_format in ("concise", "full")
+                            and not out.quiet, label="Fixing" if fix or diff else "Checking")
     try:
         with bar:
             if fix or diff:
@@ -119,16 +186,20 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         click.echo("jaxfuse-lint: interrupted; no file was written", err=True)
         sys.exit(130)
     for err in run.errors:
-        click.echo(f"jaxfuse-lint: {err}", err=True)
+        out.error(err)
+    stats = run.stats
+    out.info(f"{stats.get('files', len(files))} files: {stats.get('analysed', 0)} analysed, "
+             f"{stats.get('cached', 0)} from the cache, the rest without JAX (syntax checked only)")
 
     changed = [o for o in run.fixes if o.changed]
     if diff:
-        for o in changed:
-            name = o.filename
-            sys.stdout.write("".join(difflib.unified_diff(
-                o.original.splitlines(keepends=True), o.source.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
+        text = "".join("".join(difflib.unified_diff(
+            o.original.splitlines(keepends=True), o.source.splitlines(keepends=True),
+            f"a/{o.filename}", f"b/{o.filename}")) for o in changed)
+        _emit(text, output_file, out)
         n = sum(len(o.fixed) for o in changed)
-        click.echo(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''}.", err=True)
+        out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
+                    f"file{'s' if len(changed) != 1 else ''}.")
         sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
 
     if fix:
@@ -143,55 +214,101 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             try:
                 write_atomic(o.filename, o.source, o.encoding)
             except OSError as exc:
-                click.echo(f"jaxfuse-lint: {o.filename}: cannot write file: {exc.strerror}", err=True)
+                out.error(f"{o.filename}: cannot write file: {exc.strerror}")
 
     diagnostics = run.diagnostics
+    fixed = [d for o in changed for d in o.fixed] if fix else []
+    if fix_only:
+        diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
     context.sources = run.sources
+    text_format = output_format in ("concise", "full")
     if statistics:
-        _print_statistics(diagnostics)
-    else:
-        out = render(output_format, diagnostics, context)
-        if out:
-            sys.stdout.write(out)
-    if fix and (show_fixes or output_format in ("concise", "full")):
-        fixed = [d for o in changed for d in o.fixed]
-        if show_fixes and fixed:
-            click.echo("Fixed:", err=True)
-            for d in fixed:
-                click.echo(f"  {d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}", err=True)
-        if fixed or output_format == "concise":
-            click.echo(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
-                       f"{len(diagnostics)} remaining.", err=True)
-    elif output_format in ("concise", "full") and not statistics:
-        _print_summary(diagnostics, unsafe_fixes)
-    sys.exit(EXIT_FINDINGS if diagnostics and not exit_zero else EXIT_CLEAN)
+        if output_format not in ("concise", "full", "json"):
+            _fail(f"--statistics supports --output-format concise, full or json, not {output_format}")
+        from jaxfuse_lint.report.statistics import render_statistics
+
+        context.color = not output_file and _color()
+        _emit(render_statistics(diagnostics, context, json_format=output_format == "json"), output_file, out)
+    elif not fix_only or not text_format:
+        context.color = text_format and not output_file and _color()
+        _emit(render(output_format, diagnostics, context), output_file, out)
+    if text_format:
+        if fix and (fixed or show_fixes):
+            if show_fixes and fixed:
+                out.summary("Fixed:")
+                for d in fixed:
+                    out.summary(f"  {d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
+        if fix:
+            if fix_only:
+                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}.")
+            else:
+                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
+                            f"{len(diagnostics)} remaining.")
+        elif not statistics:  # the statistics table ends with these lines itself
+            from jaxfuse_lint.report.summary import summary_text
+
+            out.summary(summary_text(diagnostics, unsafe_fixes))
+    failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
+    sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
-def _print_summary(diagnostics: list[Diagnostic], unsafe: bool) -> None:
-    if not diagnostics:
-        click.echo("All checks passed!", err=True)
+def _color() -> bool:
+    from jaxfuse_lint.output import color_wanted
+
+    return color_wanted(sys.stdout)
+
+
+def _emit(text: str, output_file: str | None, out) -> None:
+    """The report: to stdout, or to -o FILE (written whole, atomically); -s prints nothing."""
+    if output_file:
+        from jaxfuse_lint.writer import write_atomic
+
+        try:
+            Path(output_file).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(output_file, text, "utf-8")
+        except OSError as exc:
+            _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
         return
-    n = len(diagnostics)
-    fixable = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
-    unsafe_n = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
-    msg = f"Found {n} diagnostic{'s' if n != 1 else ''}."
-    if fixable:
-        msg += f"\n[*] {fixable} fixable with `jaxfuse-lint --fix`."
-    if unsafe_n and not unsafe:
-        msg += f"\n{unsafe_n} more fixable with `--fix --unsafe-fixes` (review those)."
-    click.echo(msg, err=True)
+    if text and not out.silent:
+        sys.stdout.write(text)
 
 
-def _print_statistics(diagnostics: list[Diagnostic]) -> None:
-    from jaxfuse_lint.rules import get_rule
+def _add_noqa(files, settings, jobs, out) -> None:
+    """--add-noqa: a `# noqa: CODE` comment on the line of every diagnostic (ruff's way to
+    adopt a linter on a large codebase), merged into an existing `# noqa: ...`."""
+    from jaxfuse_lint import runner
+    from jaxfuse_lint.noqa import add_noqa
+    from jaxfuse_lint.writer import write_atomic
 
-    counts = Counter(d.code for d in diagnostics)
-    fixable = Counter(d.code for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
-    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        rule = get_rule(code)
-        name = rule.name if rule else "syntax-error"
-        mark = "[*]" if fixable.get(code) else "   "
-        click.echo(f"{n:>5}\t{code}\t{mark} {name}")
+    run = runner.check_files(files, settings, jobs=jobs or None, use_cache=False)
+    for err in run.errors:
+        out.error(err)
+    by_file: dict[str, dict[int, set[str]]] = {}
+    for d in run.diagnostics:
+        if d.code == "JF000" or d.noqa_row is None:
+            continue
+        by_file.setdefault(d.filename, {}).setdefault(d.noqa_row, set()).add(d.code)
+    added = 0
+    for filename, rows in by_file.items():
+        from jaxfuse_lint.engine import decode
+
+        try:
+            text, encoding = decode(Path(filename).read_bytes())
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            out.error(f"{filename}: cannot read file: {exc}")
+            continue
+        new_text, n, skipped_rows = add_noqa(text, rows)
+        for row in skipped_rows:
+            out.warn(f"{filename}:{row}: no `# noqa` added: the line ends inside a string or a continuation")
+        if n and new_text != text:
+            try:
+                write_atomic(filename, new_text, encoding)
+            except OSError as exc:
+                out.error(f"{filename}: cannot write file: {exc.strerror}")
+                continue
+            added += n
+    out.summary(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    sys.exit(EXIT_CLEAN)
 
 
 def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero) -> None:

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+DEFAULT_INCLUDE = ("*.py", "*.pyi")
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",
     ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__",
     "_build", "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
     ".jaxfuse_lint_cache", ".pytest_cache", "__pycache__",
 )
+
+
+# Rules a bare `JF` (the default selection) does not select: the JF9xx rules are about the
+# suppression comments themselves (ruff's RUF100 is not a default rule either). Rules declare
+# it too (`Rule.default_enabled`); a test keeps the two in step.
+OPT_IN_PREFIXES = ("JF9",)
 
 
 class ConfigError(Exception):
@@ -47,6 +54,13 @@ class Settings:
     target: str = "gpu"
     respect_gitignore: bool = True
     verify: tuple[tuple[str, VerifySpec], ...] = ()
+    # Which files a folder walk selects (discovery.is_source); glob patterns, ruff's `include`.
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    # Rules whose fixes may be offered and applied (ruff's `fixable` / `unfixable`).
+    fixable: tuple[str, ...] = ("ALL",)
+    unfixable: tuple[str, ...] = ()
+    # The configured default for --output-format (None: concise).
+    output_format: str | None = None
     # Where the pyproject.toml that configured this came from (None: defaults).
     config_path: str | None = None
     project_root: str | None = None
@@ -65,13 +79,22 @@ class Settings:
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max,
         )
+        if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
+            fields += (self.fixable, self.unfixable)
         return repr(fields)
 
+    def is_fixable(self, code: str) -> bool:
+        """In `fixable` and not in `unfixable` (ruff: `unfixable` removes from `fixable`)."""
+        return _longest_match(code, self.fixable) >= 0 and _longest_match(code, self.unfixable) < 0
+
     def is_enabled(self, code: str, filename: str | None = None) -> bool:
-        selected = _longest_match(code, self.select + self.extend_select)
+        selectors = self.select + self.extend_select
+        selected = _longest_match(code, selectors)
         ignored = _longest_match(code, self.ignore)
         if selected < 0 or ignored > selected:
             return False
+        if code.startswith(OPT_IN_PREFIXES) and selected <= len("JF") and "ALL" not in selectors:
+            return False  # opt-in rules are selected by name (JF9, JF901) or ALL, never by `JF`
         if filename is not None and self.per_file_ignores:
             for pattern, codes in self.per_file_ignores:
                 if _path_matches(filename, pattern, self.project_root) and any(
@@ -108,6 +131,26 @@ _KEYS = {
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
     "cache-dir", "target", "max-compilations", "constant-bytes-max", "temporary-bytes-max",
 }
+# Settings fields that are not configuration keys (where the settings came from, internals).
+_NOT_KEYS = {"config_path", "project_root", "extra"}
+# Keys that modify other settings instead of having a field of their own.
+_MODIFIER_KEYS = {"extend", "extend-per-file-ignores"}
+
+
+def known_keys() -> set[str]:
+    """Every [tool.jaxfuse-lint] key: one per Settings field (`small_axis_max` is
+    `small-axis-max`), so a setting added to the dataclass is a known key at once."""
+    from_fields = {f.name.replace("_", "-") for f in fields(Settings) if f.name not in _NOT_KEYS}
+    return from_fields | _KEYS | _MODIFIER_KEYS
+
+
+def _unknown_key_error(key: str, where: str) -> ConfigError:
+    import difflib
+
+    known = sorted(known_keys())
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"; did you mean `{close[0]}`?" if close else f" (known keys: {', '.join(known)})"
+    return ConfigError(f"{where}: unknown key `{key}` in [tool.jaxfuse-lint]{hint}")
 
 
 def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
@@ -163,29 +206,57 @@ def load_settings(config_path: str | os.PathLike | None = None, start: str | os.
         if found is None:
             return Settings(project_root=str(Path(start).resolve() if Path(start).is_dir() else Path(start).resolve().parent))
         config_path = found
-    path = Path(config_path)
+    return _load_file(Path(config_path), root=None, chain=())
+
+
+def _read_table(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     if path.name == "pyproject.toml" or "tool" in data:
         table = data.get("tool", {}).get("jaxfuse-lint", {})
     else:  # a dedicated jaxfuse-lint.toml holds the table at top level
         table = data
-    return settings_from_table(table, str(path), str(path.resolve().parent))
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.jaxfuse-lint] must be a table")
+    return table
 
 
-def settings_from_table(table: dict[str, Any], where: str, root: str) -> Settings:
-    unknown = set(table) - _KEYS
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key(s) in [tool.jaxfuse-lint]: {', '.join(sorted(unknown))} "
-            f"(known: {', '.join(sorted(_KEYS))})"
-        )
-    s = Settings(config_path=where, project_root=root)
+def _load_file(path: Path, root: str | None, chain: tuple[Path, ...]) -> Settings:
+    """One config file, after the one it `extend`s (ruff's inheritance: the extending file's
+    keys win; `extend-select`, `extend-exclude` and `extend-per-file-ignores` add up). The
+    project root stays the directory of the first file."""
+    resolved = path.resolve()
+    if resolved in chain:
+        raise ConfigError(f"{path}: `extend` cycle: {' -> '.join(str(p) for p in (*chain, resolved))}")
+    table = _read_table(path)
+    root = root or str(resolved.parent)
+    base = None
+    if "extend" in table:
+        target = table["extend"]
+        if not isinstance(target, str):
+            raise ConfigError(f"{path}: `extend` must be a path to another config file")
+        target_path = Path(os.path.expanduser(target))
+        if not target_path.is_absolute():
+            target_path = resolved.parent / target_path
+        base = _load_file(target_path, root, (*chain, resolved))
+    return settings_from_table(table, str(path), root, base=base)
+
+
+def settings_from_table(table: dict[str, Any], where: str, root: str, base: Settings | None = None) -> Settings:
+    """`base`: the settings of the file this one `extend`s (default: the built-in defaults)."""
+    known = known_keys()
+    for key in table:
+        if key not in known:
+            raise _unknown_key_error(key, where)
+    s = replace(base, config_path=where, project_root=root) if base is not None else Settings(
+        config_path=where, project_root=root)
     kw: dict[str, Any] = {}
 
     def str_list(key: str) -> tuple[str, ...]:
@@ -203,13 +274,28 @@ def settings_from_table(table: dict[str, Any], where: str, root: str) -> Setting
     if "select" in table:
         kw["select"] = validate_codes(str_list("select"), where)
     if "extend-select" in table:
-        kw["extend_select"] = validate_codes(str_list("extend-select"), where)
+        kw["extend_select"] = s.extend_select + validate_codes(str_list("extend-select"), where)
     if "ignore" in table:
         kw["ignore"] = validate_codes(str_list("ignore"), where)
     if "exclude" in table:
         kw["exclude"] = str_list("exclude")
     if "extend-exclude" in table:
-        kw["extend_exclude"] = str_list("extend-exclude")
+        kw["extend_exclude"] = s.extend_exclude + str_list("extend-exclude")
+    if "include" in table:
+        kw["include"] = str_list("include")
+        if not kw["include"]:
+            raise ConfigError(f"{where}: `include` must name at least one pattern")
+    if "fixable" in table:
+        kw["fixable"] = validate_codes(str_list("fixable"), where)
+    if "unfixable" in table:
+        kw["unfixable"] = validate_codes(str_list("unfixable"), where)
+    if "output-format" in table:
+        from jaxfuse_lint.report import FORMATS
+
+        value = table["output-format"]
+        if value not in FORMATS:
+            raise ConfigError(f"{where}: `output-format` must be one of {', '.join(sorted(FORMATS))}, got {value!r}")
+        kw["output_format"] = value
     if "small-axis-max" in table:
         kw["small_axis_max"] = pos_int("small-axis-max")
     if "unroll-max" in table:
@@ -233,18 +319,25 @@ def settings_from_table(table: dict[str, Any], where: str, root: str) -> Setting
             raise ConfigError(f"{where}: `cache-dir` must be a string")
         kw["cache_dir"] = str(Path(root) / table["cache-dir"])
     if "per-file-ignores" in table:
-        pfi = table["per-file-ignores"]
-        if not isinstance(pfi, dict):
-            raise ConfigError(f"{where}: `per-file-ignores` must be a table of pattern = [codes]")
-        items = []
-        for pattern, codes in pfi.items():
-            if not isinstance(codes, list):
-                raise ConfigError(f"{where}: per-file-ignores for `{pattern}` must be a list of codes")
-            items.append((pattern, validate_codes(codes, f"{where}: per-file-ignores `{pattern}`")))
-        kw["per_file_ignores"] = tuple(items)
+        kw["per_file_ignores"] = _per_file_ignores(table, "per-file-ignores", where)
+    if "extend-per-file-ignores" in table:
+        kw["per_file_ignores"] = kw.get("per_file_ignores", s.per_file_ignores) + _per_file_ignores(
+            table, "extend-per-file-ignores", where)
     if "verify" in table:
         kw["verify"] = _verify_specs(table["verify"], where)
     return replace(s, **kw)
+
+
+def _per_file_ignores(table: dict[str, Any], key: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    pfi = table[key]
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{where}: `{key}` must be a table of pattern = [codes]")
+    items = []
+    for pattern, codes in pfi.items():
+        if not isinstance(codes, list):
+            raise ConfigError(f"{where}: {key} for `{pattern}` must be a list of codes")
+        items.append((pattern, validate_codes(codes, f"{where}: {key} `{pattern}`")))
+    return tuple(items)
 
 
 def _verify_specs(value: Any, where: str) -> tuple[tuple[str, VerifySpec], ...]:
@@ -296,3 +389,11 @@ def _split(values: Iterable[str]) -> list[str]:
     for v in values:
         out.extend(x for x in v.replace(" ", "").split(",") if x)
     return out
+
+
+def _split_patterns(values: Iterable[str]) -> tuple[str, ...]:
+    """Command-line patterns: repeated or comma-separated (`--exclude a,b --exclude c`)."""
+    out = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)

@@ -1,19 +1,57 @@
-"""Paths -> the Python files to check.
+"""Paths -> the source files to check, and an account of what was left out and why.
 
-Directories are walked recursively, skipping `.gitignore`d paths (pathspec,
-git's own matching rules, nested .gitignore files included), `exclude` and
-`extend-exclude` patterns, virtual environments and build directories.
-Files named explicitly are always checked. Symlink loops are not followed.
+Rules (ruff's):
+- A path the user names is always checked, file or folder, even inside an excluded,
+  gitignored, virtual-environment or build directory; `--force-exclude` applies the
+  `exclude`/`extend-exclude` patterns to named paths too (pre-commit passes every
+  staged file by name).
+- Folders are walked recursively. Below a named folder, entries are skipped when they
+  match `exclude`/`extend-exclude` (matched against the path relative to the project
+  root and against the bare name), are `.gitignore`d (pathspec, git's own matching rules,
+  nested .gitignore files included), or are virtual environments. Symlink loops are not
+  followed.
+- Which files are sources is decided in one place, `is_source` (the `include` patterns).
+  A named file that is not a source (`notes.txt`) is reported and skipped.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import pathspec
 
 from jaxfuse_lint.config import Settings
+
+
+@dataclass
+class Discovery:
+    """The files to check, in a stable order, and what was left out (for -v and warnings)."""
+
+    files: list[Path] = field(default_factory=list)
+    # (path, why): named paths that were not checked, and directories and files the walk skipped
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    # named paths that are not sources (`notes.txt`): worth a warning even without -v
+    not_sources: list[str] = field(default_factory=list)
+    # named paths left out by --force-exclude
+    force_excluded: list[str] = field(default_factory=list)
+
+
+def _spec(patterns) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+
+
+def is_source(path: Path, settings: Settings, root: Path | None = None,
+              _cache: dict = {}) -> bool:  # noqa: B006 - a per-process cache of compiled specs
+    """Whether `path` is a file this tool reads: it matches an `include` pattern (by its
+    path relative to the project root, or by its name). The one place that decides it."""
+    spec = _cache.get(settings.include)
+    if spec is None:
+        spec = _cache[settings.include] = _spec(settings.include)
+    if spec.match_file(path.name):
+        return True
+    return root is not None and spec.match_file(_rel(path, root))
 
 
 def _is_virtualenv(path: Path) -> bool:
@@ -53,72 +91,134 @@ def _git_root(start: Path) -> Path | None:
     return None
 
 
-def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
+class _Excluder:
+    """`exclude` + `extend-exclude`, matched against the path relative to the project root
+    and against the entry's own name (ruff matches the full path and the basename)."""
+
+    def __init__(self, settings: Settings, root: Path) -> None:
+        self.patterns = list(settings.exclude) + list(settings.extend_exclude)
+        self.spec = _spec(self.patterns)
+        self.root = root
+
+    def matches(self, path: Path, is_dir: bool, base: Path | None = None) -> bool:
+        """`base`: match relative to this folder instead of the project root (used below a
+        named folder that is itself excluded: only what is below it counts)."""
+        suffix = "/" if is_dir else ""
+        rel = _rel(path, base if base is not None else self.root)
+        return self.spec.match_file(rel + suffix) or self.spec.match_file(path.name + suffix)
+
+    def named_path_excluded(self, path: Path) -> bool:
+        """--force-exclude: the path, or a folder it is in, is excluded."""
+        resolved = path.resolve()
+        if self.matches(resolved, resolved.is_dir()):
+            return True
+        try:
+            parts = resolved.relative_to(self.root.resolve()).parts[:-1]
+        except ValueError:
+            parts = resolved.parts[1:-1]
+        return any(self.spec.match_file(part + "/") for part in parts)
+
+
+def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool = False) -> Discovery:
+    """Every source file under `paths` (see the module docstring for the rules)."""
     root = Path(settings.project_root) if settings.project_root else Path.cwd()
-    exclude = pathspec.GitIgnoreSpec.from_lines(list(settings.exclude) + list(settings.extend_exclude))
+    excluder = _Excluder(settings, root)
+    found = Discovery()
     seen: set[Path] = set()
     for raw in paths:
         p = Path(raw)
-        if p.is_file() or (not p.exists() and raw.endswith((".py", ".pyi"))):
+        if force_exclude and p.exists() and excluder.named_path_excluded(p):
+            found.force_excluded.append(raw)
+            found.skipped.append((raw, "excluded (--force-exclude)"))
+            continue
+        if p.is_file() or not p.exists():
+            if p.exists() and not is_source(p, settings, root):
+                found.not_sources.append(raw)
+                found.skipped.append((raw, f"not a source file (include: {', '.join(settings.include)})"))
+                continue
             resolved = p.resolve() if p.exists() else p
             if resolved not in seen:
                 seen.add(resolved)
-                yield p  # named explicitly: always checked (a missing one is reported by the caller)
+                found.files.append(p)  # named explicitly: always checked (a missing one is reported by the caller)
             continue
-        if not p.is_dir():
-            yield p
+        if not p.is_dir():  # a socket, a fifo...
+            found.not_sources.append(raw)
+            found.skipped.append((raw, "not a regular file"))
             continue
-        ignore = _Ignore()
-        if settings.respect_gitignore:
-            git_root = _git_root(p.resolve())
-            if git_root is not None:
-                # .gitignore files between the repository root and the starting directory apply too.
-                for d in reversed([p.resolve(), *p.resolve().parents]):
-                    if d == git_root or git_root in d.parents:
-                        ignore.load(d)
+        _walk(p, settings, root, excluder, found, seen)
+    return found
+
+
+def discover(paths: list[str], settings: Settings, *, force_exclude: bool = False) -> Iterator[Path]:
+    """The files only (see discover_files)."""
+    yield from discover_files(paths, settings, force_exclude=force_exclude).files
+
+
+def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: Discovery, seen: set[Path]) -> None:
+    # A named folder inside an excluded one (`build/pkg`) is checked: the patterns then
+    # apply to what is below it only, not to the part of the path the user typed.
+    base = p if p.resolve() != root.resolve() and excluder.matches(p, True) else None
+    ignore = _Ignore()
+    if settings.respect_gitignore:
+        top = p.resolve()
+        git_root = _git_root(top)
+        if git_root is not None:
+            # .gitignore files between the repository root and the starting directory apply too,
+            # unless they ignore the named folder itself (the user asked for it by name).
+            stack = _Ignore()
+            for d in reversed([top, *top.parents]):
+                if d == git_root or git_root in d.parents:
+                    stack.load(d)
+            if not stack.ignored(top, True):
+                ignore = stack
             else:
-                ignore.load(p.resolve())
-        visited_dirs: set[tuple[int, int]] = set()
-        for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
-            d = Path(dirpath)
-            try:
-                st = os.stat(d)
-                key = (st.st_dev, st.st_ino)
-            except OSError:
-                dirnames[:] = []
+                ignore.load(top)
+        else:
+            ignore.load(top)
+    visited_dirs: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+        d = Path(dirpath)
+        try:
+            st = os.stat(d)
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if key in visited_dirs:  # a symlink loop
+            dirnames[:] = []
+            continue
+        visited_dirs.add(key)
+        if settings.respect_gitignore and d.resolve() != p.resolve():
+            ignore.load(d.resolve())
+        keep = []
+        for name in sorted(dirnames):
+            sub = d / name
+            if excluder.matches(sub, True, base):
+                found.skipped.append((str(sub), "excluded"))
                 continue
-            if key in visited_dirs:  # a symlink loop
-                dirnames[:] = []
+            if _is_virtualenv(sub):
+                found.skipped.append((str(sub), "a virtual environment"))
                 continue
-            visited_dirs.add(key)
-            if settings.respect_gitignore and d.resolve() != p.resolve():
-                ignore.load(d.resolve())
-            keep = []
-            for name in sorted(dirnames):
-                sub = d / name
-                rel = _rel(sub, root)
-                if exclude.match_file(rel + "/") or exclude.match_file(name + "/"):
-                    continue
-                if _is_virtualenv(sub):
-                    continue
-                if settings.respect_gitignore and ignore.ignored(sub.resolve(), True):
-                    continue
-                keep.append(name)
-            dirnames[:] = keep
-            for name in sorted(filenames):
-                if not name.endswith((".py", ".pyi")):
-                    continue
-                f = d / name
-                rel = _rel(f, root)
-                if exclude.match_file(rel) or exclude.match_file(name):
-                    continue
-                if settings.respect_gitignore and ignore.ignored(f.resolve(), False):
-                    continue
-                resolved = f.resolve()
-                if resolved in seen:
-                    continue
-                seen.add(resolved)
-                yield f
+            if settings.respect_gitignore and ignore.ignored(sub.resolve(), True):
+                found.skipped.append((str(sub), "gitignored"))
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            f = d / name
+            if not is_source(f, settings, root):
+                continue
+            if excluder.matches(f, False, base):
+                found.skipped.append((str(f), "excluded"))
+                continue
+            if settings.respect_gitignore and ignore.ignored(f.resolve(), False):
+                found.skipped.append((str(f), "gitignored"))
+                continue
+            resolved = f.resolve()
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            found.files.append(f)
 
 
 def _rel(path: Path, root: Path) -> str:

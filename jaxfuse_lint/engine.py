@@ -71,12 +71,18 @@ def mentions_jax(text: str, settings: Settings) -> bool:
     return re.search(rf"\b({roots})\b", text) is not None
 
 
-def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None) -> Diagnostic:
+def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None,
+                            data: bytes | None = None) -> Diagnostic:
     """JF000 at the error. CPython's own message and position are preferred when it agrees
     the file is invalid: they are what users know, and libcst's native parser may point
-    at the end of the file instead of the offending token."""
+    at the end of the file instead of the offending token. `data`: the file's bytes, to
+    place an undecodable byte at its line and column."""
     row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, cst.ParserSyntaxError):
+    if isinstance(exc, UnicodeDecodeError):
+        row, col, msg = _undecodable_at(exc, data)
+    elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
+        row, col, msg = _undecodable_at(exc, data)
+    elif isinstance(exc, cst.ParserSyntaxError):
         row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
     elif isinstance(exc, SyntaxError):
         row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
@@ -87,8 +93,52 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
             row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
         except (ValueError, RecursionError, MemoryError):
             pass
+    return syntax_error_at(filename, row, col, msg)
+
+
+def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnostic:
+    """JF000's one message shape, `Could not parse file: <reason>`, at the bad byte or token."""
     loc = Location(max(row, 1), max(col, 1))
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {msg}", filename, loc, loc, noqa_row=loc.row)
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {reason}", filename, loc, loc,
+                      noqa_row=loc.row)
+
+
+def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:
+    """Line and column of the first byte that cannot be decoded."""
+    encoding = getattr(exc, "encoding", None) or "utf-8"
+    start = getattr(exc, "start", None)
+    if data is not None and start is None:
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError as inner:
+            start, encoding = inner.start, inner.encoding
+        except LookupError:
+            pass
+    if data is None or start is None:
+        return 1, 1, " ".join(str(exc).split())
+    line_start = data.rfind(b"\n", 0, start) + 1
+    row = data.count(b"\n", 0, start) + 1
+    col = len(data[line_start:start].decode(encoding, errors="replace")) + 1
+    return row, col, f"invalid {encoding} byte 0x{data[start]:02x}; the file must be valid {encoding}"
+
+
+def parse_check(text: str, filename: str) -> Diagnostic | None:
+    """JF000 for a file that is not valid Python, without libcst: CPython's parser (to an
+    AST only; nothing is compiled or run). Used for the files no rule needs to analyse, so
+    that every checked file at least gets its syntax checked."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text, filename)
+    except SyntaxError as exc:
+        return syntax_error_at(filename, exc.lineno or 1, exc.offset or 1, exc.msg)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        reason = "too deeply nested to parse" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
+        return syntax_error_at(filename, 1, 1, reason or type(exc).__name__)
+    return None
 
 
 def runtime_facts_for(text: str, settings: Settings):
@@ -101,7 +151,7 @@ def runtime_facts_for(text: str, settings: Settings):
 
 
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
-    return [r for r in all_rules() if settings.is_enabled(r.code, filename)]
+    return [r for r in all_rules() if r.stage == "model" and settings.is_enabled(r.code, filename)]
 
 
 def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
@@ -166,6 +216,8 @@ class Analysis:
         self._plans: dict[int, FixPlan | None] = {}
 
     def plan(self, rule: Rule, v: Violation) -> FixPlan | None:
+        if not self.settings.is_fixable(rule.code):  # `unfixable`, or not in `fixable`
+            return None
         if id(v) not in self._plans:
             plan = _build_plan(rule, v, self.model, self.settings, self.errors, self.filename)
             if plan is not None and self.model.runtime is not None:
@@ -201,7 +253,8 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
     except (cst.ParserSyntaxError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        result.diagnostics.append(syntax_error_diagnostic(filename, exc))
+        result.diagnostics.append(syntax_error_diagnostic(
+            filename, exc, data=source if isinstance(source, bytes) else None))
         return result
     result.source = text
     if runtime is None:
@@ -209,7 +262,11 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     else:
         runtime = runtime.for_text(text)
     if not external_traced and runtime is None and not mentions_jax(text, settings):
+        # No rule has anything to say about it; its syntax is still checked.
         result.skipped = True
+        broken = parse_check(text, filename)
+        if broken is not None:
+            result.diagnostics.append(broken)
         return result
     try:
         module = cst.parse_module(text)
@@ -242,11 +299,18 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     outcome = FixOutcome(filename, text, text, encoding=encoding)
     runtime = runtime_facts_for(text, settings)
     if not external_traced and runtime is None and not mentions_jax(text, settings):
+        broken = parse_check(text, filename)
+        outcome.remaining = [broken] if broken is not None else []
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     code = text
     rejected: set[tuple[str, int, int, str]] = set()
     first_analysis: Analysis | None = None
+    try:
+        cst.parse_module(code)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        outcome.remaining = [syntax_error_diagnostic(filename, exc, text)]  # left alone
+        return outcome
     for _ in range(MAX_FIX_PASSES):
         module = cst.parse_module(code)
         # The recorded facts are about the original text; later passes match them by name.

@@ -65,3 +65,56 @@ def parse_suppressions(source: str) -> Suppressions:
         if m:
             s.lines[row] = _codes(m.group("codes"))
     return s
+
+
+def _unsafe_rows(source: str) -> set[int]:
+    """Rows whose end is inside a multi-line string or continued with a backslash: a comment
+    cannot be appended there."""
+    rows: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.start[0] < tok.end[0] and tok.type not in (tokenize.NL, tokenize.NEWLINE):
+                rows.update(range(tok.start[0], tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    for row, line in enumerate(source.splitlines(), 1):
+        if line.rstrip().endswith("\\"):
+            rows.add(row)
+    return rows
+
+
+def add_noqa(source: str, codes_by_row: dict[int, set[str]]) -> tuple[str, int, list[int]]:
+    """`# noqa: CODES` on each row (merged into a `# noqa: ...` already there; a blanket
+    `# noqa` already covers everything). Returns the text, how many rows got a directive,
+    and the rows that could not take one."""
+    from jaxfuse_lint.lines import split_lines
+
+    lines = split_lines(source)
+    comments = dict(_comments(source)) if codes_by_row else {}
+    unsafe = _unsafe_rows(source)
+    added, skipped = 0, []
+    for row in sorted(codes_by_row):
+        if row < 1 or row > len(lines):
+            continue
+        if row in unsafe:
+            skipped.append(row)
+            continue
+        line = lines[row - 1]
+        body = line.rstrip("\r\n")
+        eol = line[len(body):]
+        codes = set(codes_by_row[row])
+        comment = comments.get(row)
+        m = _NOQA.search(comment) if comment else None
+        if m is not None:
+            existing = _codes(m.group("codes"))
+            if existing is None or all(any(c.startswith(e) for e in existing) for c in codes):
+                continue  # already suppressed
+            merged = ", ".join(sorted(set(existing) | codes))
+            start = len(body) - len(comment) + m.start()
+            end = len(body) - len(comment) + m.end()
+            body = body[:start] + f"# noqa: {merged}" + body[end:]
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(sorted(codes))
+        lines[row - 1] = body + eol
+        added += 1
+    return "".join(lines), added, skipped

@@ -45,6 +45,7 @@ from jaxfuse_lint.engine import (
     decode,
     fix_source,
     mentions_jax,
+    parse_check,
     syntax_error_diagnostic,
 )
 from jaxfuse_lint.project import (
@@ -482,9 +483,16 @@ class _Run:
             text, _ = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
             st.jax = False
-            self._settle(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc)]), used={})
+            self._settle(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc, data=data)]), used={})
             return ProjectFile(st.filename, None)
         st.jax = mentions_jax(text, self.settings)
+        if not st.jax:
+            # No rule will parse it unless another module traces it, but every checked
+            # file gets its syntax checked (CPython's parser, to an AST only).
+            broken = parse_check(text, st.filename)
+            if broken is not None:
+                self._settle(st, FileResult(st.filename, [broken]), used={})
+                return ProjectFile(st.filename, None)
         pre = prescan(text, st.module or "", st.is_package)
         return ProjectFile(st.filename, st.module, st.is_package, pre)
 

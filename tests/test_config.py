@@ -52,7 +52,7 @@ def test_per_file_ignores(tmp_path):
 
 
 @pytest.mark.parametrize("table,needle", [
-    ("selct = ['JF1']\n", "unknown key(s)"),
+    ("selct = ['JF1']\n", "unknown key `selct` in [tool.jaxfuse-lint]; did you mean `select`?"),
     ("select = ['JF777']\n", "unknown rule selector"),
     ("small-axis-max = 0\n", "positive integer"),
     ("jax-modules = 'jax'\n", "list of strings"),

@@ -1,7 +1,7 @@
 """Rule metadata as the reporters show it (SARIF rules[], GitLab check names, review links).
 
-Everything comes from `jaxfuse_lint.rules.all_rules()`; JF000 (a file that
-could not be parsed) is not a rule class, so it gets a small entry here.
+Everything comes from `jaxfuse_lint.rules.all_rules()` (JF000, a file that could not
+be parsed, included; the small entry here is a fallback only).
 """
 from __future__ import annotations
 
@@ -62,9 +62,9 @@ def rule_table() -> dict[str, RuleInfo]:
 
 def rule_info(code: str, name: str = "") -> RuleInfo:
     """Metadata for `code`; an unknown code (a plugin's, or a stale cache) gets a minimal entry."""
-    if code == SYNTAX_ERROR:
-        return _SYNTAX_ERROR_INFO
     info = rule_table().get(code)
+    if info is None and code == SYNTAX_ERROR:
+        return _SYNTAX_ERROR_INFO
     if info is not None:
         return info
     return RuleInfo(code=code, name=name or code.lower(), summary=name or code, fixable="never",

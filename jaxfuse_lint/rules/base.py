@@ -59,6 +59,12 @@ class Rule:
     backends: ClassVar[tuple["Claim", ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
+    # Where in the pipeline the rule is detected: "model" (its `check` runs on the semantic
+    # model), "parse" (the engine reports it when a file cannot be parsed: JF000) or "noqa"
+    # (the engine reports it from the suppression comments, after the other rules: JF901).
+    stage: ClassVar[str] = "model"
+    # False: only selected when named (`JF9`, `JF901`, `ALL`), never by the default `JF`.
+    default_enabled: ClassVar[bool] = True
 
     def check(self, model: "SemanticModel", settings: "Settings") -> Iterator[Violation]:
         raise NotImplementedError

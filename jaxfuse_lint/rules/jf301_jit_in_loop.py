@@ -123,6 +123,14 @@ class JitInLoop(Rule):
     with the first iteration's value baked in — make that value an argument
     (static with `static_argnames` if it must be a Python value) and jit once
     outside the loop.
+
+    A lambda, a `functools.partial` with arguments, or an inner `def` hoisted
+    before the loop but still inside a function would be a new callable on
+    every call of that function (a JF302 finding), and a fix never creates a
+    finding of another rule: such a callable is jitted once at module level
+    instead, just before the function — JF302's fix, unsafe for the same
+    reasons (module-level values it reads are captured at its first trace) —
+    when it reads nothing of the function; otherwise there is no fix.
     """
     backends = (
         Claim(

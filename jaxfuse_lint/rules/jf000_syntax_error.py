@@ -1,0 +1,66 @@
+"""JF000 syntax-error: reported by the engine (engine.parse_check, syntax_error_diagnostic)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from jaxfuse_lint.rules.base import Rule, Violation
+
+
+class SyntaxErrorRule(Rule):
+    code = "JF000"
+    name = "syntax-error"
+    summary = "The file could not be parsed (a syntax error or an undecodable byte), so no rule ran on it"
+    stage = "parse"
+    doc = """
+    ## What it does
+    Reports a file that is not valid Python: a syntax error, an indentation
+    error, or a byte that is not valid in the file's encoding (UTF-8 unless a
+    PEP 263 coding cookie or a BOM says otherwise). The diagnostic is placed at
+    the offending token or byte, `line:column`, with CPython's own wording
+    (`Could not parse file: '(' was never closed`, `Could not parse file:
+    invalid utf-8 byte 0xff; the file must be valid utf-8`).
+
+    Every file the command line selects is parsed, including files that never
+    mention JAX (those are checked with CPython's parser only, to an AST: no rule
+    needs more of them). Nothing is compiled to bytecode or run.
+
+    ## Why is this bad?
+    No rule can run on a file that does not parse, so a file with a syntax
+    error would otherwise pass silently. Python itself would reject it on
+    import.
+
+    ## Known problems
+    Errors that CPython raises only when compiling, after parsing (`return`
+    outside a function, `nonlocal` at module level), are not reported.
+    JF000 is always reported: it cannot be deselected or suppressed with
+    `# noqa`, since a file that does not parse cannot be checked at all.
+
+    ## Example
+    ```python
+    def f(x:
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    def f(x):
+        return x
+    ```
+
+    ## Fix safety
+    No automatic fix: what the code was meant to say is not known.
+    """
+    valid = (
+        "def f(x):\n    return x\n",
+    )
+    invalid = (
+        "def f(x:\n    return x\n",
+        "import jax\n\n\n@jax.jit\ndef f(x):\n    return (x,\n",
+    )
+
+    def check(self, model, settings) -> Iterator[Violation]:
+        # Never called (stage "parse"): a file that reaches a model has parsed.
+        return iter(())
+
+
+RULE = SyntaxErrorRule
