@@ -112,9 +112,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     changed = [o for o in run.fixes if o.changed]
     if diff:
         for o in changed:
-            name = o.filename
-            sys.stdout.write("".join(difflib.unified_diff(
-                o.original.splitlines(keepends=True), o.source.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
+            sys.stdout.write(_unified_diff(o.original, o.source, o.filename))
         n = sum(len(o.fixed) for o in changed)
         click.echo(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''}.", err=True)
         sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
@@ -182,6 +180,16 @@ def _print_statistics(diagnostics: list[Diagnostic]) -> None:
         click.echo(f"{n:>5}\t{code}\t{mark} {name}")
 
 
+def _unified_diff(original: str, fixed: str, name: str) -> str:
+    """What `--diff` prints for one file; a notebook's is one diff per changed cell (ruff's)."""
+    from jaxfuse_lint.notebook import is_notebook, unified_diff
+
+    if is_notebook(name):
+        return unified_diff(original, fixed, name)
+    return "".join(difflib.unified_diff(
+        original.splitlines(keepends=True), fixed.splitlines(keepends=True), f"a/{name}", f"b/{name}"))
+
+
 def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero) -> None:
     from jaxfuse_lint.engine import check_source, fix_source
 
@@ -189,9 +197,7 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
     if fix:
         outcome = fix_source(data, filename, settings, unsafe=unsafe)
         if diff:
-            sys.stdout.write("".join(difflib.unified_diff(
-                outcome.original.splitlines(keepends=True), outcome.source.splitlines(keepends=True),
-                f"a/{filename}", f"b/{filename}")))
+            sys.stdout.write(_unified_diff(outcome.original, outcome.source, filename))
             sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
         sys.stdout.write(outcome.source)  # editors replace the buffer with what --fix prints
         for err in outcome.errors + outcome.dropped:

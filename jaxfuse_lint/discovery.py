@@ -1,4 +1,4 @@
-"""Paths -> the Python files to check.
+"""Paths -> the Python files (and Jupyter notebooks) to check.
 
 Directories are walked recursively, skipping `.gitignore`d paths (pathspec,
 git's own matching rules, nested .gitignore files included), `exclude` and
@@ -53,13 +53,18 @@ def _git_root(start: Path) -> Path | None:
     return None
 
 
+# What a directory walk picks up. Notebooks are sources too (as in ruff): their code cells
+# are checked and fixed in place (notebook.py); `exclude = ["*.ipynb"]` leaves them out.
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
 def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
     root = Path(settings.project_root) if settings.project_root else Path.cwd()
     exclude = pathspec.GitIgnoreSpec.from_lines(list(settings.exclude) + list(settings.extend_exclude))
     seen: set[Path] = set()
     for raw in paths:
         p = Path(raw)
-        if p.is_file() or (not p.exists() and raw.endswith((".py", ".pyi"))):
+        if p.is_file() or (not p.exists() and raw.endswith(SOURCE_SUFFIXES)):
             resolved = p.resolve() if p.exists() else p
             if resolved not in seen:
                 seen.add(resolved)
@@ -106,7 +111,7 @@ def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
                 keep.append(name)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if not name.endswith((".py", ".pyi")):
+                if not name.endswith(SOURCE_SUFFIXES):
                     continue
                 f = d / name
                 rel = _rel(f, root)
