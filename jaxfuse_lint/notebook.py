@@ -38,7 +38,7 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "p
 _BOUNDARY = "# jaxfuse-lint-cell {index}\n"
 _BOUNDARY_RE = re.compile(r"# jaxfuse-lint-cell (\d+)\r?\n?\Z")
 _MAGIC_TAG = "# jaxfuse-lint-magic {index}"
-_MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)\s*\Z")
+_MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
 # `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
 _ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 # `obj?`, `obj.attr??`: help.
@@ -162,16 +162,25 @@ class Notebook:
 
     def _unmask(self, lines: list[str], used: set[int]) -> list[str]:
         out = []
+        continuation: tuple[int, int] | None = None  # (magic, continuation lines still to come)
         for line in lines:
             m = _MAGIC_RE.search(line.rstrip("\r\n"))
+            if continuation is not None and continuation[1]:
+                if m is None or not m.group(2) or int(m.group(1)) != continuation[0]:
+                    raise NotebookError("a fix split an IPython magic or shell escape")
+                continuation = (continuation[0], continuation[1] - 1)
+                continue
             if m is None:
                 out.append(line)
                 continue
             index = int(m.group(1))
-            if index >= len(self.magics) or index in used:
+            if m.group(2) or index >= len(self.magics) or index in used:
                 raise NotebookError("a fix duplicated an IPython magic or shell escape")
             used.add(index)
             out.extend(self.magics[index])
+            continuation = (index, len(self.magics[index]) - 1)
+        if continuation is not None and continuation[1]:
+            raise NotebookError("a fix split an IPython magic or shell escape")
         return out
 
     def with_sources(self, sources: dict[int, str]) -> str:
@@ -200,10 +209,12 @@ def dump_like(data: Any, raw: str) -> str:
     reproduces `raw` exactly from its own content; else Jupyter's own (indent 1, UTF-8)."""
     original = json.loads(raw)
     newline = "\n" if raw.endswith("\n") else ""
-    for indent in (1, 2, 4, 3, "\t", None):
+    layouts = [(indent, (",", ": ")) for indent in (1, 2, 4, 3, "\t")] + [(None, (", ", ": ")), (None, (",", ":"))]
+    for indent, separators in layouts:
         for ensure_ascii in (False, True):
-            if json.dumps(original, indent=indent, ensure_ascii=ensure_ascii) + newline == raw:
-                return json.dumps(data, indent=indent, ensure_ascii=ensure_ascii) + newline
+            options = dict(indent=indent, separators=separators, ensure_ascii=ensure_ascii)
+            if json.dumps(original, **options) + newline == raw:
+                return json.dumps(data, **options) + newline
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -371,7 +382,7 @@ def mask_lines(lines: list[str], magics: list[list[str]]) -> list[str]:
             stmt = f"{indent}pass  {tag}"
         for k, g in enumerate(group):
             ending = g[len(g.rstrip("\r\n")):]
-            out.append((stmt if k == 0 else tag) + ending)
+            out.append((stmt if k == 0 else tag + "+") + ending)
         i += len(group)
     return out
 
