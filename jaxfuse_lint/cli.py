@@ -243,7 +243,7 @@ def rule_command(code, show_all, output_format) -> None:
 
 
 def _register_optional_commands() -> None:
-    """Commands whose dependencies are optional extras import them only when they run."""
+    """Commands that import what they need (pygls, unidiff, jax) only when they run."""
     from jaxfuse_lint.review.command import review_command
     from jaxfuse_lint.server.command import server_command
     from jaxfuse_lint.verify.command import verify_command

@@ -1,4 +1,4 @@
-"""The `jaxfuse-lint review` command (registered by cli.py when `unidiff` is installed)."""
+"""The `jaxfuse-lint review` command."""
 from __future__ import annotations
 
 import json
@@ -51,10 +51,6 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
     from jaxfuse_lint.review.diff import ReviewError
     from jaxfuse_lint.review.summary import render_summary
 
-    try:
-        import unidiff  # noqa: F401
-    except ImportError:
-        _fail("review needs unidiff: pip install 'jaxfuse-lint[review]'")
     if summary_path == "-" and output == "-":
         _fail("--summary - and --output - would both write to stdout; send one of them to a file")
     try:
