@@ -74,7 +74,8 @@ def server(tmp: Path) -> None:
                             stderr=subprocess.PIPE, cwd=tmp)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                             "params": {"processId": None, "rootUri": tmp.as_uri(), "capabilities": {}}}))
+                             "params": {"processId": None, "rootUri": tmp.as_uri(),
+                                        "capabilities": {"notebookDocument": {"synchronization": {}}}}}))
     proc.stdin.flush()
     while True:
         reply = _read(proc.stdout)
