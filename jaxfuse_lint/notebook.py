@@ -518,44 +518,50 @@ def unified_diff(original: str, fixed: str, filename: str) -> str:
     return "".join(out)
 
 
-def file_row(raw: str, number: int, row: int) -> int | None:
-    """The line of the .ipynb file that holds row `row` of cell `number`'s source (where an
-    editor or a code host opens the file), when the source is stored as a list of lines."""
-    try:
-        data = json.loads(raw)
-        cell = data["cells"][number - 1]
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None
-    source = cell.get("source")
-    if not isinstance(source, list) or not source:
-        return None
-    # Find the cell's `"source"` key: the number-th one that opens a list, then the row-th item.
-    pos = 0
-    key = re.compile(r'"source"\s*:\s*\[')
-    cells_seen = 0
-    target = None
-    start_of_cells = raw.find('"cells"')
-    pos = max(start_of_cells, 0)
-    sources_before = sum(1 for c in data["cells"][: number - 1] if isinstance(c.get("source"), list))
-    for m in key.finditer(raw, pos):
-        if cells_seen == sources_before:
-            target = m
-            break
-        cells_seen += 1
-    if target is None:
-        return None
-    index = min(max(row, 1), len(source)) - 1
-    offset = target.end()
-    for k in range(index + 1):
-        encoded = json.dumps(source[k], ensure_ascii=False)
-        found = raw.find(encoded, offset)
-        if found < 0:
-            encoded = json.dumps(source[k])
-            found = raw.find(encoded, offset)
-        if found < 0:
-            return None
-        if k == index:
-            return raw.count("\n", 0, found) + 1
-        offset = found + len(encoded)
-    return None
+_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
+_SPACE = re.compile(r"[\s,]*")
 
+
+def source_file_rows(raw: str) -> dict[int, list[int]]:
+    """Cell number -> the line of the .ipynb file each row of the cell's source is on
+    (where an editor or a code host opens the file). A source stored as one string is
+    on one line; cells whose source cannot be found are left out."""
+    try:
+        cells = json.loads(raw)["cells"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    import bisect
+
+    newlines = [i for i, c in enumerate(raw) if c == "\n"]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_left(newlines, offset) + 1
+
+    decoder = json.JSONDecoder()
+    out: dict[int, list[int]] = {}
+    pos = max(raw.find('"cells"'), 0)
+    for number, cell in enumerate(cells, 1):
+        source = cell.get("source") if isinstance(cell, dict) else None
+        if source is None:
+            continue
+        for m in _SOURCE_KEY.finditer(raw, pos):
+            try:
+                value, end = decoder.raw_decode(raw, m.end())
+            except ValueError:
+                continue
+            if value == source:  # this cell's `"source"` (not a key of the same name in its metadata)
+                break
+        else:
+            continue
+        pos = end
+        if isinstance(source, str):
+            line = line_of(m.end())
+            out[number] = [line] * max(1, len(split_lines(source)))
+            continue
+        rows, at = [], m.end() + 1  # past the `[`
+        for _ in source:
+            at = _SPACE.match(raw, at).end()
+            rows.append(line_of(at))
+            _, at = decoder.raw_decode(raw, at)
+        out[number] = rows
+    return out

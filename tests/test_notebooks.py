@@ -297,3 +297,36 @@ def test_fixed_notebook_executes_with_the_same_outputs(fusion):
     run("check", "--no-cache", "--fix", str(fusion))
     assert "jnp.sum" not in fusion.read_text()
     assert _printed(fusion) == before
+
+
+# -- review -----------------------------------------------------------------------------------------------
+
+def test_review_maps_a_notebook_change_to_cells(tmp_path):
+    from tests.test_review_support import commit, make_repo
+
+    base = notebook([("markdown", "# Model"),
+                     ("code", "import jax\nimport jax.numpy as jnp\n\n%load_ext autoreload\n"),
+                     ("code", "def old(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n")])
+    repo = make_repo(tmp_path / "repo", {"model.ipynb": base})
+    head = json.loads(base)
+    # A new cell that jits `old` (now traced: its finding is on an unchanged line), and one
+    # with a new finding.
+    head["cells"].append({"cell_type": "code", "execution_count": None, "id": "c3", "metadata": {},
+                          "outputs": [], "source": split_lines(
+                              "def new(x):\n    w = jnp.stack([x, 2 * x], axis=-1)\n    return jnp.sum(w * w, axis=-1)\n"
+                              "\n\nnew_jit, old_jit = jax.jit(new), jax.jit(old)\n")})
+    head_text = json.dumps(head, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    commit(repo, {"model.ipynb": head_text}, "new cell")
+    proc = run("review", "--base", "HEAD~1", "--summary", str(tmp_path / "summary.md"), cwd=repo)
+    assert proc.returncode == 1, proc.stderr
+    comments = json.loads(proc.stdout)["comments"]
+    assert len(comments) == 1, comments  # `old`'s finding is not on a changed line
+    (c,) = comments
+    assert c["path"] == "model.ipynb" and c["side"] == "RIGHT"
+    # The comment sits on the line of the .ipynb file that holds cell 4, row 3.
+    assert head_text.splitlines()[c["line"] - 1].strip() == '"    return jnp.sum(w * w, axis=-1)\\n",'
+    assert "In cell 4, line 3" in c["body"] and "JF101" in c["body"]
+    assert "--- a/model.ipynb:cell 4" in c["body"] and "-    return jnp.sum(w * w, axis=-1)" in c["body"]
+    assert "```suggestion" not in c["body"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "`model.ipynb:cell 4:3` JF101" in summary and "a/model.ipynb:cell 4" in summary

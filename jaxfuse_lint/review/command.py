@@ -9,7 +9,7 @@ import click
 HELP = """Lint only the lines a pull request changed and write a GitHub review payload.
 
 The changed lines come from `git diff BASE...HEAD`; the head versions of the
-changed Python files under PATHS (default: the whole repository) are linted
+changed Python files and notebooks under PATHS (default: the whole repository) are linted
 and only findings that touch an added line are kept. Writes:
 
 \b
