@@ -565,3 +565,37 @@ def source_file_rows(raw: str) -> dict[int, list[int]]:
             _, at = decoder.raw_decode(raw, at)
         out[number] = rows
     return out
+
+
+def file_located(diagnostics: list[Diagnostic], sources: dict[str, str]) -> list[Diagnostic]:
+    """For formats that point into files (SARIF, GitHub and GitLab annotations, rdjson):
+    notebook diagnostics located on the lines of the .ipynb file that hold their cell rows
+    (a place a viewer can open), the cell named in the message. Their fixes, which edit
+    cell text rather than the file's JSON, are left out there. Other diagnostics pass as
+    they are."""
+    import dataclasses
+
+    if not any(d.cell is not None for d in diagnostics):
+        return diagnostics
+    rows_of: dict[str, dict[int, list[int]]] = {}
+    out = []
+    for d in diagnostics:
+        if d.cell is None:
+            out.append(d)
+            continue
+        raw = sources.get(d.filename)
+        if raw is not None and d.filename not in rows_of:
+            rows_of[d.filename] = source_file_rows(raw)
+        lines = rows_of.get(d.filename, {}).get(d.cell)
+        where = f"cell {d.cell}:{d.location.row}:{d.location.column}: "
+        if lines:
+            first = lines[min(max(d.location.row, 1), len(lines)) - 1]
+            last = lines[min(max(d.end_location.row, d.location.row, 1), len(lines)) - 1]
+            last = max(first, last)
+            text = split_lines(raw)[last - 1].rstrip("\r\n")
+            start, end = Location(first, 1), Location(last, len(text) + 1)  # whole lines of the file
+        else:
+            start = end = Location(1, 1)
+        out.append(dataclasses.replace(d, message=where + d.message, location=start, end_location=end,
+                                       fix=None, noqa_row=None, cell=None))
+    return out

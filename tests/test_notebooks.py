@@ -330,3 +330,34 @@ def test_review_maps_a_notebook_change_to_cells(tmp_path):
     assert "```suggestion" not in c["body"]
     summary = (tmp_path / "summary.md").read_text()
     assert "`model.ipynb:cell 4:3` JF101" in summary and "a/model.ipynb:cell 4" in summary
+
+
+# -- formats that point into files ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["github", "sarif", "gitlab", "rdjson"])
+def test_file_formats_point_at_the_line_of_the_ipynb_file(fusion, fmt):
+    proc = run("check", "--no-cache", "--output-format", fmt, fusion.name, cwd=fusion.parent)
+    lines = fusion.read_text().splitlines()
+    jf101_line = next(i for i, l in enumerate(lines, 1) if "jnp.sum(kvm * x" in l)
+    if fmt == "github":
+        first = proc.stdout.splitlines()[0]
+        assert first.startswith(f"::warning file=fusion.ipynb,line={jf101_line},col=1,endLine={jf101_line},")
+        assert "::JF101 cell 3:6:20: `jnp.sum`" in first
+        return
+    data = json.loads(proc.stdout)
+    if fmt == "sarif":
+        result = data["runs"][0]["results"][0]
+        assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == jf101_line
+        assert result["message"]["text"].startswith("cell 3:6:20: ") and "fixes" not in result
+    elif fmt == "gitlab":
+        assert data[0]["location"] == {"path": "fusion.ipynb", "lines": {"begin": jf101_line, "end": jf101_line}}
+    else:
+        d = data["diagnostics"][0]
+        assert d["location"]["range"]["start"] == {"line": jf101_line, "column": 1}
+        assert d["message"].startswith("cell 3:6:20: ")
+
+
+def test_full_format_quotes_the_cell(fusion):
+    out = run("check", "--no-cache", "--output-format", "full", fusion.name, cwd=fusion.parent).stdout
+    assert "fusion.ipynb:cell 3:6:20: JF101" in out
+    assert " 6 |     return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in out
