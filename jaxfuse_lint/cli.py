@@ -193,9 +193,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
 
     changed = [o for o in run.fixes if o.changed]
     if diff:
-        text = "".join("".join(difflib.unified_diff(
-            o.original.splitlines(keepends=True), o.source.splitlines(keepends=True),
-            f"a/{o.filename}", f"b/{o.filename}")) for o in changed)
+        text = "".join(_unified_diff(o.original, o.source, o.filename) for o in changed)
         _emit(text, output_file, out)
         n = sum(len(o.fixed) for o in changed)
         out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
@@ -311,6 +309,16 @@ def _add_noqa(files, settings, jobs, out) -> None:
     sys.exit(EXIT_CLEAN)
 
 
+def _unified_diff(original: str, fixed: str, name: str) -> str:
+    """What `--diff` prints for one file; a notebook's is one diff per changed cell (ruff's)."""
+    from jaxfuse_lint.notebook import is_notebook, unified_diff
+
+    if is_notebook(name):
+        return unified_diff(original, fixed, name)
+    return "".join(difflib.unified_diff(
+        original.splitlines(keepends=True), fixed.splitlines(keepends=True), f"a/{name}", f"b/{name}"))
+
+
 def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero) -> None:
     from jaxfuse_lint.engine import check_source, fix_source
 
@@ -318,9 +326,7 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
     if fix:
         outcome = fix_source(data, filename, settings, unsafe=unsafe)
         if diff:
-            sys.stdout.write("".join(difflib.unified_diff(
-                outcome.original.splitlines(keepends=True), outcome.source.splitlines(keepends=True),
-                f"a/{filename}", f"b/{filename}")))
+            sys.stdout.write(_unified_diff(outcome.original, outcome.source, filename))
             sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
         sys.stdout.write(outcome.source)  # editors replace the buffer with what --fix prints
         for err in outcome.errors + outcome.dropped:
@@ -366,7 +372,7 @@ def rule_command(code, show_all, output_format) -> None:
 
 
 def _register_optional_commands() -> None:
-    """Commands whose dependencies are optional extras import them only when they run."""
+    """Commands that import what they need (pygls, unidiff, jax) only when they run."""
     from jaxfuse_lint.review.command import review_command
     from jaxfuse_lint.runtime.command import record_command
     from jaxfuse_lint.runtime.explain_command import explain_command

@@ -12,7 +12,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-DEFAULT_INCLUDE = ("*.py", "*.pyi")
+# Notebooks are sources too (as in ruff): their code cells are checked and fixed in place (notebook.py).
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",
     ".pants.d", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__",

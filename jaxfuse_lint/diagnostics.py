@@ -39,13 +39,18 @@ class Edit:
     content: str
     location: Location
     end_location: Location
+    # In a notebook: the cell (1-based among all cells) the locations are rows of.
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "content": self.content,
             "location": self.location.to_json(),
             "end_location": self.end_location.to_json(),
         }
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,9 @@ class Diagnostic:
     noqa_row: int | None = None
     # Free-form facts for richer reporters (verify evidence, trace reasons...).
     extra: dict[str, Any] = field(default_factory=dict)
+    # In a notebook (ruff's convention): the cell, 1-based among all cells; rows count
+    # from the cell's first line.
+    cell: int | None = None
 
     @property
     def url(self) -> str | None:
@@ -82,12 +90,12 @@ class Diagnostic:
         return DOCS_URL.format(name=self.name, code=self.code)
 
     def sort_key(self) -> tuple:
-        return (self.filename, self.location.row, self.location.column, self.code, self.message)
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:
         """ruff's JSON schema, field for field."""
         return {
-            "cell": None,
+            "cell": self.cell,
             "code": self.code,
             "end_location": self.end_location.to_json(),
             "filename": self.filename,
@@ -108,7 +116,7 @@ class Diagnostic:
                 Applicability(f["applicability"]),
                 f["message"],
                 tuple(
-                    Edit(e["content"], Location(**e["location"]), Location(**e["end_location"]))
+                    Edit(e["content"], Location(**e["location"]), Location(**e["end_location"]), e.get("cell"))
                     for e in f["edits"]
                 ),
             )
@@ -124,4 +132,5 @@ class Diagnostic:
             fix=fix,
             noqa_row=data.get("noqa_row"),
             extra=dict(data.get("extra") or {}),
+            cell=data.get("cell"),
         )

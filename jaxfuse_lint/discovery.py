@@ -1,4 +1,5 @@
-"""Paths -> the source files to check, and an account of what was left out and why.
+"""Paths -> the source files to check (Python files and Jupyter notebooks), and an account of
+what was left out and why.
 
 Rules (ruff's):
 - A path the user names is always checked, file or folder, even inside an excluded,

@@ -246,9 +246,16 @@ class Analysis:
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  model_hook: Callable[[SemanticModel], None] | None = None,
-                 runtime=None) -> FileResult:
+                 runtime=None, as_python: bool = False) -> FileResult:
     """Check one file. `external_traced`: its functions that other modules trace (see project.py);
-    `model_hook` is called with the file's model when it was parsed (the runner's project summary)."""
+    `model_hook` is called with the file's model when it was parsed (the runner's project summary).
+    A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
+    `as_python` (the notebook's cells joined into a module)."""
+    if filename.lower().endswith(".ipynb") and not as_python:
+        from jaxfuse_lint.notebook import check_notebook
+
+        return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
+                              apply_noqa=apply_noqa, model_hook=model_hook)
     result = FileResult(filename)
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
@@ -290,8 +297,13 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
 
 def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe: bool = False,
                external_traced: dict[str, str] | None = None,
-               model_hook: Callable[[SemanticModel], None] | None = None) -> FixOutcome:
+               model_hook: Callable[[SemanticModel], None] | None = None, as_python: bool = False) -> FixOutcome:
     """Apply fixes to a fixed point. Safe fixes always; unsafe ones only with `unsafe`."""
+    if filename.lower().endswith(".ipynb") and not as_python:
+        from jaxfuse_lint.notebook import fix_notebook
+
+        return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
+                            model_hook=model_hook)
     if isinstance(source, bytes):
         text, encoding = decode(source)
     else:
@@ -345,7 +357,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     outcome.source = code
     # What is left, located in the fixed text.
     final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
-                         runtime=runtime)
+                         runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
     return outcome
 

@@ -485,6 +485,13 @@ class _Run:
             st.jax = False
             self._settle(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc, data=data)]), used={})
             return ProjectFile(st.filename, None)
+        if st.filename.lower().endswith(".ipynb"):
+            from jaxfuse_lint.notebook import python_text
+
+            code = python_text(text)  # the cells' code, not the JSON around it
+            # A notebook that cannot be read goes to the engine, which reports why.
+            st.jax = code is None or mentions_jax(code, self.settings)
+            return ProjectFile(st.filename, st.module, st.is_package, prescan(code or "", st.module or "", st.is_package))
         st.jax = mentions_jax(text, self.settings)
         if not st.jax:
             # No rule will parse it unless another module traces it, but every checked

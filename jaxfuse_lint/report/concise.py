@@ -18,5 +18,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     lines = []
     for d in diagnostics:
         path = display_path(d.filename, context.root)
+        if d.cell is not None:  # ruff's notation for a notebook cell
+            path += f":cell {d.cell}"
         lines.append(f"{path}:{d.location.row}:{d.location.column}: {d.code} {fix_marker(d, context)}{d.message}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -1,4 +1,4 @@
-"""The `jaxfuse-lint review` command (registered by cli.py when `unidiff` is installed)."""
+"""The `jaxfuse-lint review` command."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import click
 HELP = """Lint only the lines a pull request changed and write a GitHub review payload.
 
 The changed lines come from `git diff BASE...HEAD`; the head versions of the
-changed Python files under PATHS (default: the whole repository) are linted
+changed Python files and notebooks under PATHS (default: the whole repository) are linted
 and only findings that touch an added line are kept. Writes:
 
 \b
@@ -51,10 +51,6 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
     from jaxfuse_lint.review.diff import ReviewError
     from jaxfuse_lint.review.summary import render_summary
 
-    try:
-        import unidiff  # noqa: F401
-    except ImportError:
-        _fail("review needs unidiff: pip install 'jaxfuse-lint[review]'")
     if summary_path == "-" and output == "-":
         _fail("--summary - and --output - would both write to stdout; send one of them to a file")
     try:

@@ -30,7 +30,7 @@ from jaxfuse_lint.review.diff import (
     resolve_commit,
 )
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+from jaxfuse_lint.discovery import is_source  # `include`: notebooks too (review/notebooks.py)
 
 
 @dataclass
@@ -76,9 +76,9 @@ def _excluded(rel: str, exclude: pathspec.PathSpec) -> bool:
 
 def _selected(rel: str, root: str, paths: tuple[str, ...], settings: Settings) -> bool:
     """Is the changed file `rel` under one of PATHS and not excluded by the configuration?"""
-    if not rel.endswith(PYTHON_SUFFIXES):
-        return False
     absolute = os.path.normpath(os.path.join(root, rel))
+    if not is_source(Path(absolute), settings, Path(settings.project_root) if settings.project_root else None):
+        return False
     if paths:
         named = False
         for p in paths:
@@ -135,7 +135,14 @@ def run_review(
             source = result.source if result.source is not None else decode(data)[0]
         except Exception:  # undecodable: JF000 says so; there is no text to quote
             source = data.decode("utf-8", "replace")
-        kept = [d for d in result.diagnostics if changed.changed_in(d.location.row, d.end_location.row)]
+        if rel.lower().endswith(".ipynb"):  # rows are in cells; the diff is of the JSON file
+            from jaxfuse_lint.notebook import source_file_rows
+            from jaxfuse_lint.review.notebooks import changed_lines
+
+            rows = source_file_rows(source)
+            kept = [d for d in result.diagnostics if d.cell is not None and changed_lines(source, d, changed, rows)]
+        else:
+            kept = [d for d in result.diagnostics if changed.changed_in(d.location.row, d.end_location.row)]
         for d in kept:
             d.filename = rel  # as GitHub names it
         review.files.append(FileReview(rel, source, changed, kept))
@@ -143,6 +150,15 @@ def run_review(
     if verify:
         evidence = _verify_fixes(review, settings, root, echo, profile)
     for f in review.files:
+        if f.path.lower().endswith(".ipynb") and f.diagnostics:
+            from jaxfuse_lint.notebook import source_file_rows
+            from jaxfuse_lint.review.notebooks import build_notebook_comment
+
+            rows = source_file_rows(f.source)
+            for d in f.diagnostics:
+                review.comments.append(build_notebook_comment(d, f.path, f.source, f.changed, rows,
+                                                              evidence.get(id(d))))
+            continue
         for d in f.diagnostics:
             review.comments.append(build_comment(d, f.path, f.source, f.changed, evidence.get(id(d))))
     return review

@@ -22,6 +22,10 @@ def _plural(n: int, word: str) -> str:
 
 def _safe_fix_diff(f: "FileReview") -> str:
     """What `--fix` would do to this file's reported findings: their safe fixes, non-overlapping."""
+    if f.path.lower().endswith(".ipynb"):
+        from jaxfuse_lint.review.notebooks import safe_fix_diff
+
+        return safe_fix_diff(f.path, f.source, f.diagnostics)
     n_lines = len(split_lines(f.source))
     taken: list[tuple[int, int]] = []
     edits = []
@@ -38,6 +42,10 @@ def _safe_fix_diff(f: "FileReview") -> str:
     after = apply_edits(f.source, edits)
     lines = difflib.unified_diff(split_lines(f.source), split_lines(after), f"a/{f.path}", f"b/{f.path}", n=2)
     return "".join(l if l.endswith("\n") else l + "\n" for l in lines)
+
+
+def _where(d: Diagnostic) -> str:
+    return f"{d.filename}:cell {d.cell}:{d.location.row}" if d.cell is not None else f"{d.filename}:{d.location.row}"
 
 
 def render_summary(review: "Review") -> str:
@@ -71,7 +79,7 @@ def render_summary(review: "Review") -> str:
         out += [line + ".", ""]
         for d in fixable:
             kind = "safe" if d.fix.applicability is Applicability.SAFE else d.fix.applicability.value
-            out.append(f"- `{d.filename}:{d.location.row}` {d.code} ({kind}): {d.fix.message}")
+            out.append(f"- `{_where(d)}` {d.code} ({kind}): {d.fix.message}")
         out.append("")
         for f in review.files:
             diff = _safe_fix_diff(f)
@@ -85,7 +93,7 @@ def render_summary(review: "Review") -> str:
         out += ["**Measured** (`jaxfuse-lint verify`, which compiles both versions):", ""]
         for c in evidence:
             d = c.diagnostic
-            out.append(f"- `{d.filename}:{d.location.row}` {d.code}: {c.evidence}")
+            out.append(f"- `{_where(d)}` {d.code}: {c.evidence}")
         out.append("")
     for e in review.errors:
         out.append(f"> {e}")

@@ -1,7 +1,5 @@
-"""The `jaxfuse-lint server` command. pygls is imported only when the command runs."""
+"""The `jaxfuse-lint server` command. pygls is imported only when the command runs (it is slow to import)."""
 from __future__ import annotations
-
-import sys
 
 import click
 
@@ -15,12 +13,8 @@ def server_command(stdio: bool) -> None:
     and save, offers each fix as a quick fix (plus `source.fixAll.jaxfuse-lint`
     for every safe fix), and shows a rule's documentation on hover. It reads
     pyproject.toml like `check` and never imports jax or your code.
-    Needs the `server` extra: pip install 'jaxfuse-lint[server]'.
+    Notebooks are synced cell by cell (LSP notebook document sync).
     """
-    try:
-        from jaxfuse_lint.server.server import serve
-    except ImportError as exc:
-        click.echo(f"jaxfuse-lint: error: the language server needs pygls and lsprotocol "
-                   f"(pip install 'jaxfuse-lint[server]'): {exc}", err=True)
-        sys.exit(2)
+    from jaxfuse_lint.server.server import serve
+
     serve()

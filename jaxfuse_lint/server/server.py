@@ -1,5 +1,8 @@
 """The jaxfuse-lint language server (pygls 2): diagnostics, quick fixes, fix-all, hover.
 
+Jupyter notebooks are synced cell by cell (LSP notebook document sync): each is
+checked as a whole and its diagnostics published per cell (notebooks.py).
+
 Diagnostics are published on open, change and save; code actions offer each
 diagnostic's fix (safe ones preferred) and a `source.fixAll.jaxfuse-lint`
 action applying every safe fix; hovering a flagged range shows the rule's
@@ -20,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 from jaxfuse_lint import __version__
 from jaxfuse_lint.config import ConfigError, Settings, load_settings
 from jaxfuse_lint.diagnostics import Diagnostic
-from jaxfuse_lint.server import features
+from jaxfuse_lint.server import features, notebooks
 from jaxfuse_lint.server.positions import UTF16, document_lines
 
 log = logging.getLogger(__name__)
@@ -35,8 +38,9 @@ class Linted:
 
 class JaxFuseLanguageServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("jaxfuse-lint", __version__)
+        super().__init__("jaxfuse-lint", __version__, notebook_document_sync=notebooks.sync_options())
         self.linted: dict[str, Linted] = {}
+        self.published_cells: dict[str, list[str]] = {}  # notebook URI -> cell URIs with diagnostics
         self._settings: dict[str, Settings] = {}
         self._reported_config_errors: set[str] = set()
 
@@ -64,6 +68,11 @@ class JaxFuseLanguageServer(LanguageServer):
     def lint(self, uri: str) -> Linted:
         from jaxfuse_lint.engine import check_source
 
+        notebook = self.notebook_of(uri)
+        if notebook is not None:  # a cell: the notebook is checked as a whole
+            linted = self.lint_notebook(notebook.uri).get(uri)
+            if linted is not None:
+                return linted
         doc = self.workspace.get_text_document(uri)
         text = doc.source
         path = doc.path if uri.startswith("file:") else None
@@ -87,6 +96,78 @@ class JaxFuseLanguageServer(LanguageServer):
         if linted is None or linted.text != doc.source:
             linted = self.lint(uri)
         return linted
+
+    # -- notebooks (LSP notebook document sync; see notebooks.py) -------------
+    def notebook_of(self, cell_uri: str) -> types.NotebookDocument | None:
+        return self.workspace.get_notebook_document(cell_uri=cell_uri)
+
+    def notebook_cells(self, notebook: types.NotebookDocument) -> list[notebooks.CellText]:
+        cells = []
+        for cell in notebook.cells:
+            doc = self.workspace.get_text_document(cell.document)
+            code = cell.kind == types.NotebookCellKind.Code and (doc.language_id or "python") == "python"
+            cells.append(notebooks.CellText(cell.document, doc.version, doc.source, code))
+        return cells
+
+    @staticmethod
+    def notebook_path(uri: str) -> str | None:
+        from pygls.uris import to_fs_path
+
+        return to_fs_path(uri) if uri.startswith("file:") else None
+
+    def lint_notebook(self, notebook_uri: str) -> dict[str, Linted]:
+        """Check a notebook and publish each cell's diagnostics; cell URI -> Linted."""
+        from jaxfuse_lint.engine import check_source
+
+        notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
+        if notebook is None:
+            return {}
+        cells = self.notebook_cells(notebook)
+        path = self.notebook_path(notebook_uri)
+        result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
+        for err in result.errors:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error, err))
+        out: dict[str, Linted] = {}
+        grouped = notebooks.by_cell(cells, result.diagnostics)
+        for cell in cells:
+            linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []))
+            out[cell.uri] = self.linted[cell.uri] = linted
+            if cell.code:
+                lines = document_lines(cell.text)
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                    uri=cell.uri, version=cell.version,
+                    diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics]))
+        # Cells deleted since the last check lose their diagnostics.
+        for gone in set(self.published_cells.get(notebook_uri, ())) - set(out):
+            self.forget_cell(gone)
+        self.published_cells[notebook_uri] = list(out)
+        return out
+
+    def forget_cell(self, uri: str) -> None:
+        self.linted.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def notebook_code_actions(self, notebook: types.NotebookDocument,
+                              params: types.CodeActionParams) -> list[types.CodeAction]:
+        from jaxfuse_lint.engine import fix_source
+
+        uri = params.text_document.uri
+        linted = self.current(uri)
+        cells = self.notebook_cells(notebook)
+        path = self.notebook_path(notebook.uri)
+
+        def fix_all() -> dict[int, str] | None:
+            source = notebooks.notebook_json(cells)
+            try:
+                outcome = fix_source(source, path or "untitled.ipynb", self.settings_for(path))
+            except Exception as exc:  # unparsable cells: nothing to fix
+                log.info("fix-all: %s", exc)
+                return None
+            return notebooks.fixed_cells(source, outcome.source)
+
+        return notebooks.code_actions(uri, cells, linted.diagnostics, params.range,
+                                      list(params.context.only) if params.context.only else None,
+                                      fix_all, self.encoding)
 
     def fixed_text(self, uri: str, text: str) -> str | None:
         from jaxfuse_lint.engine import fix_source
@@ -127,6 +208,24 @@ def create_server() -> JaxFuseLanguageServer:
         ls.linted.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: JaxFuseLanguageServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: JaxFuseLanguageServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: JaxFuseLanguageServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: JaxFuseLanguageServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.published_cells.pop(params.notebook_document.uri, None)
+        for cell in params.cell_text_documents:
+            ls.forget_cell(cell.uri)
+
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, features.FIX_ALL_KIND],
@@ -134,6 +233,9 @@ def create_server() -> JaxFuseLanguageServer:
     )
     def code_action(ls: JaxFuseLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
+        notebook = ls.notebook_of(uri)
+        if notebook is not None:
+            return ls.notebook_code_actions(notebook, params)
         linted = ls.current(uri)
         doc = ls.workspace.get_text_document(uri)
         return features.code_actions(

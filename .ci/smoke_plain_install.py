@@ -1,0 +1,111 @@
+"""Smoke test of a plain `pip install .` (no extras): `review` and `server` must run.
+
+Run with the fresh environment's Python; `jaxfuse-lint` must be on PATH. Exits non-zero,
+saying why, when a command fails (a dependency missing from the core set, typically).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODULE = """import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    v = jnp.stack([x, 2 * x], axis=-1)
+    return jnp.sum(v, axis=-1)
+"""
+
+
+def fail(message: str) -> None:
+    print(f"plain-install smoke: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def review(tmp: Path) -> None:
+    repo = tmp / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "README").write_text("tiny\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "base", cwd=repo)
+    (repo / "model.py").write_text(MODULE)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "head", cwd=repo)
+    proc = subprocess.run(["jaxfuse-lint", "review", "--base", "HEAD~1"], cwd=repo, capture_output=True, text=True)
+    if proc.returncode != 1:
+        fail(f"`jaxfuse-lint review` exited {proc.returncode}: {proc.stderr.strip()}")
+    comments = json.loads(proc.stdout)["comments"]
+    if not any("JF101" in c["body"] for c in comments):
+        fail(f"`jaxfuse-lint review` found no JF101 on the changed line: {proc.stdout}")
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read(stream) -> dict:
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            fail("the server closed its output")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return json.loads(stream.read(length))
+
+
+def server(tmp: Path) -> None:
+    proc = subprocess.Popen(["jaxfuse-lint", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                             "params": {"processId": None, "rootUri": tmp.as_uri(),
+                                        "capabilities": {"notebookDocument": {"synchronization": {}}}}}))
+    proc.stdin.flush()
+    while True:
+        reply = _read(proc.stdout)
+        if reply.get("id") == 1:
+            break
+    capabilities = reply.get("result", {}).get("capabilities", {})
+    if "textDocumentSync" not in capabilities or "notebookDocumentSync" not in capabilities:
+        fail(f"the server's initialize reply lacks document sync: {reply}")
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None}))
+    proc.stdin.flush()
+    while _read(proc.stdout).get("id") != 2:
+        pass
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
+    proc.stdin.close()
+    try:
+        code = proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("the server did not exit after `exit`")
+    if code != 0:
+        fail(f"the server exited {code}: {proc.stderr.read().decode()[-2000:]}")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        review(Path(tmp))
+        server(Path(tmp))
+    print("plain-install smoke: review and server run on a plain install")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,601 @@
+"""Jupyter notebooks (`.ipynb`) as a source: cells in, cells out.
+
+A notebook is read with nbformat's reader, and its Python code cells are joined into one
+module, so that analysis crosses cells the way the kernel's namespace does (a function
+defined in one cell and jitted in a later one is traced). Between two cells goes a
+boundary comment line; rows map back to (cell, row in cell), with ruff's conventions:
+cells are numbered 1-based among *all* cells (markdown included), diagnostics print as
+`nb.ipynb:cell 4:12:5`, and JSON output carries the cell in its `"cell"` field.
+
+IPython syntax (`%time`, `%%timeit` cell headers, `!ls`, `x = !cmd`, `?obj`, `obj??`)
+is masked for parsing: each such line becomes a placeholder statement that carries its
+index, and the original text is put back byte for byte when fixes are written. Cells
+whose magic makes them another language (`%%bash`, `%%writefile`, ...) and non-Python
+notebooks are left out.
+
+Fixes are applied to the joined module by the engine; the fixed text is split back at the
+boundary lines and each cell's `source` is replaced in the notebook's own JSON, written
+with the formatting the file had (indent, key order, escaping, trailing newline), so
+outputs, metadata and everything else stay as they were. A fix that would move or remove
+a boundary or a magic is refused (the notebook is left as it was).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxfuse_lint.diagnostics import Diagnostic, Edit, Fix, Location
+from jaxfuse_lint.lines import split_lines
+
+SUFFIX = ".ipynb"
+
+# Cell magics whose body is Python run by the kernel: only the `%%` line is masked.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})
+
+_BOUNDARY = "# jaxfuse-lint-cell {index}\n"
+_BOUNDARY_RE = re.compile(r"# jaxfuse-lint-cell (\d+)\r?\n?\Z")
+_MAGIC_TAG = "# jaxfuse-lint-magic {index}"
+_MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
+# `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
+_ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+# `obj?`, `obj.attr??`: help.
+_HELP_SUFFIX = re.compile(r"^\s*[A-Za-z_][\w.]*\?\??\s*$")
+
+
+def is_notebook(filename: str | None) -> bool:
+    return bool(filename) and str(filename).lower().endswith(SUFFIX)
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook this tool can read (its message is shown to users)."""
+
+
+@dataclass
+class Cell:
+    number: int  # 1-based among all cells
+    source: str  # the cell's text as stored
+    start_row: int  # first row of the cell in the joined module (1-based)
+    n_rows: int  # rows the cell takes in the joined module (without the boundary)
+
+
+@dataclass
+class Notebook:
+    """A parsed notebook and the Python module its code cells make."""
+
+    raw: str  # the file's text
+    data: dict[str, Any]  # the JSON, key order as in the file
+    cells: list[Cell]  # the code cells that are in the module, in order
+    module: str  # the joined, masked Python source
+    magics: list[list[str]] = field(default_factory=list)  # original lines of each masked escape
+    python: bool = True  # False: a notebook in another language (nothing to check)
+
+    # -- rows -------------------------------------------------------------------------------------
+    def cell_at(self, row: int) -> tuple[Cell, int] | None:
+        """(cell, row in cell) of a row of the module; a boundary row belongs to the cell before."""
+        found = None
+        for cell in self.cells:
+            if cell.start_row <= row:
+                found = cell
+            else:
+                break
+        if found is None:
+            return None
+        return found, row - found.start_row + 1
+
+    def locate(self, loc: Location) -> tuple[int, Location]:
+        hit = self.cell_at(loc.row)
+        if hit is None:
+            return 1, loc
+        cell, row = hit
+        if row > cell.n_rows + 1:
+            row = cell.n_rows + 1
+        return cell.number, Location(row, loc.column)
+
+    def to_cells(self, d: Diagnostic) -> Diagnostic:
+        """A diagnostic on the module, located in its cell (its edits too; a fix whose edits
+        cross a cell boundary cannot be shown per cell and is left out)."""
+        cell, start = self.locate(d.location)
+        end_cell, end = self.locate(d.end_location)
+        if end_cell != cell:
+            end = start
+        fix = d.fix
+        if fix is not None:
+            edits = []
+            for e in fix.edits:
+                c1, s = self.locate(e.location)
+                c2, t = self._edit_end(e, c1)
+                if c1 != c2:
+                    fix = None
+                    break
+                content = e.content
+                cell_obj = next(c for c in self.cells if c.number == c1) if self.cells else None
+                if (cell_obj is not None and t.row > cell_obj.n_rows and content.endswith("\n")
+                        and not cell_obj.source.endswith("\n") and cell_obj.n_rows):
+                    # The module gave the cell's last line a newline the cell does not have.
+                    last = split_lines(cell_obj.source)[-1]
+                    content = content[:-1]
+                    t = Location(cell_obj.n_rows, len(last) + 1)
+                edits.append(Edit(content, s, t, cell=c1))
+            else:
+                fix = Fix(fix.applicability, fix.message, tuple(edits))
+        noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
+        return Diagnostic(code=d.code, name=d.name, message=d.message, filename=d.filename, location=start,
+                          end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
+
+    def _edit_end(self, e: Edit, start_cell: int) -> tuple[int, Location]:
+        # Whole-line edits end at column 1 of the row after them: that row may be the next
+        # boundary (or past the end), which still belongs to the edit's own cell.
+        for cell in self.cells:
+            if cell.number == start_cell and e.end_location.row <= cell.start_row + cell.n_rows:
+                return start_cell, Location(e.end_location.row - cell.start_row + 1, e.end_location.column)
+        return self.locate(e.end_location)
+
+    # -- writing back -----------------------------------------------------------------------------
+    def cell_sources(self, fixed_module: str) -> dict[int, str]:
+        """Cell number -> new source, from the fixed module; NotebookError when the fixed text
+        no longer has the boundaries or the masked lines where they belong."""
+        chunks: list[list[str]] = [[]]
+        expected = [c.number for c in self.cells[1:]]
+        seen: list[int] = []
+        for line in split_lines(fixed_module):
+            m = _BOUNDARY_RE.fullmatch(line)
+            if m:
+                seen.append(int(m.group(1)))
+                chunks.append([])
+            else:
+                chunks[-1].append(line)
+        if seen != expected:
+            raise NotebookError("a fix moved a cell boundary")
+        out: dict[int, str] = {}
+        used: set[int] = set()
+        for cell, lines in zip(self.cells, chunks):
+            text = "".join(self._unmask(lines, used))
+            if not cell.source.endswith("\n") and text.endswith("\n"):
+                text = text[:-1]
+            out[cell.number] = text
+        if used != set(range(len(self.magics))):
+            raise NotebookError("a fix removed an IPython magic or shell escape")
+        return out
+
+    def _unmask(self, lines: list[str], used: set[int]) -> list[str]:
+        out = []
+        continuation: tuple[int, int] | None = None  # (magic, continuation lines still to come)
+        for line in lines:
+            m = _MAGIC_RE.search(line.rstrip("\r\n"))
+            if continuation is not None and continuation[1]:
+                if m is None or not m.group(2) or int(m.group(1)) != continuation[0]:
+                    raise NotebookError("a fix split an IPython magic or shell escape")
+                continuation = (continuation[0], continuation[1] - 1)
+                continue
+            if m is None:
+                out.append(line)
+                continue
+            index = int(m.group(1))
+            if m.group(2) or index >= len(self.magics) or index in used:
+                raise NotebookError("a fix duplicated an IPython magic or shell escape")
+            used.add(index)
+            out.extend(self.magics[index])
+            continuation = (index, len(self.magics[index]) - 1)
+        if continuation is not None and continuation[1]:
+            raise NotebookError("a fix split an IPython magic or shell escape")
+        return out
+
+    def with_sources(self, sources: dict[int, str]) -> str:
+        """The notebook's JSON text with these cell sources, formatted as the file was."""
+        data = json.loads(self.raw)
+        cells = data["cells"]
+        for number, text in sources.items():
+            cell = cells[number - 1]
+            if isinstance(cell.get("source"), list):
+                cell["source"] = split_lines(text)
+            else:
+                cell["source"] = text
+        return dump_like(data, self.raw)
+
+    def cell_source(self, number: int) -> str:
+        return source_text(self.data["cells"][number - 1])
+
+
+def source_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def dump_like(data: Any, raw: str) -> str:
+    """JSON text for `data` in the format of `raw`: the first of the usual formats that
+    reproduces `raw` exactly from its own content; else Jupyter's own (indent 1, UTF-8)."""
+    original = json.loads(raw)
+    newline = "\n" if raw.endswith("\n") else ""
+    layouts = [(indent, (",", ": ")) for indent in (1, 2, 4, 3, "\t")] + [(None, (", ", ": ")), (None, (",", ":"))]
+    for indent, separators in layouts:
+        for ensure_ascii in (False, True):
+            options = dict(indent=indent, separators=separators, ensure_ascii=ensure_ascii)
+            if json.dumps(original, **options) + newline == raw:
+                return json.dumps(data, **options) + newline
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+def read(raw: str) -> Notebook:
+    """Parse a notebook's text; NotebookError for anything that is not an nbformat 4 notebook."""
+    from nbformat import reader
+
+    try:
+        node = reader.parse_json(raw)
+    except reader.NotJSONError as exc:
+        detail = str(exc).split("\n", 1)[0]
+        raise NotebookError(f"not valid JSON ({_json_error(raw) or detail})") from None
+    if not isinstance(node, dict):
+        raise NotebookError("not a Jupyter notebook (the JSON is not an object)")
+    try:
+        major, _minor = reader.get_version(node)
+    except Exception:
+        major = None
+    if major != 4:
+        raise NotebookError(f"nbformat {major if major is not None else 'unknown'} is not supported "
+                            f"(only nbformat 4; `jupyter nbconvert --to notebook` upgrades it)")
+    data = json.loads(raw)
+    cells = data.get("cells")
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        raise NotebookError("not a Jupyter notebook (no list of cells)")
+    for i, c in enumerate(cells, 1):
+        s = c.get("source", "")
+        if not (isinstance(s, str) or (isinstance(s, list) and all(isinstance(x, str) for x in s))):
+            raise NotebookError(f"cell {i}: its source is neither text nor a list of lines")
+    nb = Notebook(raw, data, [], "", python=_is_python(data))
+    if nb.python:
+        _join(nb)
+    return nb
+
+
+def _json_error(raw: str) -> str | None:
+    try:
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return None
+
+
+def _is_python(data: dict[str, Any]) -> bool:
+    meta = data.get("metadata") or {}
+    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
+    return not isinstance(lang, str) or lang.lower() in ("python", "python3", "ipython", "ipython3", "")
+
+
+def _join(nb: Notebook) -> None:
+    parts: list[str] = []
+    row = 1
+    for number, cell in enumerate(nb.data["cells"], 1):
+        if cell.get("cell_type") != "code":
+            continue
+        text = source_text(cell)
+        lines = split_lines(text)
+        if lines and lines[0].startswith("%%"):
+            name = lines[0][2:].split(None, 1)[0] if lines[0][2:].strip() else ""
+            if name not in PYTHON_CELL_MAGICS:
+                continue  # another language: not part of the module
+        masked = mask_lines(lines, nb.magics)
+        if parts:
+            parts.append(_BOUNDARY.format(index=number))
+            row += 1
+        body = "".join(masked)
+        if body and not body.endswith(("\n", "\r")):
+            body += "\n"
+        nb.cells.append(Cell(number, text, row, len(masked)))
+        parts.append(body)
+        row += len(masked)
+    nb.module = "".join(parts)
+
+
+# -- IPython syntax -------------------------------------------------------------------------------------
+
+def _escape_kind(line: str, first: bool) -> str | None:
+    """'stmt' for a line that is IPython syntax, 'assign' for `x = !cmd`, else None."""
+    stripped = line.strip()
+    if not stripped:
+        return None
+    if first and stripped.startswith("%%"):
+        return "stmt"
+    if stripped[0] in "%!?" or (stripped.startswith("%%")):
+        return "stmt"
+    if _HELP_SUFFIX.match(line):
+        return "stmt"
+    if _ASSIGN_ESCAPE.match(line):
+        return "assign"
+    return None
+
+
+class _Scanner:
+    """Just enough of the tokenizer to know whether a line starts inside a string or brackets
+    (where `%` and `!` are Python)."""
+
+    def __init__(self) -> None:
+        self.quote: str | None = None  # the open string's delimiter
+        self.depth = 0
+        self.continued = False  # the previous line ended with a backslash
+
+    @property
+    def at_statement_start(self) -> bool:
+        return self.quote is None and self.depth == 0 and not self.continued
+
+    def feed(self, line: str) -> None:
+        i, n = 0, len(line)
+        while i < n:
+            c = line[i]
+            if self.quote is not None:
+                if c == "\\":
+                    i += 2
+                    continue
+                if line.startswith(self.quote, i):
+                    i += len(self.quote)
+                    self.quote = None
+                    continue
+                i += 1
+                continue
+            if c == "#":
+                break
+            if c in "'\"":
+                triple = line[i:i + 3]
+                self.quote = triple if triple in ("'''", '"""') else c
+                i += len(self.quote)
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(0, self.depth - 1)
+            i += 1
+        body = line.rstrip("\r\n")
+        self.continued = body.endswith("\\") and self.quote is None
+        if self.quote is not None and len(self.quote) == 1:
+            self.quote = None  # an unterminated one-line string ends with its line
+
+
+def mask_lines(lines: list[str], magics: list[list[str]]) -> list[str]:
+    """The cell's lines with each IPython escape replaced by a placeholder of as many lines
+    (`pass`, or `x = ...` for an assignment, tagged with its index into `magics`)."""
+    out: list[str] = []
+    scanner = _Scanner()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        kind = _escape_kind(line, i == 0) if scanner.at_statement_start else None
+        if kind is None:
+            scanner.feed(line)
+            out.append(line)
+            i += 1
+            continue
+        group = [line]
+        while group[-1].rstrip("\r\n").endswith("\\") and i + len(group) < len(lines):
+            group.append(lines[i + len(group)])
+        index = len(magics)
+        magics.append(group)
+        tag = _MAGIC_TAG.format(index=index)
+        indent = line[: len(line) - len(line.lstrip())]
+        if kind == "assign":
+            target = _ASSIGN_ESCAPE.match(line).group(2)
+            stmt = f"{indent}{target} = ...  {tag}"
+        else:
+            stmt = f"{indent}pass  {tag}"
+        for k, g in enumerate(group):
+            ending = g[len(g.rstrip("\r\n")):]
+            out.append((stmt if k == 0 else tag + "+") + ending)
+        i += len(group)
+    return out
+
+
+# -- the pipeline, for notebooks ------------------------------------------------------------------------
+
+def syntax_error(filename: str, message: str) -> Diagnostic:
+    from jaxfuse_lint.engine import SYNTAX_ERROR
+
+    loc = Location(1, 1)
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not read notebook: {message}", filename, loc, loc,
+                      noqa_row=None)
+
+
+def decode_text(source: bytes | str) -> str:
+    if isinstance(source, str):
+        return source
+    return source.decode("utf-8-sig")
+
+
+def python_text(raw: str) -> str | None:
+    """The notebook's code as one Python module (None when it cannot be read): what the
+    project index prescans."""
+    try:
+        return read(raw).module
+    except NotebookError:
+        return None
+
+
+def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
+    """`engine.check_source` for a notebook: diagnostics located in cells."""
+    from jaxfuse_lint.engine import FileResult, check_source
+
+    result = FileResult(filename)
+    try:
+        raw = decode_text(source)
+        nb = read(raw)
+    except (UnicodeDecodeError, NotebookError) as exc:
+        result.diagnostics.append(syntax_error(filename, _why(exc)))
+        return result
+    result.source = raw
+    if not nb.python or not nb.module:
+        result.skipped = True
+        return result
+    inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
+    result.diagnostics = [nb.to_cells(d) for d in inner.diagnostics]
+    result.errors = inner.errors
+    result.skipped = inner.skipped
+    return result
+
+
+def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
+    """`engine.fix_source` for a notebook: the outcome's texts are the notebook's JSON."""
+    from jaxfuse_lint.engine import FixOutcome, fix_source
+
+    try:
+        raw = decode_text(source)
+        nb = read(raw)
+    except (UnicodeDecodeError, NotebookError) as exc:
+        text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+        outcome = FixOutcome(filename, text, text)
+        outcome.remaining = [syntax_error(filename, _why(exc))]
+        return outcome
+    encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
+    outcome = FixOutcome(filename, raw, raw, encoding=encoding)
+    if not nb.python or not nb.module:
+        return outcome
+    inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
+    outcome.errors = inner.errors
+    outcome.dropped = inner.dropped
+    if inner.source != nb.module:
+        try:
+            sources = nb.cell_sources(inner.source)
+        except NotebookError as exc:
+            outcome.errors.append(f"{filename}: fixes not applied: {exc}")
+            kwargs.pop("model_hook", None)
+            remaining = check_source_cells(nb, filename, settings, **kwargs)
+            outcome.remaining = remaining
+            return outcome
+        outcome.fixed = [nb.to_cells(d) for d in inner.fixed]
+        changed = {n: s for n, s in sources.items() if s != nb.cell_source(n)}
+        outcome.source = nb.with_sources(changed) if changed else raw
+        fixed_nb = read(outcome.source)
+        outcome.remaining = [fixed_nb.to_cells(d) for d in inner.remaining]
+    else:
+        outcome.remaining = [nb.to_cells(d) for d in inner.remaining]
+    return outcome
+
+
+def check_source_cells(nb: Notebook, filename: str, settings, **kwargs) -> list[Diagnostic]:
+    from jaxfuse_lint.engine import check_source
+
+    kwargs.pop("unsafe", None)
+    return [nb.to_cells(d) for d in check_source(nb.module, filename, settings, as_python=True, **kwargs).diagnostics]
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return str(exc)
+
+
+# -- showing notebooks ----------------------------------------------------------------------------------
+
+def cell_text(raw: str, number: int) -> str | None:
+    """Cell `number`'s source in a notebook's text (None if it cannot be read)."""
+    try:
+        cells = json.loads(raw)["cells"]
+        return source_text(cells[number - 1])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def unified_diff(original: str, fixed: str, filename: str) -> str:
+    """ruff's `--diff` for notebooks: one unified diff per changed cell, headed
+    `--- a/nb.ipynb:cell N` / `+++ b/nb.ipynb:cell N`."""
+    try:
+        before = json.loads(original)["cells"]
+        after = json.loads(fixed)["cells"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    out = []
+    for number, (a, b) in enumerate(zip(before, after), 1):
+        sa, sb = source_text(a), source_text(b)
+        if sa == sb:
+            continue
+        la, lb = split_lines(sa), split_lines(sb)
+        if la and not la[-1].endswith("\n"):
+            la[-1] += "\n"
+        if lb and not lb[-1].endswith("\n"):
+            lb[-1] += "\n"
+        out.append("".join(difflib.unified_diff(la, lb, f"a/{filename}:cell {number}", f"b/{filename}:cell {number}")))
+    return "".join(out)
+
+
+_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
+_SPACE = re.compile(r"[\s,]*")
+
+
+def source_file_rows(raw: str) -> dict[int, list[int]]:
+    """Cell number -> the line of the .ipynb file each row of the cell's source is on
+    (where an editor or a code host opens the file). A source stored as one string is
+    on one line; cells whose source cannot be found are left out."""
+    try:
+        cells = json.loads(raw)["cells"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    import bisect
+
+    newlines = [i for i, c in enumerate(raw) if c == "\n"]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_left(newlines, offset) + 1
+
+    decoder = json.JSONDecoder()
+    out: dict[int, list[int]] = {}
+    pos = max(raw.find('"cells"'), 0)
+    for number, cell in enumerate(cells, 1):
+        source = cell.get("source") if isinstance(cell, dict) else None
+        if source is None:
+            continue
+        for m in _SOURCE_KEY.finditer(raw, pos):
+            try:
+                value, end = decoder.raw_decode(raw, m.end())
+            except ValueError:
+                continue
+            if value == source:  # this cell's `"source"` (not a key of the same name in its metadata)
+                break
+        else:
+            continue
+        pos = end
+        if isinstance(source, str):
+            line = line_of(m.end())
+            out[number] = [line] * max(1, len(split_lines(source)))
+            continue
+        rows, at = [], m.end() + 1  # past the `[`
+        for _ in source:
+            at = _SPACE.match(raw, at).end()
+            rows.append(line_of(at))
+            _, at = decoder.raw_decode(raw, at)
+        out[number] = rows
+    return out
+
+
+def file_located(diagnostics: list[Diagnostic], sources: dict[str, str]) -> list[Diagnostic]:
+    """For formats that point into files (SARIF, GitHub and GitLab annotations, rdjson):
+    notebook diagnostics located on the lines of the .ipynb file that hold their cell rows
+    (a place a viewer can open), the cell named in the message. Their fixes, which edit
+    cell text rather than the file's JSON, are left out there. Other diagnostics pass as
+    they are."""
+    import dataclasses
+
+    if not any(d.cell is not None for d in diagnostics):
+        return diagnostics
+    rows_of: dict[str, dict[int, list[int]]] = {}
+    out = []
+    for d in diagnostics:
+        if d.cell is None:
+            out.append(d)
+            continue
+        raw = sources.get(d.filename)
+        if raw is not None and d.filename not in rows_of:
+            rows_of[d.filename] = source_file_rows(raw)
+        lines = rows_of.get(d.filename, {}).get(d.cell)
+        where = f"cell {d.cell}:{d.location.row}:{d.location.column}: "
+        if lines:
+            first = lines[min(max(d.location.row, 1), len(lines)) - 1]
+            last = lines[min(max(d.end_location.row, d.location.row, 1), len(lines)) - 1]
+            last = max(first, last)
+            text = split_lines(raw)[last - 1].rstrip("\r\n")
+            start, end = Location(first, 1), Location(last, len(text) + 1)  # whole lines of the file
+        else:
+            start = end = Location(1, 1)
+        out.append(dataclasses.replace(d, message=where + d.message, location=start, end_location=end,
+                                       fix=None, noqa_row=None, cell=None))
+    return out

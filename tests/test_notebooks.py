@@ -1,0 +1,363 @@
+"""Jupyter notebooks as a source: per-cell diagnostics, fixes written back into cells, IPython
+magics kept byte for byte, the file's JSON format kept, and the fixed notebook still runs."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.notebook import NotebookError, dump_like, mask_lines, read, unified_diff
+from jaxfuse_lint.lines import split_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+FUSION = ROOT / "fixtures" / "notebooks" / "fusion_examples.ipynb"
+
+# (cell, row, column, code): cell numbers count every cell (markdown too), rows count in the cell.
+FUSION_EXPECTED = [
+    (3, 6, 20, "JF101"),  # defined in cell 3, jitted in cell 5: traced across cells
+    (6, 5, 18, "JF102"),
+    (7, 3, 16, "JF201"),
+    (8, 5, 12, "JF103"),
+    (9, 10, 20, "JF203"),  # in a `%%time` cell: only its first line is masked
+    (10, 3, 9, "JF206"),
+]
+
+
+def run(*args, cwd=None, stdin=None):
+    return subprocess.run([sys.executable, "-m", "jaxfuse_lint", *args], capture_output=True, text=True,
+                          cwd=cwd, input=stdin, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def notebook(cells, indent=1, sort_keys=True, trailing_newline=True, **meta) -> str:
+    """A notebook's JSON text, cells given as (cell_type, source) pairs."""
+    data = {
+        "cells": [
+            {"cell_type": kind, "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+             "source": split_lines(src)} if kind == "code" else
+            {"cell_type": kind, "id": f"c{i}", "metadata": {}, "source": split_lines(src)}
+            for i, (kind, src) in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, **meta},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=False) + ("\n" if trailing_newline else "")
+
+
+@pytest.fixture
+def fusion(tmp_path) -> Path:
+    target = tmp_path / "fusion.ipynb"
+    shutil.copy(FUSION, target)
+    return target
+
+
+# -- check ------------------------------------------------------------------------------------------------
+
+def test_check_reports_the_fusion_examples_per_cell(fusion):
+    proc = run("check", "--no-cache", fusion.name, cwd=fusion.parent)
+    assert proc.returncode == 1, proc.stderr
+    found = [line.split(" ", 3)[:3] for line in proc.stdout.splitlines()]
+    assert found == [["fusion.ipynb:cell", f"{c}:{r}:{col}:", code] for c, r, col, code in FUSION_EXPECTED]
+
+
+def test_json_output_carries_the_cell(fusion):
+    proc = run("check", "--no-cache", "--output-format", "json", str(fusion))
+    data = json.loads(proc.stdout)
+    assert [(d["cell"], d["location"]["row"], d["location"]["column"], d["code"]) for d in data] == FUSION_EXPECTED
+    assert data[0]["filename"] == str(fusion)
+    # The fix's edits are located in the cell too.
+    edit = data[0]["fix"]["edits"][0]
+    assert edit["cell"] == 3 and edit["location"] == {"row": 6, "column": 1}
+
+
+def test_python_files_keep_cell_null(tmp_path):
+    (tmp_path / "m.py").write_text("import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
+                                   "    return jnp.sum(jnp.stack([x, x], axis=-1), axis=-1)\n")
+    data = json.loads(run("check", "--no-cache", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    assert data and all(d["cell"] is None for d in data)
+    assert all("cell" not in e for d in data if d["fix"] for e in d["fix"]["edits"])
+
+
+def test_directories_include_notebooks_and_exclude_applies(tmp_path, fusion):
+    assert "fusion.ipynb:cell 3" in run("check", "--no-cache", ".", cwd=tmp_path).stdout
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\nextend-exclude = ["*.ipynb"]\n')
+    proc = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert proc.returncode == 0 and "ipynb" not in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_cache_keeps_cells(tmp_path, fusion):
+    first = run("check", "--output-format", "json", ".", cwd=tmp_path)
+    second = run("check", "--output-format", "json", ".", cwd=tmp_path)
+    assert (tmp_path / ".jaxfuse_lint_cache").is_dir()
+    assert json.loads(first.stdout) == json.loads(second.stdout)
+    assert [d["cell"] for d in json.loads(second.stdout)] == [c for c, *_ in FUSION_EXPECTED]
+
+
+def test_parallel_runner_checks_notebooks_beside_modules(tmp_path, fusion):
+    (tmp_path / "m.py").write_text("import jax\n")
+    proc = run("check", "--no-cache", "-j", "2", ".", cwd=tmp_path)
+    assert proc.stdout.count("fusion.ipynb:cell") == len(FUSION_EXPECTED)
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"cells": [', "not valid JSON"),
+    ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 is not supported"),
+    ("[1, 2]", "not a Jupyter notebook"),
+])
+def test_unreadable_notebook_is_one_error_and_nothing_is_lost(tmp_path, fusion, text, why):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text(text)
+    proc = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    bad_lines = [l for l in proc.stdout.splitlines() if l.startswith("bad.ipynb")]
+    assert len(bad_lines) == 1 and bad_lines[0].startswith("bad.ipynb:1:1: JF000 Could not read notebook: " + why)
+    assert "fusion.ipynb:cell 3:6:20" in proc.stdout  # the others are still checked
+    run("check", "--no-cache", "--fix", ".", cwd=tmp_path)
+    assert bad.read_text() == text
+
+
+def test_non_python_notebooks_are_skipped(tmp_path):
+    text = notebook([("code", "import jax\nx = jnp.sum(jnp.stack([a, a], -1), -1)\n")],
+                    language_info={"name": "julia"})
+    result = check_source(text, "j.ipynb", Settings())
+    assert result.skipped and not result.diagnostics
+
+
+def test_stdin_filename_reads_notebook_json(fusion):
+    proc = run("check", "--no-cache", "--stdin-filename", "nb.ipynb", "-", stdin=fusion.read_text())
+    assert proc.stdout.splitlines()[0].startswith("nb.ipynb:cell 3:6:20: JF101")
+    fixed = run("check", "--fix", "--stdin-filename", "nb.ipynb", "-", stdin=fusion.read_text())
+    data = json.loads(fixed.stdout)  # editors get the whole fixed notebook back
+    assert "jnp.sum" not in "".join(data["cells"][2]["source"])
+
+
+# -- fix --------------------------------------------------------------------------------------------------
+
+def test_fix_rewrites_cells_and_leaves_everything_else(fusion):
+    before_text = fusion.read_text()
+    proc = run("check", "--no-cache", "--fix", str(fusion))
+    assert "Fixed 5 diagnostics, 1 remaining." in proc.stderr, proc.stderr
+    after_text = fusion.read_text()
+    before, after = json.loads(before_text), json.loads(after_text)
+    # Same format as the file had: nbformat's (indent 1, sorted keys, UTF-8, final newline).
+    assert after_text == json.dumps(after, indent=1, ensure_ascii=False) + "\n"
+    assert list(after) == list(before) and after["metadata"] == before["metadata"]
+    changed = set()
+    for i, (a, b) in enumerate(zip(before["cells"], after["cells"]), 1):
+        assert {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}
+        if a["source"] != b["source"]:
+            changed.add(i)
+    assert changed == {3, 6, 7, 8, 9}
+    # Every magic and shell escape, byte for byte, in its place.
+    for a, b in zip(before["cells"], after["cells"]):
+        magics_a = [l for l in a["source"] if l.lstrip().startswith(("%", "!")) or "= !" in l]
+        magics_b = [l for l in b["source"] if l.lstrip().startswith(("%", "!")) or "= !" in l]
+        assert magics_a == magics_b
+    assert after["cells"][8]["source"][0] == "%%time\n"
+    remaining = run("check", "--no-cache", str(fusion)).stdout
+    assert remaining.count(": JF") == 1 and ":cell 10:3:9: JF206" in remaining
+
+
+def test_diff_is_per_cell(fusion):
+    proc = run("check", "--no-cache", "--diff", "fusion.ipynb", cwd=fusion.parent)
+    assert proc.returncode == 1
+    headers = [l for l in proc.stdout.splitlines() if l.startswith(("--- ", "+++ "))]
+    assert headers[:2] == ["--- a/fusion.ipynb:cell 3", "+++ b/fusion.ipynb:cell 3"]
+    assert [h.rsplit(" ", 1)[1] for h in headers[::2]] == ["3", "6", "7", "8", "9"]
+    assert "-    return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in proc.stdout
+    assert fusion.read_bytes() == FUSION.read_bytes()
+
+
+def test_fix_keeps_an_unusual_json_format(tmp_path):
+    text = notebook([("code", "import jax\nimport jax.numpy as jnp\n\n%matplotlib inline\n"),
+                     ("markdown", "Ünïcode stays as it is"),
+                     ("code", "@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n"
+                              "    return jnp.sum(v, axis=-1)\n")],
+                    indent=2, sort_keys=False, trailing_newline=False)
+    path = tmp_path / "odd.ipynb"
+    path.write_text(text, encoding="utf-8")
+    outcome = fix_source(path.read_bytes(), str(path), Settings())
+    assert outcome.changed
+    new = json.loads(outcome.source)
+    assert outcome.source == json.dumps(new, indent=2, ensure_ascii=False)  # no newline added, order kept
+    assert list(new["cells"][0]) == list(json.loads(text)["cells"][0])
+    assert "Ünïcode" in outcome.source
+    assert new["cells"][0]["source"] == json.loads(text)["cells"][0]["source"]
+
+
+def test_fix_into_a_cell_without_a_final_newline_adds_none(tmp_path):
+    text = notebook([("code", "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n"
+                              "    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)")])
+    outcome = fix_source(text, "nb.ipynb", Settings())
+    source = json.loads(outcome.source)["cells"][0]["source"]
+    assert not source[-1].endswith("\n") and "jnp.sum" not in "".join(source)
+    # The per-cell edit of the check, applied to the cell, gives the same text.
+    from jaxfuse_lint.report.edits import apply_edits
+
+    d = check_source(text, "nb.ipynb", Settings()).diagnostics[0]
+    assert d.cell == 1 and all(e.cell == 1 for e in d.fix.edits)
+    cell = "".join(json.loads(text)["cells"][0]["source"])
+    assert apply_edits(cell, d.fix.edits) == "".join(source)
+
+
+# -- IPython syntax ---------------------------------------------------------------------------------------
+
+MAGIC_CELL = (
+    "%%timeit -n 1\n"
+    "%time y = 1\n"
+    "!pip install \\\n"
+    "    something\n"
+    "files = !ls -l\n"
+    "a, b = %sx echo 1\n"
+    "jnp.sum?\n"
+    "?jnp.sum\n"
+    "for i in range(3):\n"
+    "    %time f(i)\n"
+    "s = '''\n"
+    "%not a magic: inside a string\n"
+    "'''\n"
+    "t = (1 %\n"
+    "     2)\n"
+    "print(x != 1)\n"
+)
+
+
+def test_magics_are_masked_with_the_same_rows_and_restored_byte_for_byte():
+    magics: list[list[str]] = []
+    lines = split_lines(MAGIC_CELL)
+    masked = mask_lines(lines, magics)
+    assert len(masked) == len(lines)
+    compile("".join(masked), "<masked>", "exec")  # Python now
+    assert [m[0].rstrip() for m in magics] == [
+        "%%timeit -n 1", "%time y = 1", "!pip install \\", "files = !ls -l", "a, b = %sx echo 1",
+        "jnp.sum?", "?jnp.sum", "    %time f(i)"]
+    assert masked[4].startswith("files = ...") and masked[5].startswith("a, b = ...")
+    assert masked[11] == "%not a magic: inside a string\n" and masked[13] == "t = (1 %\n"
+    text = notebook([("code", "import jax\n"), ("code", MAGIC_CELL)])
+    nb = read(text)
+    assert nb.cell_sources(nb.module) == {1: "import jax\n", 2: MAGIC_CELL}
+
+
+def test_other_languages_cell_magics_are_left_out():
+    nb = read(notebook([("code", "%%bash\nfor f in *; do echo $f; done\n"), ("code", "import jax\n")]))
+    assert "bash" not in nb.module and [c.number for c in nb.cells] == [2]
+
+
+def test_a_fix_may_not_remove_a_magic():
+    nb = read(notebook([("code", "import jax\n!ls\n")]))
+    with pytest.raises(NotebookError):
+        nb.cell_sources(nb.module.replace("pass  # jaxfuse-lint-magic 0\n", ""))
+
+
+def test_dump_like_falls_back_to_jupyters_format():
+    raw = '{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}'
+    assert dump_like(json.loads(raw), raw) == raw
+    odd = '{ "cells" : [], "nbformat": 4}'
+    assert dump_like(json.loads(odd), odd) == '{\n "cells": [],\n "nbformat": 4\n}\n'
+
+
+def test_unified_diff_names_cells():
+    a = notebook([("markdown", "x"), ("code", "a = 1\n")])
+    b = notebook([("markdown", "x"), ("code", "a = 2\n")])
+    assert unified_diff(a, b, "nb.ipynb").splitlines()[:2] == ["--- a/nb.ipynb:cell 2", "+++ b/nb.ipynb:cell 2"]
+
+
+# -- the fixed notebook still runs, with the same printed outputs ----------------------------------------
+
+def _printed(path: Path) -> list[list[str]]:
+    """Each code cell's stdout, without the timings `%time` prints."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+        out.append([l for l in text.splitlines() if not l.startswith(("CPU times", "Wall time"))])
+        assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    return out
+
+
+def test_fixed_notebook_executes_with_the_same_outputs(fusion):
+    pytest.importorskip("jax")
+    pytest.importorskip("ipykernel")
+    before = _printed(fusion)
+    assert before[0] == ["['hello']"] and before[2][-1] == "[[0.0, 2.0], [9.0, 11.0], [26.0, 28.0], " \
+        "[51.0, 53.0], [84.0, 86.0], [125.0, 127.0], [174.0, 176.0], [231.0, 233.0]]"
+    run("check", "--no-cache", "--fix", str(fusion))
+    assert "jnp.sum" not in fusion.read_text()
+    assert _printed(fusion) == before
+
+
+# -- review -----------------------------------------------------------------------------------------------
+
+def test_review_maps_a_notebook_change_to_cells(tmp_path):
+    from tests.test_review_support import commit, make_repo
+
+    base = notebook([("markdown", "# Model"),
+                     ("code", "import jax\nimport jax.numpy as jnp\n\n%load_ext autoreload\n"),
+                     ("code", "def old(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n")])
+    repo = make_repo(tmp_path / "repo", {"model.ipynb": base})
+    head = json.loads(base)
+    # A new cell that jits `old` (now traced: its finding is on an unchanged line), and one
+    # with a new finding.
+    head["cells"].append({"cell_type": "code", "execution_count": None, "id": "c3", "metadata": {},
+                          "outputs": [], "source": split_lines(
+                              "def new(x):\n    w = jnp.stack([x, 2 * x], axis=-1)\n    return jnp.sum(w * w, axis=-1)\n"
+                              "\n\nnew_jit, old_jit = jax.jit(new), jax.jit(old)\n")})
+    head_text = json.dumps(head, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    commit(repo, {"model.ipynb": head_text}, "new cell")
+    proc = run("review", "--base", "HEAD~1", "--summary", str(tmp_path / "summary.md"), cwd=repo)
+    assert proc.returncode == 1, proc.stderr
+    comments = json.loads(proc.stdout)["comments"]
+    assert len(comments) == 1, comments  # `old`'s finding is not on a changed line
+    (c,) = comments
+    assert c["path"] == "model.ipynb" and c["side"] == "RIGHT"
+    # The comment sits on the line of the .ipynb file that holds cell 4, row 3.
+    assert head_text.splitlines()[c["line"] - 1].strip() == '"    return jnp.sum(w * w, axis=-1)\\n",'
+    assert "In cell 4, line 3" in c["body"] and "JF101" in c["body"]
+    assert "--- a/model.ipynb:cell 4" in c["body"] and "-    return jnp.sum(w * w, axis=-1)" in c["body"]
+    assert "```suggestion" not in c["body"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "`model.ipynb:cell 4:3` JF101" in summary and "a/model.ipynb:cell 4" in summary
+
+
+# -- formats that point into files ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["github", "sarif", "gitlab", "rdjson"])
+def test_file_formats_point_at_the_line_of_the_ipynb_file(fusion, fmt):
+    proc = run("check", "--no-cache", "--output-format", fmt, fusion.name, cwd=fusion.parent)
+    lines = fusion.read_text().splitlines()
+    jf101_line = next(i for i, l in enumerate(lines, 1) if "jnp.sum(kvm * x" in l)
+    if fmt == "github":
+        first = proc.stdout.splitlines()[0]
+        assert first.startswith(f"::warning file=fusion.ipynb,line={jf101_line},col=1,endLine={jf101_line},")
+        assert "::JF101 cell 3:6:20: `jnp.sum`" in first
+        return
+    data = json.loads(proc.stdout)
+    if fmt == "sarif":
+        result = data["runs"][0]["results"][0]
+        assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == jf101_line
+        assert result["message"]["text"].startswith("cell 3:6:20: ") and "fixes" not in result
+    elif fmt == "gitlab":
+        assert data[0]["location"] == {"path": "fusion.ipynb", "lines": {"begin": jf101_line, "end": jf101_line}}
+    else:
+        d = data["diagnostics"][0]
+        assert d["location"]["range"]["start"] == {"line": jf101_line, "column": 1}
+        assert d["message"].startswith("cell 3:6:20: ")
+
+
+def test_full_format_quotes_the_cell(fusion):
+    out = run("check", "--no-cache", "--output-format", "full", fusion.name, cwd=fusion.parent).stdout
+    assert "fusion.ipynb:cell 3:6:20: JF101" in out
+    assert " 6 |     return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in out
