@@ -264,6 +264,7 @@ def _register_optional_commands() -> None:
     """Commands whose dependencies are optional extras import them only when they run."""
     from jaxfuse_lint.review.command import review_command
     from jaxfuse_lint.runtime.command import record_command
+    from jaxfuse_lint.runtime.explain_command import explain_command
     from jaxfuse_lint.server.command import server_command
     from jaxfuse_lint.verify.command import verify_command
 
@@ -271,6 +272,7 @@ def _register_optional_commands() -> None:
     cli.add_command(review_command)
     cli.add_command(server_command)
     cli.add_command(record_command)
+    cli.add_command(explain_command)
 
 
 _register_optional_commands()

@@ -255,3 +255,90 @@ def test_kmesh_temporary_is_on_the_k2_line():
     # The kernel writing it runs once, before the loop.
     (writer,) = [result.kernel(name) for name in account.temp_buffers]
     assert writer.loop_depth == 0 and writer.launches == 1
+
+
+# Older XLA: only the innermost frame, as source_file/source_line, and no location tables.
+# An async-wrapped fusion and an all-reduce pair: their *-done instructions define the
+# buffers, which belong to the *-start kernels.
+ASYNC_MODULE = r"""
+HloModule jit_train, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%fused_exp (fp: f32[1024]) -> f32[1024] {
+  %fp = f32[1024]{0} parameter(0)
+  ROOT %e = f32[1024]{0} exponential(%fp), metadata={op_name="jit(train)/exp" source_file="/src/opt.py" source_line=21}
+}
+
+%async_wrapped (wp: f32[1024]) -> f32[1024] {
+  %wp = f32[1024]{0} parameter(0)
+  ROOT %wf = f32[1024]{0} fusion(%wp), kind=kLoop, calls=%fused_exp
+}
+
+ENTRY %main (g: f32[1024]) -> f32[1024] {
+  %g = f32[1024]{0} parameter(0)
+  %ar-start = f32[1024]{0} all-reduce-start(%g), replica_groups={}, to_apply=%add, metadata={op_name="jit(train)/psum" source_file="/src/opt.py" source_line=20}
+  %ar-done = f32[1024]{0} all-reduce-done(%ar-start)
+  %fs = ((f32[1024]{0}), f32[1024]{0}, s32[]) async-start(%ar-done), calls=%async_wrapped
+  %fd = f32[1024]{0} async-done(%fs)
+  ROOT %out = f32[1024]{0} negate(%fd), metadata={op_name="jit(train)/neg" source_file="/src/opt.py" source_line=22}
+}
+"""
+
+ASYNC_BUFFER_ASSIGNMENT = """\
+BufferAssignment:
+allocation 0: size 4096, output shape is |f32[1024]|, maybe-live-out:
+ value: <9 out @0> (size=4096,offset=0): f32[1024]{0}
+allocation 1: size 4096, parameter 0, shape |f32[1024]| at ShapeIndex {}:
+ value: <1 g @0> (size=4096,offset=0): f32[1024]{0}
+allocation 2: size 8192:
+ value: <2 ar-done @0> (size=4096,offset=0): f32[1024]{0}
+ value: <3 fd @0> (size=4096,offset=4096): f32[1024]{0}
+ value: <4 fs{} @0> (size=16,offset=0): ((f32[1024]{0}), f32[1024]{0}, s32[])
+"""
+
+
+def test_async_pairs_and_old_style_locations():
+    result = attribute_hlo(ASYNC_MODULE, buffer_assignment=ASYNC_BUFFER_ASSIGNMENT, read_source_lines=False,
+                           exclude_dirs=())
+    kernels = {k.name: k for k in result.kernels}
+    assert set(kernels) == {"ar-start", "fs", "out"}
+    assert kernels["fs"].kind == "fusion:kLoop (async)"
+    # The wrapped fusion's exponential is the async kernel's operation.
+    assert kernels["fs"].lines == [line_key("/src/opt.py", 21)]
+    assert kernels["ar-start"].temp_bytes == 4096 and kernels["fs"].temp_bytes == 4096
+    assert result.line("/src/opt.py", 20).temp_bytes == 4096
+    assert result.line("/src/opt.py", 21).kernels == ["fs"]
+    assert result.temp_bytes == 8192
+
+
+def test_stack_frames_printed_with_plain_parent_ids():
+    # Some XLA versions print the parent's own id, 0 meaning none.
+    text = """HloModule m
+
+FileNames
+1 "/a.py"
+
+FunctionNames
+1 "f"
+2 "g"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=5 end_line=5 column=1 end_column=2}
+2 {file_name_id=1 function_name_id=2 line=9 end_line=9 column=1 end_column=2}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=0}
+2 {file_location_id=2 parent_frame_id=1}
+
+ENTRY %main (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %e = f32[8]{0} exponential(%p), metadata={op_name="jit(f)/exp" stack_frame_id=2}
+}
+"""
+    module = parse_hlo_module(text)
+    assert module.source_stack(module.entry.root) == [SourceFrame("/a.py", 9, "g"), SourceFrame("/a.py", 5, "f")]

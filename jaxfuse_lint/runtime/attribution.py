@@ -85,6 +85,9 @@ class KernelAccount:
     launches: int | None  # per call of the program; None when a loop's trip count is unknown
     lines: list[str] = field(default_factory=list)  # every frame of every op in it, "file:line"
     own_lines: list[str] = field(default_factory=list)  # innermost frames only
+    # The distinct call stacks of its operations, innermost frame first: a view focused on
+    # one function labels the kernel with the innermost frame inside that function.
+    stacks: list[list[str]] = field(default_factory=list)
     output_bytes: int = 0
     temp_bytes: int = 0  # bytes of temporary buffers this kernel writes
     moves_data: bool = False  # only copies, transposes or re-lays-out data
@@ -96,7 +99,8 @@ class ConstantAccount:
     name: str
     shape: str
     nbytes: int
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # innermost frames of the ops that read it
+    stacks: list[list[str]] = field(default_factory=list)  # their whole call stacks
 
 
 @dataclass
@@ -135,6 +139,9 @@ class Attribution:
     unattributed_kernels: list[str] = field(default_factory=list)  # kernels no source line reached
     backend: str = ""
     compile_seconds: float | None = None
+    # The kernel graph (`jaxfuse_lint.verify.graph.KernelGraph.to_json()`), so that a
+    # stored account can still be drawn.
+    graph: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self._index()
@@ -180,6 +187,7 @@ class Attribution:
             "kernels": [asdict(k) for k in self.kernels],
             "constants": [asdict(c) for c in self.constants],
             "lines": [asdict(a) for a in self.lines],
+            "graph": self.graph,
         }
 
     @classmethod
@@ -198,6 +206,7 @@ class Attribution:
             kernels=[KernelAccount(**k) for k in data.get("kernels", [])],
             constants=[ConstantAccount(**c) for c in data.get("constants", [])],
             lines=[LineAccount(**a) for a in data.get("lines", [])],
+            graph=data.get("graph"),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -218,7 +227,8 @@ class BufferValue:
 
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*)$")
-_VALUE = re.compile(r"^\s*value: <(\d+) ([^\s{>]+)(\{[^}]*\})?(?: \(phi\))? @\d+> \(size=(\d+),offset=\d+\)")
+_VALUE = re.compile(
+    r"^\s*value: <(\d+) ([^\s{>]+)(\{[^}]*\})?(?: \(phi\))? @\d+> \(size=(\d+),offset=\d+\)(?:: (.*))?$")
 _NOT_TEMPORARY = ("parameter", "maybe-live-out", "constant", "thread-local", "output shape")
 
 
@@ -235,6 +245,8 @@ def parse_buffer_assignment(text: str) -> list[BufferValue]:
             temporary = not any(tag in tags for tag in _NOT_TEMPORARY)
             continue
         v = _VALUE.match(line)
+        if v and (v.group(5) or "").startswith("("):
+            continue  # a tuple's table of pointers to its elements, not data
         if v and allocation >= 0 and "(phi)" not in line:
             values.append(BufferValue(allocation, temporary, v.group(2), int(v.group(4)), int(v.group(1))))
     return values
@@ -288,16 +300,21 @@ def attribute_hlo(
         ops = list(_kernel_ops(module, ins))
         all_lines: dict[str, None] = {}
         own: dict[str, None] = {}
+        stacks: dict[tuple[str, ...], None] = {}
         for op in ops:
+            if op.opcode in ("constant", "parameter"):
+                continue  # operands, not work: their metadata names whoever created the value
             frames = stack(op)
             if frames:
                 own.setdefault(line_key(frames[0].file, frames[0].line))
+                stacks.setdefault(tuple(line_key(f.file, f.line) for f in frames))
             for f in frames:
                 all_lines.setdefault(line_key(f.file, f.line))
         mult = multipliers.get(k.computation)
         account = KernelAccount(
             name=k.name, kind=k.kind, computation=k.computation, shape=short_shape(k.shape),
             loop_depth=k.loop_depth, launches=mult, lines=list(all_lines), own_lines=list(own),
+            stacks=[list(st) for st in stacks],
             output_bytes=shape_bytes(ins.shape),
         )
         kernels.append(account)
@@ -368,7 +385,10 @@ def attribute_hlo(
             acc.constants.append(c.name)
 
     ordered = sorted(lines.values(), key=lambda a: (a.file, a.line))
+    from jaxfuse_lint.verify.graph import kernel_graph
+
     return Attribution(
+        graph=kernel_graph(module, module.name).to_json(),
         module=module.name,
         kernels=kernels,
         lines=ordered,
@@ -440,7 +460,7 @@ def compile_with_buffer_assignment(lowered: Any) -> tuple[Any, str | None]:
 
 # --- helpers -----------------------------------------------------------------------
 
-_JIT_NAME = re.compile(r"^p?jit\((.+?)\)(?:/|$)")
+_JIT_NAME = re.compile(r"^(?:p?jit|pmap|xla_pmap)\((.+?)\)(?:/|$)")
 
 
 def _below_entry(frames: list[SourceFrame], ins: Instruction) -> list[SourceFrame]:
@@ -601,32 +621,37 @@ def _constants(module: HloModule, stack) -> list[ConstantAccount]:
         for ins in comp.instructions:
             if ins.opcode != "constant" or shape_elements(ins.shape) <= 1:
                 continue
-            keys: dict[str, None] = {}
-            for f in stack(ins)[:1]:
-                keys.setdefault(line_key(f.file, f.line))
-            if not keys:
+            stacks: dict[tuple[str, ...], None] = {}
+            own = stack(ins)
+            if own:
+                stacks.setdefault(tuple(line_key(f.file, f.line) for f in own))
+            else:
                 for user in comp.instructions:
                     if ins.name in user.operands:
-                        for key in _reader_lines(module, comp.name, user, user.operands.index(ins.name), stack):
-                            keys.setdefault(key)
-            out.append(ConstantAccount(ins.name, short_shape(ins.shape), ins.nbytes, list(keys)))
+                        for st in _reader_stacks(module, user, user.operands.index(ins.name), stack):
+                            stacks.setdefault(st)
+            keys = list(dict.fromkeys(st[0] for st in stacks if st))
+            out.append(ConstantAccount(ins.name, short_shape(ins.shape), ins.nbytes, keys, [list(st) for st in stacks]))
     return out
 
 
-def _reader_lines(module: HloModule, computation: str, user: Instruction, operand_index: int, stack) -> list[str]:
-    """Innermost lines of the ops that read operand `operand_index` of `user` (inside a fusion, the
+def _reader_stacks(module: HloModule, user: Instruction, operand_index: int, stack) -> list[tuple[str, ...]]:
+    """Call stacks of the ops that read operand `operand_index` of `user` (inside a fusion, the
     ops reading the matching parameter)."""
-    frames = stack(user)
+
+    def keys(ins: Instruction) -> tuple[str, ...]:
+        return tuple(line_key(f.file, f.line) for f in stack(ins))
+
     called = user.called("calls") if user.opcode == "fusion" else []
     if called and called[0] in module.computations:
         body = module.computations[called[0]]
-        params = [p for p in body.instructions if p.parameter_number == operand_index]
-        keys: dict[str, None] = {}
-        for p in params:
+        found: dict[tuple[str, ...], None] = {}
+        for p in body.instructions:
+            if p.parameter_number != operand_index:
+                continue
             for reader in body.instructions:
-                if p.name in reader.operands:
-                    for f in stack(reader)[:1]:
-                        keys.setdefault(line_key(f.file, f.line))
-        if keys:
-            return list(keys)
-    return [line_key(f.file, f.line) for f in frames[:1]]
+                if p.name in reader.operands and keys(reader):
+                    found.setdefault(keys(reader))
+        if found:
+            return list(found)
+    return [keys(user)] if keys(user) else []

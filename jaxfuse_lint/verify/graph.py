@@ -12,11 +12,8 @@ always joins the kernel that writes an array to the one that reads it.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from jaxfuse_lint.verify.hlo import (
     HloModule,
@@ -136,24 +133,117 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def kernel_graph_dot(module: HloModule, title: str) -> str:
-    """DOT text for the kernel graph of `module`."""
+@dataclass
+class GraphNode:
+    id: str
+    kind: str  # "argument", "output", "kernel" or "constant"
+    lines: list[str]  # the label, one entry per line
+    cluster: str | None = None  # the cluster (loop body, call, branch) it is drawn in
+    instruction: str = ""  # the HLO instruction of a kernel or constant
+
+
+@dataclass
+class GraphCluster:
+    id: str
+    label: str
+    parent: str | None
+
+
+@dataclass
+class GraphEdge:
+    source: str
+    target: str
+    lines: list[str]  # the array passed: shape, bytes
+    loop_carried: bool = False
+
+
+@dataclass
+class KernelGraph:
+    """The kernel graph as data, for DOT (`to_dot`) and for the pure-Python SVG writer."""
+
+    name: str
+    title: list[str]
+    nodes: list[GraphNode]
+    clusters: list[GraphCluster]
+    edges: list[GraphEdge]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> KernelGraph:
+        return cls(
+            name=data.get("name", ""),
+            title=list(data.get("title", [])),
+            nodes=[GraphNode(**n) for n in data.get("nodes", [])],
+            clusters=[GraphCluster(**c) for c in data.get("clusters", [])],
+            edges=[GraphEdge(**e) for e in data.get("edges", [])],
+        )
+
+    def with_notes(self, notes: dict[str, list[str]], title: list[str] | None = None) -> KernelGraph:
+        """A copy with label lines added to kernels and constants, by instruction name."""
+        return KernelGraph(
+            name=self.name,
+            title=list(title) if title is not None else list(self.title),
+            nodes=[GraphNode(n.id, n.kind, [*n.lines, *notes.get(n.instruction, [])], n.cluster, n.instruction)
+                   if n.instruction else n for n in self.nodes],
+            clusters=list(self.clusters),
+            edges=list(self.edges),
+        )
+
+    def to_dot(self) -> str:
+        lines = [
+            f'digraph "{_escape(self.name or "hlo")}" {{',
+            "  rankdir=TB;",
+            '  node [fontname="Helvetica", fontsize=10];',
+            '  edge [fontname="Helvetica", fontsize=9];',
+            "  labelloc=t;",
+            f'  label="{_dot_label(self.title)}";',
+        ]
+        for node in self.nodes:
+            if node.kind in ("argument", "output"):
+                lines.append(f'  {node.id} [shape=ellipse, label="{_dot_label(node.lines)}"];')
+
+        def emit(cluster: str | None, indent: str) -> None:
+            for node in self.nodes:
+                if node.kind == "kernel" and node.cluster == cluster:
+                    lines.append(f'{indent}{node.id} [shape=box, style="rounded,filled", fillcolor="#e8e8e8", '
+                                 f'label="{_dot_label(node.lines)}"];')
+            for child in self.clusters:
+                if child.parent == cluster:
+                    lines.append(f"{indent}subgraph {child.id} {{")
+                    lines.append(f'{indent}  label="{_escape(child.label)}"; style=rounded; color="#888888";')
+                    emit(child.id, indent + "  ")
+                    lines.append(f"{indent}}}")
+
+        emit(None, "  ")
+        for node in self.nodes:
+            if node.kind == "constant":
+                lines.append(f'  {node.id} [shape=note, label="{_dot_label(node.lines)}"];')
+        for edge in self.edges:
+            style = ', style=dashed, constraint=false' if edge.loop_carried else ""
+            lines.append(f'  {edge.source} -> {edge.target} [label="{_dot_label(edge.lines)}"{style}];')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def _dot_label(lines: list[str]) -> str:
+    return "\\n".join(_escape(line) for line in lines)
+
+
+def kernel_graph(module: HloModule, title: str, kernel_notes: dict[str, list[str]] | None = None) -> KernelGraph:
+    """The kernel graph of `module`; `kernel_notes` adds label lines to kernels, by instruction name
+    (explain labels each kernel with the source lines it runs)."""
     builder = _GraphBuilder(module)
     kernels = count_kernels(module)
-    lines = [
-        f'digraph "{_escape(module.name or "hlo")}" {{',
-        "  rankdir=TB;",
-        '  node [fontname="Helvetica", fontsize=10];',
-        '  edge [fontname="Helvetica", fontsize=9];',
-        "  labelloc=t;",
-        f'  label="{_escape(title)}\\n{kernels.total} kernels";',
-    ]
+    notes = kernel_notes or {}
+    nodes: list[GraphNode] = []
+    clusters: list[GraphCluster] = []
     entry = module.entry
     params = [ins for ins in entry.instructions if ins.opcode == "parameter"]
     for ins in sorted(params, key=lambda i: i.parameter_number or 0):
-        label = f"{_escape(ins.name)}\\n{_escape(short_shape(ins.shape))}"
-        lines.append(f'  arg{ins.parameter_number} [shape=ellipse, label="{label}"];')
-    lines.append(f'  output [shape=ellipse, label="output\\n{_escape(short_shape(entry.root.shape))}"];')
+        nodes.append(GraphNode(f"arg{ins.parameter_number}", "argument", [ins.name, short_shape(ins.shape)]))
+    nodes.append(GraphNode("output", "output", ["output", short_shape(entry.root.shape)]))
 
     edges: set[tuple[str, str, str, bool]] = set()
 
@@ -163,20 +253,18 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
             producer = computation.by_name.get(operand)
             label = short_shape(producer.shape) if producer is not None else ""
             if producer is not None and shape_bytes(producer.shape):
-                label += f"\\n{format_bytes(shape_bytes(producer.shape))}"
+                label += f"\n{format_bytes(shape_bytes(producer.shape))}"
             for source in builder.sources(comp, operand, (), set()):
                 edges.add((source.node, target, label, source.loop_carried))
 
-    def emit(comp: str, indent: str) -> None:
+    def emit(comp: str, cluster: str | None) -> None:
         for ins in module.computations[comp].instructions:
             kind = kernel_kind(ins, module)
             if kind is None:
                 continue
             node = builder.node_id(comp, ins.name)
-            lines.append(
-                f'{indent}{node} [shape=box, style="rounded,filled", fillcolor="#e8e8e8", '
-                f'label="{_escape(kind)}\\n{_escape(short_shape(ins.shape))}\\n{_escape(ins.name)}"];'
-            )
+            nodes.append(GraphNode(node, "kernel", [kind, short_shape(ins.shape), ins.name, *notes.get(ins.name, [])],
+                                   cluster, ins.name))
             add_operand_edges(comp, ins, node)
         for child, via, role in builder.children.get(comp, []):
             if role == "body":
@@ -186,41 +274,37 @@ def kernel_graph_dot(module: HloModule, title: str) -> str:
                 label = f"while condition ({via.name})"
             else:
                 label = f"{role} ({via.name})"
-            lines.append(f"{indent}subgraph cluster_{re.sub(r'[^A-Za-z0-9_]', '_', child)} {{")
-            lines.append(f'{indent}  label="{_escape(label)}"; style=rounded; color="#888888";')
-            emit(child, indent + "  ")
-            lines.append(f"{indent}}}")
+            cluster_id = f"cluster_{re.sub(r'[^A-Za-z0-9_]', '_', child)}"
+            clusters.append(GraphCluster(cluster_id, label, cluster))
+            emit(child, cluster_id)
 
-    emit(module.entry_name, "  ")
-    output_label = f"{short_shape(entry.root.shape)}\\n{format_bytes(shape_bytes(entry.root.shape))}"
+    emit(module.entry_name, None)
+    output_label = f"{short_shape(entry.root.shape)}\n{format_bytes(shape_bytes(entry.root.shape))}"
     for source in builder.sources(module.entry_name, entry.root.name, (), set()):
         edges.add((source.node, "output", output_label, False))
     for node, ins in builder.constants.items():
-        lines.append(
-            f'  {node} [shape=note, label="constant\\n{_escape(short_shape(ins.shape))}\\n'
-            f'{format_bytes(ins.nbytes)}"];'
-        )
+        nodes.append(GraphNode(node, "constant", ["constant", short_shape(ins.shape), format_bytes(ins.nbytes),
+                                                  *notes.get(ins.name, [])], None, ins.name))
     # A value passed through a loop unchanged arrives both ways; the plain arrow says it.
     edges = {e for e in edges if not (e[3] and (e[0], e[1], e[2], False) in edges)}
-    for source, target, label, carried in sorted(edges):
-        style = ', style=dashed, constraint=false' if carried else ""
-        lines.append(f'  {source} -> {target} [label="{label}"{style}];')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return KernelGraph(
+        name=module.name,
+        title=[title, f"{kernels.total} kernels"],
+        nodes=nodes,
+        clusters=clusters,
+        edges=[GraphEdge(a, b, label.split("\n") if label else [""], carried)
+               for a, b, label, carried in sorted(edges)],
+    )
+
+
+def kernel_graph_dot(module: HloModule, title: str, kernel_notes: dict[str, list[str]] | None = None) -> str:
+    """DOT text for the kernel graph of `module`."""
+    return kernel_graph(module, title, kernel_notes).to_dot()
 
 
 def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
-    """Write `stem.dot` (and `stem.svg` when Graphviz's `dot` is on PATH); return the paths."""
-    os.makedirs(directory, exist_ok=True)
-    dot_path = os.path.join(directory, f"{stem}.dot")
-    text = kernel_graph_dot(module, title)
-    with open(dot_path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    written = [dot_path]
-    dot = shutil.which("dot")
-    if dot:
-        svg_path = os.path.join(directory, f"{stem}.svg")
-        proc = subprocess.run([dot, "-Tsvg", "-o", svg_path, dot_path], capture_output=True, text=True)
-        if proc.returncode == 0:
-            written.append(svg_path)
-    return written
+    """Write `stem.dot` and `stem.svg` (drawn by Graphviz's `dot` when installed, else laid out
+    in pure Python); return the paths."""
+    from jaxfuse_lint.runtime.graph_render import write_graph_files
+
+    return write_graph_files(kernel_graph(module, title), directory, stem)

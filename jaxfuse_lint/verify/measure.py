@@ -52,6 +52,8 @@ class Measurement:
     captured_constants: list[str] = field(default_factory=list)
     hlo_text: str = ""
     compiled: Any = None  # the jax Compiled object, for running the numerics
+    # XLA's buffer assignment dump, when asked for (per-line attribution of temporaries).
+    buffer_assignment: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,12 +103,21 @@ def measure(
     label: str,
     device: Any = None,
     constants_warn_bytes: int = DEFAULT_CONSTANTS_WARN_BYTES,
+    buffer_assignment: bool = False,
+    example_args: Sequence[Any] | None = None,
 ) -> Measurement:
-    """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails."""
+    """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails.
+
+    With `buffer_assignment`, XLA's buffer assignment is kept too (see
+    `jaxfuse_lint.runtime.attribution.compile_with_buffer_assignment`).
+    `example_args` (arrays, pytrees, ShapeDtypeStructs: what `jax.jit(func).lower`
+    accepts) replace `specs` when given: in a notebook the real arguments are at hand.
+    """
     import jax
 
     _warm_up(device)
-    structs = [spec.to_shape_dtype_struct(device) for spec in specs]
+    structs = list(example_args) if example_args is not None else [
+        spec.to_shape_dtype_struct(device) for spec in specs]
     jitted = jax.jit(func, static_argnames=tuple(static))
     placement = jax.default_device(device) if device is not None else contextlib.nullcontext()
     with placement:
@@ -124,8 +135,14 @@ def measure(
                 f"{user_location(exc, filename)}: tracing the {label} version under jax.jit raised "
                 f"{describe_exception(exc)}"
             ) from None
+        assignment = None
         try:
-            compiled = lowered.compile()
+            if buffer_assignment:
+                from jaxfuse_lint.runtime.attribution import compile_with_buffer_assignment
+
+                compiled, assignment = compile_with_buffer_assignment(lowered)
+            else:
+                compiled = lowered.compile()
         except Exception as exc:  # noqa: BLE001
             raise VerifyError(f"{filename}: compiling the {label} version failed: {describe_exception(exc)}") from None
         t2 = time.perf_counter()
@@ -158,6 +175,7 @@ def measure(
         captured_constants=captured_constant_reports(str(w.message) for w in caught),
         hlo_text=hlo_text,
         compiled=compiled,
+        buffer_assignment=assignment,
     )
 
 
