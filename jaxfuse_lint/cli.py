@@ -204,7 +204,9 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         if verify_fixes:
             from jaxfuse_lint.fix_verify import verify_outcomes
 
+            verified_sources = {id(o): o.source for o in changed}
             verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
+            _recheck_rolled_back(run, [o for o in changed if o.source != verified_sources[id(o)]], settings)
             changed = [o for o in changed if o.changed]
         from jaxfuse_lint.writer import write_atomic
 
@@ -248,6 +250,21 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             out.summary(summary_text(diagnostics, unsafe_fixes))
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _recheck_rolled_back(run, outcomes, settings: Settings) -> None:
+    """What remains in files whose fixes `--verify` rolled back, located in the text written."""
+    from jaxfuse_lint.engine import check_source, runtime_facts_for
+
+    by_name = {o.filename: o for o in outcomes}
+    for i, result in enumerate(run.results):
+        outcome = by_name.get(result.filename)
+        if outcome is not None:
+            # A runtime profile's facts are about the original text: they follow it by name.
+            fresh = check_source(outcome.source, outcome.filename, settings,
+                                 runtime=runtime_facts_for(outcome.original, settings))
+            outcome.remaining = fresh.diagnostics
+            run.results[i] = fresh
 
 
 def _color() -> bool:

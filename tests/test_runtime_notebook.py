@@ -171,6 +171,15 @@ def test_earlier_cells_decide_what_the_cell_means():
     assert report.fixed_cell == "lambda_jit = jax.jit(lambda v: v + 1)\nfor i in range(3):\n    y = lambda_jit(i)\n"
 
 
+def test_earlier_linted_cells_count_as_their_code(shell, capsys):
+    run(shell, "%load_ext jaxfuse_lint")
+    run(shell, "%%jaxfuse_lint\nimport jax\n")
+    capsys.readouterr()
+    run(shell, "%%jaxfuse_lint --no-fix\nfor i in range(3):\n    y = jax.jit(lambda v: v + 1)(i)\n")
+    out = capsys.readouterr().out
+    assert "<cell>:2:9: JF301" in out and getattr(shell, "rl_next_input", None) is None
+
+
 def test_magic_run_option_runs_the_cell_as_written(shell, capsys):
     run(shell, "%load_ext jaxfuse_lint")
     run(shell, "%%jaxfuse_lint --run\ny = 21 * 2\n")

@@ -225,3 +225,15 @@ def test_review_verify_quotes_the_measured_before_and_after(recorded, tmp_path):
         assert "traced at run time under `jax.jit(swing_ratio)`" in c["body"]
         assert "Measured by `jaxfuse-lint verify`: on CPU:" in c["body"]
         assert "for theta: f32[4096,3], recorded in tests/test_particles.py::test_swing_ratio" in c["body"]
+
+
+def test_explain_reads_the_per_line_accounts_of_the_profile(recorded):
+    project, _, _ = recorded
+    proc = jaxfuse("explain", "--profile", ".jaxfuse_lint/profile.json", "particles/kernels.py::swing_ratio",
+                   cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("particles/kernels.py::swing_ratio(f32[4096,3]) on CPU")
+    row = next(line for line in out.splitlines() if line.strip().startswith("16 "))
+    assert "48.0 KiB" in row and "u = 1.0 - jnp.cos(theta)" in row
+    assert "kinetic_energy" not in out  # only the program recorded for swing_ratio

@@ -191,7 +191,7 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
             stale += 1  # the file changed since the run: its line numbers may no longer hold
             continue
         name = next((_context_name(c) for c in chain if _context_name(c)), None)
-        span = _enclosing_span(spans, lines, name if wanted is None else wanted)
+        span = _enclosing_span(spans, lines, name or wanted)  # the entry it was recorded for, first
         if span is None:
             continue
         func, first, last = span

@@ -177,10 +177,17 @@ def _magic_for(ipython: Any):
             print(f"jaxfuse-lint: unknown option {unknown[0]} (options: --unsafe-fixes, --no-fix, --run)")
             return
         history = list(ipython.user_ns.get("In", []))
-        # In[-1] is this very cell (with its %%jaxfuse_lint line); In[0] is empty.
-        context = history[1:-1] if history else []
-        report = lint_cell(cell, context, unsafe="--unsafe-fixes" in options,
-                           transform=_transformer(ipython))
+        # In[-1] is this very cell (with its %%jaxfuse_lint line); In[0] is empty. Earlier
+        # linted cells count as the code they hold.
+        context = [_without_magic_line(c) for c in history[1:-1]] if history else []
+        from jaxfuse_lint.config import ConfigError
+
+        try:
+            report = lint_cell(cell, context, unsafe="--unsafe-fixes" in options,
+                               transform=_transformer(ipython))
+        except ConfigError as exc:
+            print(f"jaxfuse-lint: error: {exc}")
+            return
         print(report.render())
         if report.fixed_cell is not None and "--no-fix" not in options:
             ipython.set_next_input(report.fixed_cell.rstrip("\n"), replace=False)
@@ -189,6 +196,12 @@ def _magic_for(ipython: Any):
             ipython.run_cell(cell)
 
     return jaxfuse_lint
+
+
+def _without_magic_line(cell: str) -> str:
+    if cell.lstrip().startswith("%%jaxfuse_lint"):
+        return cell.lstrip().partition("\n")[2]
+    return cell
 
 
 def _transformer(ipython: Any):

@@ -416,7 +416,7 @@ class Recorder:
                 temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
             except Exception:  # noqa: BLE001 - not every backend reports it
                 temp = None
-            result = attribute_hlo(text, temp_bytes=temp, backend=platform, read_source_lines=False)
+            result = attribute_hlo(text, temp_bytes=temp, backend=platform)
             result.compile_seconds = round(seconds, 4)
         except Exception as exc:  # noqa: BLE001 - costs are optional; the run goes on
             self.errors.append(f"attribution failed: {type(exc).__name__}: {exc}")
