@@ -41,6 +41,8 @@ _MAGIC_TAG = "# jaxfuse-lint-magic {index}"
 _MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
 # `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
 _ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+# How messages refer to other lines (rules' `LineOf` parts).
+_LINE_REF = re.compile(r"\b(line) (\d+)\b")
 # `obj?`, `obj.attr??`: help.
 _HELP_SUFFIX = re.compile(r"^\s*[A-Za-z_][\w.]*\?\??\s*$")
 
@@ -122,8 +124,18 @@ class Notebook:
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
-        return Diagnostic(code=d.code, name=d.name, message=d.message, filename=d.filename, location=start,
+        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell), filename=d.filename, location=start,
                           end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
+
+    def _lines_in_cells(self, message: str, cell: int) -> str:
+        """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the
+        module, told as rows of their cell, with the cell when it is another one."""
+        def repl(m: re.Match) -> str:
+            number, row = self.locate(Location(int(m.group(2)), 1))
+            row_text = f"{m.group(1)} {row.row}"
+            return row_text if number == cell else f"cell {number}, {m.group(1)} {row.row}"
+
+        return _LINE_REF.sub(repl, message)
 
     def _edit_end(self, e: Edit, start_cell: int) -> tuple[int, Location]:
         # Whole-line edits end at column 1 of the row after them: that row may be the next

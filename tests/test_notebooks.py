@@ -361,3 +361,30 @@ def test_full_format_quotes_the_cell(fusion):
     out = run("check", "--no-cache", "--output-format", "full", fusion.name, cwd=fusion.parent).stdout
     assert "fusion.ipynb:cell 3:6:20: JF101" in out
     assert " 6 |     return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in out
+
+
+def test_messages_name_other_lines_by_cell():
+    text = notebook([("code", "import jax\nimport numpy as np\n\ndef f(x):\n    return x + np.arange(4) ** 2.3\n"),
+                     ("markdown", "jitted below"),
+                     ("code", "g = jax.jit(f)\n")])
+    (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
+    assert (d.cell, d.location.row) == (1, 5)
+    assert "passed to `jax.jit` on cell 3, line 1" in d.message, d.message
+
+
+def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
+    yaml = pytest.importorskip("yaml")
+    import shlex
+
+    from click.testing import CliRunner
+
+    from jaxfuse_lint.cli import cli
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert all("jupyter" in h["types_or"] for h in hooks.values())  # pre-commit's tag for .ipynb
+    monkeypatch.chdir(fusion.parent)
+    entry = shlex.split(hooks["jaxfuse-lint-fix"]["entry"])[1:]
+    result = CliRunner().invoke(cli, entry + ["--no-cache", fusion.name])
+    assert result.exit_code == 1, result.output  # JF206 has no fix: it remains
+    cells = json.loads(fusion.read_text())["cells"]
+    assert "jnp.sum" not in "".join(cells[2]["source"]) and cells[8]["source"][0] == "%%time\n"
