@@ -165,7 +165,11 @@ class Notebook:
         used: set[int] = set()
         for cell, lines in zip(self.cells, chunks):
             text = "".join(self._unmask(lines, used))
-            if not cell.source.endswith("\n") and text.endswith("\n"):
+            if text != cell.source and not cell.source.endswith("\n\n"):
+                # The module puts blank lines after what a fix adds at a cell's end (an
+                # import before the next cell's code): a cell keeps the ending it had.
+                text = text.rstrip("\n") + ("\n" if cell.source.endswith("\n") else "")
+            elif not cell.source.endswith("\n") and text.endswith("\n"):
                 text = text[:-1]
             out[cell.number] = text
         if used != set(range(len(self.magics))):

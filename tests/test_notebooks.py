@@ -388,3 +388,14 @@ def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
     assert result.exit_code == 1, result.output  # JF206 has no fix: it remains
     cells = json.loads(fusion.read_text())["cells"]
     assert "jnp.sum" not in "".join(cells[2]["source"]) and cells[8]["source"][0] == "%%time\n"
+
+
+def test_a_fix_that_adds_an_import_edits_the_first_cell():
+    text = notebook([("code", "import jax\nimport numpy as np\n"), ("markdown", "below"),
+                     ("code", "@jax.jit\ndef f(x):\n    return x + np.arange(4) ** 2.3\n")])
+    (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
+    assert [(e.cell, e.location.row) for e in d.fix.edits] == [(1, 3), (3, 3)]
+    outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF201",)))
+    cells = ["".join(c["source"]) for c in json.loads(outcome.source)["cells"]]
+    assert cells == ["import jax\nimport numpy as np\nimport jax.numpy as jnp\n", "below",
+                     "@jax.jit\ndef f(x):\n    return x + jnp.arange(4) ** 2.3\n"]
