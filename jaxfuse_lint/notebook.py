@@ -25,7 +25,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from jaxfuse_lint.diagnostics import Diagnostic, Edit, Fix, Location
 from jaxfuse_lint.lines import split_lines
@@ -426,6 +426,16 @@ def python_text(raw: str) -> str | None:
         return read(raw).module
     except NotebookError:
         return None
+
+
+def guard_cells(raw: str, filename: str, guard: Callable[[str, str], Diagnostic | None]) -> Diagnostic | None:
+    """The runner's parse guard (runner.parse_guard) on a notebook's joined cells."""
+    try:
+        nb = read(raw)
+    except NotebookError:
+        return None  # the engine reports it
+    found = guard(nb.module, filename) if nb.module else None
+    return nb.to_cells(found) if found is not None else None
 
 
 def check_notebook(source: bytes | str, filename: str, settings, **kwargs):

@@ -399,3 +399,14 @@ def test_a_fix_that_adds_an_import_edits_the_first_cell():
     cells = ["".join(c["source"]) for c in json.loads(outcome.source)["cells"]]
     assert cells == ["import jax\nimport numpy as np\nimport jax.numpy as jnp\n", "below",
                      "@jax.jit\ndef f(x):\n    return x + jnp.arange(4) ** 2.3\n"]
+
+
+def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
+    (tmp_path / "deep.ipynb").write_text(notebook([
+        ("code", "import jax\n"), ("code", "x = " + "(" * 200 + "1" + ")" * 199 + "\n")]))
+    (tmp_path / "indent.ipynb").write_text(notebook([("code", "import jax\n"), ("code", "  y = 1\n")]))
+    proc = run("check", "--no-cache", ".", cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
+    assert lines[1].startswith("indent.ipynb:cell 2:1:") and "JF000" in lines[1]
+    assert len(lines) == 2 and proc.returncode == 1
