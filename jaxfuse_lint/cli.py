@@ -144,7 +144,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         if show_fixes and fixed:
             click.echo("Fixed:", err=True)
             for d in fixed:
-                click.echo(f"  {d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}", err=True)
+                where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                click.echo(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}", err=True)
         if fixed or output_format == "concise":
             click.echo(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
                        f"{len(diagnostics)} remaining.", err=True)
