@@ -237,7 +237,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             if show_fixes and fixed:
                 out.summary("Fixed:")
                 for d in fixed:
-                    out.summary(f"  {d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
+                    where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                    out.summary(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
         if fix:
             if fix_only:
                 out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}.")

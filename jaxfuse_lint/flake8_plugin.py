@@ -4,6 +4,9 @@ flake8 hands plugins the file's lines; jaxfuse-lint parses them itself (with
 libcst), applies its own `[tool.jaxfuse-lint]` settings, and returns 0-based
 columns, because flake8 adds one to what a plugin reports (the off-by-one
 TorchFix ships). `# noqa` is left to flake8, which applies it to every plugin.
+
+flake8 does not read Jupyter notebooks (it checks `*.py` files); use
+`jaxfuse-lint check`, which does, or nbQA.
 """
 from __future__ import annotations
 
@@ -42,7 +45,14 @@ class JaxFusePlugin:
         settings = _settings_for(directory)
         source = "".join(self.lines)
         result = check_source(source, self.filename, settings, with_fixes=False, apply_noqa=False)
-        for d in result.diagnostics:
+        diagnostics = result.diagnostics
+        if self.filename.lower().endswith(".ipynb"):
+            # flake8 only reads notebooks when told to (`--filename=*.ipynb`), and then as
+            # the JSON text: findings go on the lines of the file that hold their cell rows.
+            from jaxfuse_lint.notebook import file_located
+
+            diagnostics = file_located(diagnostics, {self.filename: source})
+        for d in diagnostics:
             if d.code == "JF000":
                 continue  # flake8 reports syntax errors itself (E999)
             yield d.location.row, d.location.column - 1, f"{d.code} {d.message}", type(self)

@@ -25,7 +25,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from jaxfuse_lint.diagnostics import Diagnostic, Edit, Fix, Location
 from jaxfuse_lint.lines import split_lines
@@ -41,6 +41,8 @@ _MAGIC_TAG = "# jaxfuse-lint-magic {index}"
 _MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
 # `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
 _ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+# How messages refer to other lines (rules' `LineOf` parts).
+_LINE_REF = re.compile(r"\b(line) (\d+)\b")
 # `obj?`, `obj.attr??`: help.
 _HELP_SUFFIX = re.compile(r"^\s*[A-Za-z_][\w.]*\?\??\s*$")
 
@@ -122,8 +124,18 @@ class Notebook:
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
-        return Diagnostic(code=d.code, name=d.name, message=d.message, filename=d.filename, location=start,
+        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell), filename=d.filename, location=start,
                           end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
+
+    def _lines_in_cells(self, message: str, cell: int) -> str:
+        """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the
+        module, told as rows of their cell, with the cell when it is another one."""
+        def repl(m: re.Match) -> str:
+            number, row = self.locate(Location(int(m.group(2)), 1))
+            row_text = f"{m.group(1)} {row.row}"
+            return row_text if number == cell else f"cell {number}, {m.group(1)} {row.row}"
+
+        return _LINE_REF.sub(repl, message)
 
     def _edit_end(self, e: Edit, start_cell: int) -> tuple[int, Location]:
         # Whole-line edits end at column 1 of the row after them: that row may be the next
@@ -153,7 +165,11 @@ class Notebook:
         used: set[int] = set()
         for cell, lines in zip(self.cells, chunks):
             text = "".join(self._unmask(lines, used))
-            if not cell.source.endswith("\n") and text.endswith("\n"):
+            if text != cell.source and not cell.source.endswith("\n\n"):
+                # The module puts blank lines after what a fix adds at a cell's end (an
+                # import before the next cell's code): a cell keeps the ending it had.
+                text = text.rstrip("\n") + ("\n" if cell.source.endswith("\n") else "")
+            elif not cell.source.endswith("\n") and text.endswith("\n"):
                 text = text[:-1]
             out[cell.number] = text
         if used != set(range(len(self.magics))):
@@ -410,6 +426,16 @@ def python_text(raw: str) -> str | None:
         return read(raw).module
     except NotebookError:
         return None
+
+
+def guard_cells(raw: str, filename: str, guard: Callable[[str, str], Diagnostic | None]) -> Diagnostic | None:
+    """The runner's parse guard (runner.parse_guard) on a notebook's joined cells."""
+    try:
+        nb = read(raw)
+    except NotebookError:
+        return None  # the engine reports it
+    found = guard(nb.module, filename) if nb.module else None
+    return nb.to_cells(found) if found is not None else None
 
 
 def check_notebook(source: bytes | str, filename: str, settings, **kwargs):

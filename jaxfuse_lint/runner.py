@@ -134,6 +134,14 @@ def parse_guard(data: bytes | str, filename: str) -> Diagnostic | None:
         text = decode(data)[0] if isinstance(data, bytes) else data
     except Exception:
         return None  # the engine reports undecodable files itself
+    if filename.lower().endswith(".ipynb"):  # the cells' code, not the JSON (and its outputs)
+        from jaxfuse_lint.notebook import guard_cells
+
+        return guard_cells(text, filename, _parse_guard_text)
+    return _parse_guard_text(text, filename)
+
+
+def _parse_guard_text(text: str, filename: str) -> Diagnostic | None:
     if max(map(len, text.split("\n")), default=0) < LONG_LINE and not _deep_brackets(text):
         return None
     exc = cpython_rejects(text, filename)

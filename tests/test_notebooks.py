@@ -361,3 +361,52 @@ def test_full_format_quotes_the_cell(fusion):
     out = run("check", "--no-cache", "--output-format", "full", fusion.name, cwd=fusion.parent).stdout
     assert "fusion.ipynb:cell 3:6:20: JF101" in out
     assert " 6 |     return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in out
+
+
+def test_messages_name_other_lines_by_cell():
+    text = notebook([("code", "import jax\nimport numpy as np\n\ndef f(x):\n    return x + np.arange(4) ** 2.3\n"),
+                     ("markdown", "jitted below"),
+                     ("code", "g = jax.jit(f)\n")])
+    (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
+    assert (d.cell, d.location.row) == (1, 5)
+    assert "passed to `jax.jit` on cell 3, line 1" in d.message, d.message
+
+
+def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
+    yaml = pytest.importorskip("yaml")
+    import shlex
+
+    from click.testing import CliRunner
+
+    from jaxfuse_lint.cli import cli
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert all("jupyter" in h["types_or"] for h in hooks.values())  # pre-commit's tag for .ipynb
+    monkeypatch.chdir(fusion.parent)
+    entry = shlex.split(hooks["jaxfuse-lint-fix"]["entry"])[1:]
+    result = CliRunner().invoke(cli, entry + ["--no-cache", fusion.name])
+    assert result.exit_code == 1, result.output  # JF206 has no fix: it remains
+    cells = json.loads(fusion.read_text())["cells"]
+    assert "jnp.sum" not in "".join(cells[2]["source"]) and cells[8]["source"][0] == "%%time\n"
+
+
+def test_a_fix_that_adds_an_import_edits_the_first_cell():
+    text = notebook([("code", "import jax\nimport numpy as np\n"), ("markdown", "below"),
+                     ("code", "@jax.jit\ndef f(x):\n    return x + np.arange(4) ** 2.3\n")])
+    (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
+    assert [(e.cell, e.location.row) for e in d.fix.edits] == [(1, 3), (3, 3)]
+    outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF201",)))
+    cells = ["".join(c["source"]) for c in json.loads(outcome.source)["cells"]]
+    assert cells == ["import jax\nimport numpy as np\nimport jax.numpy as jnp\n", "below",
+                     "@jax.jit\ndef f(x):\n    return x + jnp.arange(4) ** 2.3\n"]
+
+
+def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
+    (tmp_path / "deep.ipynb").write_text(notebook([
+        ("code", "import jax\n"), ("code", "x = " + "(" * 200 + "1" + ")" * 199 + "\n")]))
+    (tmp_path / "indent.ipynb").write_text(notebook([("code", "import jax\n"), ("code", "  y = 1\n")]))
+    proc = run("check", "--no-cache", ".", cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
+    assert lines[1].startswith("indent.ipynb:cell 2:1:") and "JF000" in lines[1]
+    assert len(lines) == 2 and proc.returncode == 1

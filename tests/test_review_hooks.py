@@ -41,7 +41,7 @@ def test_hook_manifest_has_what_pre_commit_requires():
     for hook in found.values():
         assert {"id", "name", "entry", "language"} <= set(hook)
         assert hook["language"] == "python"
-        assert set(hook["types_or"]) == {"python", "pyi"}
+        assert set(hook["types_or"]) == {"python", "pyi", "jupyter"}  # notebooks too
         assert shlex.split(hook["entry"])[0] == "jaxfuse-lint"  # the console script pyproject installs
     assert "jaxfuse-lint = \"jaxfuse_lint.cli:main\"" in (ROOT / "pyproject.toml").read_text()
 
