@@ -344,6 +344,12 @@ def _dot_case(draw, dtype, evidence, n, dims, rng, specials) -> Case:
     return Case("JF101", body, [m, w], f"dot {dtype} ({evidence}) m={mdims} n={n} {spelling}", 2, "dot", dtype)
 
 
+def _x64() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
 def jf101_allowed(case: Case, messages: list[str]) -> set[str]:
     """What JF101's documentation says an unsafe fix may change, for this case's runtime dtype."""
     text = " ".join(messages)
@@ -359,8 +365,8 @@ def jf101_allowed(case: Case, messages: list[str]) -> set[str]:
     if case.kind in ("sum", "prod"):
         if case.dtype == "bool" or case.dtype in ("int8", "int16", "uint8"):
             allowed |= {"dtype", "values"}  # `+` stays in the operand's dtype (documented)
-        if case.dtype == "uint32":
-            allowed |= set()  # `.astype(jnp.uint32)`: exact without x64
+        if case.dtype in ("int32", "uint32") and _x64():
+            allowed |= {"dtype", "values"}  # jnp.sum widens to 64 bits with x64; `.astype(jnp.uint32)` does not
         if narrow_float:
             allowed |= {"values"}  # rounding after each step
     if case.kind == "mean":
