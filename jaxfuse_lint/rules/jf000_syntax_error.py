@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.rules.base import Rule, Violation
+from jaxfuse_lint.targets import Claim, Evidence
 
 
 class SyntaxErrorRule(Rule):
@@ -50,6 +51,14 @@ class SyntaxErrorRule(Rule):
     ## Fix safety
     No automatic fix: what the code was meant to say is not known.
     """
+    backends = (
+        Claim(
+            "The file is not valid Python (or not valid in its declared encoding)",
+            gpu=Evidence(True, "Python's own parser decides it, before JAX or any backend is involved"),
+            cpu=Evidence(True, "Python's own parser decides it, before JAX or any backend is involved"),
+            tpu=Evidence(True, "Python's own parser decides it, before JAX or any backend is involved"),
+        ),
+    )
     valid = (
         "def f(x):\n    return x\n",
     )
