@@ -7,6 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
+from jaxfuse_lint.model.numpy_values import static_argument
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
@@ -130,7 +131,8 @@ def _static_use(model: SemanticModel, name: cst.Name) -> bool:
         call = model.parent(parent)
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
             return True
-    return False
+    # A shape, axis or split point: jax reads it as Python numbers (`jnp.split(x, SPLITS)`).
+    return static_argument(model, name, model.scope_of(name))
 
 
 RULE = CapturedNumpyArray
