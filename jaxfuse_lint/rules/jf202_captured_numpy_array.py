@@ -42,8 +42,10 @@ class CapturedNumpyArray(Rule):
     to give a scalar, dtype, shape, bool or None: whole-array reductions
     (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
     (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
-    `np.isscalar`, `np.random.seed`, a draw without `size=`. A jax array
-    captured the same way is JF207's.
+    `np.isscalar`, `np.random.seed`, a draw without `size=`. An array read as
+    a shape, axis or split point (`jnp.split(x, SPLITS)`, `x.reshape(SHAPE)`,
+    `axis=AXES`) becomes Python numbers at trace time and is not flagged. A jax
+    array captured the same way is JF207's.
 
     ## Example
     ```python
