@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import libcst as cst
 
 from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
+from jaxfuse_lint.model.return_shapes import PREFIX as SHAPE_PREFIX
+from jaxfuse_lint.model.return_shapes import import_spellings, local_return_shapes
 from jaxfuse_lint.model.scopes import dotted_name
 from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
 
@@ -105,6 +107,7 @@ _IMPORT = re.compile(
     re.M,
 )
 _COMMENT = re.compile(r"#[^\n]*")
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
 @dataclass
@@ -113,13 +116,14 @@ class Prescan:
 
     imports: set[str] = field(default_factory=set)  # absolute module names (and `from m import x`: m.x)
     reexports: dict[str, str] = field(default_factory=dict)  # module-level name -> absolute qualified name
+    called: set[str] = field(default_factory=set)  # names written right before `(`: what it may call
 
     def to_json(self) -> dict:
-        return {"imports": sorted(self.imports), "reexports": self.reexports}
+        return {"imports": sorted(self.imports), "reexports": self.reexports, "called": sorted(self.called)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Prescan":
-        return cls(set(data["imports"]), dict(data["reexports"]))
+        return cls(set(data["imports"]), dict(data["reexports"]), set(data.get("called", ())))
 
 
 def _split_names(text: str) -> Iterator[tuple[str, str]]:
@@ -158,6 +162,7 @@ def prescan(text: str, module: str, is_package: bool) -> Prescan:
             if top:
                 out.reexports[alias] = f"{base}.{name}"
     out.imports.discard(module)
+    out.called = set(_CALLED.findall(text))
     return out
 
 
@@ -174,10 +179,13 @@ class Summary:
     base: list[Ref] = field(default_factory=list)  # traced whatever other modules do
     # key -> (local keys it makes traced, refs it makes traced), for keys not traced locally
     edges: dict[str, tuple[list[str], list[Ref]]] = field(default_factory=dict)
+    # Return shapes of its top-level functions (model/return_shapes.py).
+    shapes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"defs": self.defs, "base": [list(r) for r in self.base],
-                "edges": {k: [loc, [list(r) for r in refs]] for k, (loc, refs) in self.edges.items()}}
+                "edges": {k: [loc, [list(r) for r in refs]] for k, (loc, refs) in self.edges.items()},
+                "shapes": self.shapes}
 
     @classmethod
     def from_json(cls, data: dict) -> "Summary":
@@ -185,6 +193,7 @@ class Summary:
             defs=list(data["defs"]),
             base=[tuple(r) for r in data["base"]],
             edges={k: (list(v[0]), [tuple(r) for r in v[1]]) for k, v in data["edges"].items()},
+            shapes=dict(data.get("shapes", {})),
         )
 
 
@@ -324,6 +333,7 @@ class _Summarizer:
                         stack.append(callee)
             if local_keys or refs_out:
                 out.edges[key] = (sorted(local_keys), sorted(refs_out))
+        out.shapes = local_return_shapes(m)
         return out
 
     def caller_name(self, fn: "Function", keys: dict["Function", str]) -> str:
@@ -438,7 +448,49 @@ class ProjectIndex:
         # Keys marked before this summary was known now spread.
         work.extend((i, k) for k in sorted(self.marked.get(i, ())))
         self._drain(work, changed)
+        changed |= self._shape_users(i)
         return changed
+
+    # -- return shapes (model/return_shapes.py) ------------------------------------------------------
+    def shape_facts(self, i: int) -> dict[str, str]:
+        """`shape:<import as the model spells it>` -> return Shape JSON, for the functions file i
+        imports (or reaches through an imported module) and calls by name, whose summaries know
+        their return shapes. From file i's prescan, so its own summary is not needed."""
+        f = self.files[i]
+        package = package_of(f.module, f.is_package) if f.module else ""
+        out: dict[str, str] = {}
+        for q in sorted(f.prescan.imports):
+            found = self.resolve(q)
+            if found is not None and found[0] in self.summaries and found[1] in self.summaries[found[0]].shapes \
+                    and found[1].rpartition(".")[2] in f.prescan.called:
+                for spelled in import_spellings(q, package):
+                    out[SHAPE_PREFIX + spelled] = self.summaries[found[0]].shapes[found[1]]
+            j = self.modules.get(q)
+            if j is not None and j != i and j in self.summaries:
+                for key, shape in self.summaries[j].shapes.items():
+                    if key.rpartition(".")[2] not in f.prescan.called:
+                        continue  # the file never calls it: the fact cannot matter
+                    for spelled in import_spellings(q, package):
+                        out[f"{SHAPE_PREFIX}{spelled}.{key}"] = shape
+        return out
+
+    def _shape_users(self, j: int) -> set[int]:
+        """Files that import a function of file j with a known return shape (or file j itself)."""
+        if not self.summaries[j].shapes:
+            return set()
+        users = set()
+        for i, f in enumerate(self.files):
+            if i == j:
+                continue
+            for q in f.prescan.imports:
+                found = self.resolve(q)
+                if self.modules.get(q) == j and any(k.rpartition(".")[2] in f.prescan.called
+                                                    for k in self.summaries[j].shapes) or (
+                        found is not None and found[0] == j and found[1] in self.summaries[j].shapes
+                        and found[1].rpartition(".")[2] in f.prescan.called):
+                    users.add(i)
+                    break
+        return users
 
     def _reach(self, ref: str, reason: tuple[int, int, str], changed: set[int], work: list) -> None:
         found = self.resolve(ref)
@@ -474,15 +526,19 @@ class ProjectIndex:
     def external_of(self, i: int, mapping: dict[str, str]) -> dict[str, str]:
         """`mapping` without the names that are not functions of file i (once that is known)."""
         defs = self._defs.get(i)
-        return dict(mapping) if defs is None else {k: v for k, v in mapping.items() if k in defs}
+        return dict(mapping) if defs is None else {k: v for k, v in mapping.items()
+                                                   if k in defs or k.startswith(SHAPE_PREFIX)}
 
     def external(self, i: int) -> dict[str, str]:
-        """{name: why} for file i's functions that other modules trace (the most direct reason)."""
+        """{name: why} for file i's functions that other modules trace (the most direct reason),
+        and `shape:<callee>` entries for the return shapes of other modules' functions it calls."""
         reasons = self.reasons.get(i)
+        shapes = self.shape_facts(i)
         if not reasons:
-            return {}
+            return shapes
         defs = self._defs.get(i)
-        return {key: min(rs)[2] for key, rs in sorted(reasons.items()) if defs is None or key in defs}
+        traced = {key: min(rs)[2] for key, rs in sorted(reasons.items()) if defs is None or key in defs}
+        return {**traced, **shapes}
 
 
 def build_project(paths: Iterable[str], texts: Iterable[str | None]) -> ProjectIndex:

@@ -101,6 +101,45 @@ def _is_literal_scalar_sequence(e: cst.BaseExpression) -> bool:
     return _is_literal(e)
 
 
+# Arguments that jax reads as Python values at trace time (shapes, axes, split points): a host
+# array there is converted to numbers, never folded into the program as a constant.
+_STATIC_KEYWORDS = frozenset({
+    "shape", "newshape", "axis", "axes", "reps", "indices_or_sections", "new_sizes", "dimensions",
+    "source", "destination", "axis1", "axis2", "num", "repeats", "total_repeat_length", "sizes",
+})
+_STATIC_POSITIONS = {
+    "jax.numpy.split": (1,), "jax.numpy.array_split": (1,), "jax.numpy.hsplit": (1,), "jax.numpy.vsplit": (1,),
+    "jax.numpy.dsplit": (1,), "jax.numpy.reshape": (1,), "jax.numpy.zeros": (0,), "jax.numpy.ones": (0,),
+    "jax.numpy.empty": (0,), "jax.numpy.full": (0,), "jax.numpy.broadcast_to": (1,), "jax.numpy.tile": (1,),
+    "jax.numpy.transpose": (1,), "jax.numpy.moveaxis": (1, 2), "jax.numpy.swapaxes": (1, 2),
+    "jax.numpy.expand_dims": (1,), "jax.numpy.squeeze": (1,), "jax.lax.reshape": (1, 2),
+    "jax.lax.broadcast_in_dim": (1, 2), "jax.lax.transpose": (1,), "jax.random.normal": (1,),
+    "jax.random.uniform": (1,),
+}
+_STATIC_METHODS_ARGS = frozenset({"reshape", "transpose", "swapaxes", "squeeze", "split", "tile", "repeat"})
+
+
+def static_argument(model: "SemanticModel", node: cst.CSTNode, scope: "Scope") -> bool:
+    """Whether `node` is an argument that jax reads as a Python value: `jnp.split(x, SPLITS)`,
+    `x.reshape(SHAPE)`, `jnp.sum(x, axis=AXES)`, `jnp.zeros(SHAPE)`."""
+    arg = model.parent(node)
+    if not isinstance(arg, cst.Arg) or arg.value is not node:
+        return False
+    call = model.parent(arg)
+    if not isinstance(call, cst.Call):
+        return False
+    if arg.keyword is not None:
+        return arg.keyword.value in _STATIC_KEYWORDS
+    qn = model.qn(call.func, scope)
+    positions = _STATIC_POSITIONS.get(qn or "")
+    index = [a for a in call.args if a.keyword is None].index(arg) if not arg.star else -1
+    if positions is not None:
+        return index in positions
+    if qn is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in _STATIC_METHODS_ARGS:
+        return True
+    return False
+
+
 class NumpyArrays:
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model

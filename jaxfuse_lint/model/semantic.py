@@ -10,6 +10,7 @@ import libcst as cst
 from jaxfuse_lint.model.api import LOOPS
 from jaxfuse_lint.model.flow import Flow
 from jaxfuse_lint.model.names import NameResolver
+from jaxfuse_lint.model.return_shapes import split_external
 from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, ModuleIndex, Scope, build_index
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
 from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason, keyword, positional
@@ -41,8 +42,9 @@ class SemanticModel:
         self.resolver = NameResolver(self.index.scope, jax_modules)
         self.values = ValueAnalysis(self)
         self.shapes = ShapeAnalysis(self)
-        # Functions traced from other modules of the project: {function name: why}.
-        self.external_traced = external_traced or {}
+        # Functions traced from other modules of the project: {function name: why}; and the
+        # return shapes of other modules' functions this one calls (model/return_shapes.py).
+        self.external_traced, self.external_shapes = split_external(external_traced)
         # What a recorded run saw this module's text do (model/runtime_facts.py), or None.
         self.runtime = runtime
         # Parameter dtypes recorded at run time: {function display name: {parameter: dtype name}}.

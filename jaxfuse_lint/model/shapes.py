@@ -323,8 +323,10 @@ def _int_elements(e: cst.BaseExpression) -> bool:
 class ShapeAnalysis:
     MAX_DEPTH = 30
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "SemanticModel", cross_module: bool = True) -> None:
         self.model = model
+        # False: this module's facts only (what its project summary may record).
+        self.cross_module = cross_module
         self._memo: dict[tuple[int, int], Shape | None] = {}
         self._active: set[tuple[int, int]] = set()
         self._param_facts: dict[int, dict[str, Shape]] = {}
@@ -560,17 +562,19 @@ class ShapeAnalysis:
         m = self.model
         qn = m.qn(e.func, scope)
         if qn is None and isinstance(e.func, cst.Attribute):
-            return self._method(e, scope, depth)
+            found = self._method(e, scope, depth)
+            # `mesh.components(x)` with `from . import mesh`: another module's function.
+            return found if found is not None else self._imported_return_shape(e.func, scope)
         if qn is None:
             if isinstance(e.func, cst.Name):
                 callee = m.function_named(e.func.value, scope)
                 if callee is not None and callee.returns:
                     return self.return_shape(callee, depth)
-            return None
+            return self._imported_return_shape(e.func, scope)
         if qn in ("builtins.len", "builtins.int", "builtins.float", "builtins.round", "builtins.bool"):
             return SCALAR
         if not qn.startswith(("jax.", "numpy.")):
-            return None
+            return self._imported_return_shape(e.func, scope)  # a function of another project module
         name = qn[len("jax.numpy."):] if qn.startswith("jax.numpy.") else qn[len("numpy."):] if qn.startswith("numpy.") else None
         if name is not None:
             found = self._layout_call(name, e, scope, depth)
@@ -637,6 +641,15 @@ class ShapeAnalysis:
         if shapes and all(s == shapes[0] for s in shapes):
             return shapes[0]
         return None
+
+    def _imported_return_shape(self, func: cst.BaseExpression, scope: "Scope") -> Shape | None:
+        """The return shape of another module's function, from the project index."""
+        if not self.cross_module or not self.model.external_shapes:
+            return None
+        from jaxfuse_lint.model.return_shapes import callee_key
+
+        key = callee_key(self.model, func, scope)
+        return self.model.external_shapes.get(key) if key is not None else None
 
     def _arange_size(self, e: cst.Call, scope: "Scope") -> int | None:
         """`arange(n)`, `arange(3.0)`, `arange(a, b)`, `arange(a, b, step)` of known numbers."""

@@ -49,8 +49,9 @@ class SmallAxisReduction(Rule):
     (`Float[Array, "n 3"]`), and are carried through names (the bindings that
     reach each read), arithmetic, new axes (`x[:, None, :]`), integer indexing
     and gathers (`x[idx]` keeps the trailing sizes when `idx` is an integer
-    array), `.T`/`transpose`/`swapaxes`/`moveaxis`, `concatenate`, FFTs and
-    the module's own functions. Unknown sizes are never flagged.
+    array), `.T`/`transpose`/`swapaxes`/`moveaxis`, `concatenate`, FFTs, the
+    module's own functions and functions imported from other checked modules.
+    Unknown sizes are never flagged.
 
     ## Known problems
     When an operand of unknown rank is broadcast against one of known rank, the

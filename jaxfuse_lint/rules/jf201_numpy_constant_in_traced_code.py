@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.numpy_values import static_argument
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
@@ -112,6 +113,8 @@ class NumpyConstantInTracedCode(Rule):
             args = node.args if isinstance(node, cst.Call) else ()
             if any(model.kind(a.value, scope) is Kind.TRACED for a in args):
                 continue  # a tracer handed to NumPy is an error, not a constant
+            if static_argument(model, node, scope):
+                continue  # `jnp.split(x, np.cumsum(sizes))`: read as Python numbers, not folded
             candidates[node] = qn
         for node, qn in candidates.items():
             # Report the outermost NumPy computation only.

@@ -7,6 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
+from jaxfuse_lint.model.numpy_values import static_argument
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
@@ -42,8 +43,10 @@ class CapturedNumpyArray(Rule):
     to give a scalar, dtype, shape, bool or None: whole-array reductions
     (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
     (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
-    `np.isscalar`, `np.random.seed`, a draw without `size=`. A jax array
-    captured the same way is JF207's.
+    `np.isscalar`, `np.random.seed`, a draw without `size=`. An array read as
+    a shape, axis or split point (`jnp.split(x, SPLITS)`, `x.reshape(SHAPE)`,
+    `axis=AXES`) becomes Python numbers at trace time and is not flagged. A jax
+    array captured the same way is JF207's.
 
     ## Example
     ```python
@@ -141,7 +144,8 @@ def _static_use(model: SemanticModel, name: cst.Name) -> bool:
         call = model.parent(parent)
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
             return True
-    return False
+    # A shape, axis or split point: jax reads it as Python numbers (`jnp.split(x, SPLITS)`).
+    return static_argument(model, name, model.scope_of(name))
 
 
 RULE = CapturedNumpyArray
