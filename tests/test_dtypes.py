@@ -104,6 +104,8 @@ EXPRESSIONS = [
     "jnp.dot(f, f.T)", "jnp.dot(a, a.T)", "jnp.dot(c, c.T)", "a[..., 0] + a[..., 1]", "(a * 100)[:, 0]",
     "jnp.stack([f[:, 0], f[:, 1]], axis=-1).astype(jnp.int8) * 100", "h + b", "h * 2.0", "h + f",
     "jnp.sum(z, axis=-1)", "jnp.real(z)", "jnp.clip(a, 0, 3)", "jnp.floor(b)", "jnp.square(a)",
+    "jnp.zeros((2,), jnp.int8)", "jnp.asarray(a, jnp.float32)", "jnp.full((2,), 1, jnp.int16)",
+    "jnp.sum(a, -1, jnp.int8)", "a.sum(-1, jnp.int16)", "jnp.arange(0, 4, 1, jnp.uint8)", "jnp.ones_like(a, 'float16')",
     "jnp.mean(u, -1)", "jnp.cumsum(a, -1)", "jnp.cumsum(c, -1)", "c.cumsum(-1)", "jnp.reshape(a, (-1,))", "jnp.where(a > 0, 1.0, 0.0)",
 ]
 

@@ -305,6 +305,12 @@ _STACK_FUNCS = frozenset("stack concatenate vstack hstack dstack column_stack".s
 _ARRAY_METHODS_SAME = frozenset(
     "reshape ravel flatten transpose squeeze swapaxes copy clip round conj conjugate max min take repeat "
     "__neg__ __abs__".split())
+# Where a jnp function takes its dtype positionally (`jnp.zeros((3,), jnp.int8)`).
+_POSITIONAL_DTYPE = {"jax.numpy." + name: index for name, index in {
+    "zeros": 1, "ones": 1, "empty": 1, "full": 2, "identity": 1, "eye": 3, "arange": 3, "linspace": 5,
+    "array": 1, "asarray": 1, "zeros_like": 1, "ones_like": 1, "empty_like": 1, "full_like": 2,
+    "sum": 2, "prod": 2, "mean": 2, "cumsum": 2, "cumprod": 2, "nansum": 2, "nanmean": 2, "nanprod": 2,
+}.items()}
 _BINOP_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Power, cst.FloorDivide, cst.Modulo, cst.BitAnd,
               cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift, cst.MatrixMultiply)
 
@@ -493,6 +499,8 @@ class DTypeAnalysis:
                         return facts[0]
             return None
         explicit = keyword(e, "dtype")
+        if explicit is None and qn in _POSITIONAL_DTYPE:
+            explicit = positional(e, _POSITIONAL_DTYPE[qn])
         if qn.startswith("jax.numpy.") or qn.startswith("jax.lax."):
             if explicit is not None and not (isinstance(explicit, cst.Name) and explicit.value == "None"):
                 name = qn.rsplit(".", 1)[-1]
@@ -595,9 +603,10 @@ class DTypeAnalysis:
         base = e.func.value  # type: ignore[union-attr]
         if attr == "astype":
             return self.dtype_argument(positional(e, 0) or keyword(e, "dtype"), scope)
-        if attr in ("sum", "prod", "cumsum", "cumprod", "mean", "any", "all", "argmax", "argmin"):
-            if keyword(e, "dtype") is not None:
-                return self.dtype_argument(keyword(e, "dtype"), scope)
+        if attr in ("sum", "prod", "cumsum", "cumprod", "mean"):
+            explicit = keyword(e, "dtype") or positional(e, 1)  # .sum(axis, dtype)
+            if explicit is not None and not (isinstance(explicit, cst.Name) and explicit.value == "None"):
+                return self.dtype_argument(explicit, scope)
         inner = self.dtype(base, scope, depth)
         if attr in ("sum", "prod"):
             return _map(inner, lambda d: sum_dtype(d, self.x64))
