@@ -39,6 +39,11 @@ _BOUNDARY = "# jaxfuse-lint-cell {index}\n"
 _BOUNDARY_RE = re.compile(r"# jaxfuse-lint-cell (\d+)\r?\n?\Z")
 _MAGIC_TAG = "# jaxfuse-lint-magic {index}"
 _MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
+# `%time stmt` / `%timeit stmt`: the statement is Python and is analysed (and fixed); the
+# magic becomes `if 1:` padded to the same width, so columns stay where they were.
+_TIMED = re.compile(r"^([ \t]*)(%timeit |%time )(?=[^\s-])")
+_TIMED_TAG = "  # jaxfuse-lint-timed {index}"
+_TIMED_RE = re.compile(r"  # jaxfuse-lint-timed (\d+)\Z")
 # `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
 _ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 # How messages refer to other lines (rules' `LineOf` parts).
@@ -120,12 +125,31 @@ class Notebook:
                     last = split_lines(cell_obj.source)[-1]
                     content = content[:-1]
                     t = Location(cell_obj.n_rows, len(last) + 1)
-                edits.append(Edit(content, s, t, cell=c1))
+                edits.append(Edit(self._unmask_edit(content), s, t, cell=c1))
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
         return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell), filename=d.filename, location=start,
                           end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
+
+    def _unmask_edit(self, content: str) -> str:
+        """An edit's new text with the masked IPython lines it carries put back."""
+        out = []
+        for line in split_lines(content):
+            body = line.rstrip("\r\n")
+            timed = _TIMED_RE.search(body)
+            m = _MAGIC_RE.search(body)
+            if timed is not None and int(timed.group(1)) < len(self.magics):
+                try:
+                    out.append(_untime(body[: timed.start()], line[len(body):], self.magics[int(timed.group(1))][0]))
+                except NotebookError:
+                    out.append(line)
+            elif m is not None and int(m.group(1)) < len(self.magics):
+                if not m.group(2):
+                    out.extend(self.magics[int(m.group(1))])
+            else:
+                out.append(line)
+        return "".join(out)
 
     def _lines_in_cells(self, message: str, cell: int) -> str:
         """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the
@@ -180,7 +204,16 @@ class Notebook:
         out = []
         continuation: tuple[int, int] | None = None  # (magic, continuation lines still to come)
         for line in lines:
-            m = _MAGIC_RE.search(line.rstrip("\r\n"))
+            body = line.rstrip("\r\n")
+            timed = _TIMED_RE.search(body)
+            if timed is not None and not (continuation is not None and continuation[1]):
+                index = int(timed.group(1))
+                if index >= len(self.magics) or index in used:
+                    raise NotebookError("a fix duplicated an IPython magic")
+                used.add(index)
+                out.append(_untime(body[: timed.start()], line[len(body):], self.magics[index][0]))
+                continue
+            m = _MAGIC_RE.search(body)
             if continuation is not None and continuation[1]:
                 if m is None or not m.group(2) or int(m.group(1)) != continuation[0]:
                     raise NotebookError("a fix split an IPython magic or shell escape")
@@ -370,6 +403,34 @@ class _Scanner:
             self.quote = None  # an unterminated one-line string ends with its line
 
 
+def _timed(line: str) -> str | None:
+    """`%time f(x)` as `if 1: f(x)` (same width), when the statement is one simple line."""
+    m = _TIMED.match(line)
+    if m is None:
+        return None
+    body = line.rstrip("\r\n")
+    if "#" in body:
+        return None  # a comment (or a `#` in a string): the tag could not go at the end
+    probe = _Scanner()
+    probe.feed(body[m.end():])
+    if not probe.at_statement_start:
+        return None  # spans lines
+    return m.group(1) + "if 1:".ljust(len(m.group(2))) + body[m.end():]
+
+
+def _untime(body: str, ending: str, original: str) -> str:
+    """A masked `%time` line (perhaps changed by a fix) with its magic back."""
+    m = _TIMED.match(original)
+    assert m is not None
+    stripped = body.lstrip(" \t")
+    indent = body[: len(body) - len(stripped)]
+    pad = "if 1:".ljust(len(m.group(2)))
+    if not stripped.startswith(pad):
+        raise NotebookError("a fix changed the statement of a %time magic")
+    line = indent + m.group(2) + stripped[len(pad):] + ending
+    return original if line == original or (line.rstrip("\r\n") == original.rstrip("\r\n")) else line
+
+
 def mask_lines(lines: list[str], magics: list[list[str]]) -> list[str]:
     """The cell's lines with each IPython escape replaced by a placeholder of as many lines
     (`pass`, or `x = ...` for an assignment, tagged with its index into `magics`)."""
@@ -379,6 +440,14 @@ def mask_lines(lines: list[str], magics: list[list[str]]) -> list[str]:
     while i < len(lines):
         line = lines[i]
         kind = _escape_kind(line, i == 0) if scanner.at_statement_start else None
+        timed = _timed(line) if kind == "stmt" and not (i == 0 and line.startswith("%%")) else None
+        if timed is not None:
+            index = len(magics)
+            magics.append([line])
+            out.append(timed + _TIMED_TAG.format(index=index) + line[len(line.rstrip("\r\n")):])
+            scanner.feed(timed)
+            i += 1
+            continue
         if kind is None:
             scanner.feed(line)
             out.append(line)

@@ -410,3 +410,32 @@ def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
     assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
     assert lines[1].startswith("indent.ipynb:cell 2:1:") and "JF000" in lines[1]
     assert len(lines) == 2 and proc.returncode == 1
+
+
+def test_time_magic_statements_are_analysed_and_fixed_in_place():
+    text = notebook([
+        ("code", "import jax\nimport jax.numpy as jnp\n\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n"
+                 "    return jnp.sum(v, axis=-1)\n"),
+        ("code", "x = jnp.ones(3)\n%timeit jax.jit(f)(x).block_until_ready()\n"
+                 "%time jax.jit(lambda y: jnp.sum(jnp.stack([y, y], axis=-1), axis=-1))(x)\n")])
+    settings = replace(Settings(), select=("JF101",))
+    found = check_source(text, "nb.ipynb", settings).diagnostics
+    # `f` is traced through the `%timeit` line of the next cell; the lambda on the `%time`
+    # line is checked where it is, columns as the user sees them.
+    assert [(d.cell, d.location.row, d.location.column) for d in found] == [(1, 6, 12), (2, 3, 25)]
+    edit = found[1].fix.edits[0]
+    assert edit.cell == 2 and edit.content.startswith("%time jax.jit(lambda y: ")
+    assert "jaxfuse-lint" not in edit.content
+    cells = ["".join(c["source"]) for c in json.loads(fix_source(text, "nb.ipynb", settings).source)["cells"]]
+    assert cells[1].splitlines()[1] == "%timeit jax.jit(f)(x).block_until_ready()"
+    assert cells[1].splitlines()[2].startswith("%time jax.jit(lambda y: ") and "jnp.sum" not in cells[1]
+    assert "jnp.sum" not in cells[0]
+
+
+def test_noqa_in_a_cell():
+    text = notebook([("code", "import jax\nimport jax.numpy as jnp\n"),
+                     ("code", "@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n"
+                              "    return jnp.sum(v, axis=-1)  # noqa: JF101\n\n@jax.jit\ndef g(x):\n"
+                              "    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n")])
+    found = check_source(text, "nb.ipynb", Settings()).diagnostics
+    assert [(d.cell, d.location.row, d.noqa_row, d.code) for d in found] == [(2, 9, 9, "JF101")]
