@@ -27,6 +27,7 @@ import libcst as cst
 
 from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, JNP_STATIC_FUNCTIONS, LOOPS,
                                     STATIC_ATTRIBUTES, TRANSFORMS)
+from jaxfuse_lint.model import routes
 from jaxfuse_lint.model.scopes import iter_children
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
@@ -42,13 +43,15 @@ STAGING = frozenset({
     "jax.xla_computation", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
     "jax.experimental.shard_map.shard_map", "jax.shard_map", "jax.experimental.jax2tf.convert",
     "jax.experimental.maps.xmap", "equinox.filter_jit", "equinox.filter_pmap",
-})
+}) | routes.names(kind="transform", stages=True)
 # Staging transforms that only look at the program (trace once, keep nothing to run).
-ANALYSIS = frozenset({"jax.make_jaxpr", "jax.eval_shape", "jax.xla_computation"})
+ANALYSIS = frozenset({"jax.make_jaxpr", "jax.eval_shape", "jax.xla_computation", "equinox.filter_eval_shape",
+                      "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"})
 # Transforms that batch: eager, but batched arguments have no single value.
-BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"})
+BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"}) | routes.names(kind="transform", batches=True)
 # Transforms whose non-array arguments stay Python values (equinox filters by type).
-FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap", "equinox.filter_vmap"})
+FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap", "equinox.filter_vmap"}) | (
+    routes.names(kind="transform", filtered=True))
 # Transforms that accept `static_argnums` / `static_argnames` (what a message may suggest).
 ACCEPTS_STATIC_ARGNAMES = frozenset({"jax.jit", "jax.experimental.pjit.pjit"})
 ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
@@ -159,11 +162,17 @@ class Staging:
                 return True
             # `jax.grad(loss)(params)` inside a jitted step: staged by the enclosing jit.
             return self.is_staged(self.model.function_of(r.node), batching, cached)
-        if r.kind in ("control-flow", "external"):
+        if r.kind == "external":
+            return r.via in ("", "transform", "control-flow") or r.params_traced
+        if r.kind == "control-flow":
             return True
+        if r.kind == "driver":
+            # diffrax solves under its own jit; optax's update runs where the optimizer is used.
+            rt = routes.route(r.transform)
+            return (rt is not None and rt.stages) or self.is_staged(self.model.function_of(r.node), batching, cached)
         if r.kind == "passed" and self._handed_to_callback(r.node, r.caller):
             return False
-        if r.kind in ("called", "passed"):
+        if r.kind in ("called", "passed", "entry"):
             return self.is_staged(r.caller, batching, cached)
         return False
 
@@ -236,7 +245,45 @@ class StagedValues(ValueAnalysis):
             return UNKNOWN
         if r.kind == "passed":
             return UNKNOWN
+        if r.kind == "driver":
+            # The route's table entry says which parameters receive tracers (diffrax's `t`, `y`).
+            rt = routes.route(r.transform)
+            params = [p for p in fn.params if p not in fn.star_params]
+            if fn.cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if rt is None or not rt.traced_params or name not in params or name in fn.params_with_default \
+                    or self._keyword_only(fn, name):
+                return UNKNOWN
+            return TRACED if params.index(name) in rt.traced_params else UNKNOWN
+        if r.kind == "entry":
+            return self._entry_param_kind(fn, name, r)
+        if r.kind == "external" and r.params_traced:
+            if name in fn.params_with_default or self._keyword_only(fn, name) or name in fn.star_params:
+                return UNKNOWN
+            if self._is_static_param(fn, name, r):
+                return STATIC
+            return TRACED
         return super()._reason_param_kind(fn, name, r)
+
+    def _entry_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`model.apply(variables, x)`: x goes to `__call__`'s first parameter after `self`."""
+        call = r.node
+        if r.arg_offset is None or not isinstance(call, cst.Call) or r.caller is None:
+            return UNKNOWN
+        if any(a.star for a in call.args):
+            return UNKNOWN
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return self.kind(a.value, r.caller)
+        params = [p for p in fn.params if p not in fn.star_params]
+        if fn.cls is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if name not in params:
+            return UNKNOWN
+        arg = positional(call, r.arg_offset + params.index(name))
+        if arg is None:
+            return UNKNOWN
+        return self.kind(arg, r.caller)
 
     @staticmethod
     def _keyword_only(fn: "Function", name: str) -> bool:
