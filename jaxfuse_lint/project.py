@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import libcst as cst
 
 from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
+from jaxfuse_lint.model.routes import route
 from jaxfuse_lint.model.scopes import dotted_name
 from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
 
@@ -286,13 +287,16 @@ class _Summarizer:
             if t is not None and (t[1] is None or t[1] is not call):
                 target = positional(call, 0) or keyword(call, "fun") or keyword(call, "f")
                 for r in self.targets(target, site.scope):
-                    base.add((r, "transform", t[0]))
+                    direct = self.ref(target, site.scope) == r
+                    base.add((r, "transform", t[0] + transform_marker(t[0], t[1], call, direct)))
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
+                rt = route(qn)
+                marker = PARAMS_TRACED if rt is None or rt.traced_params is None else ""
                 for arg in self.helper.control_flow_functions(call, qn):
                     for r in self.targets(arg, site.scope):
-                        base.add((r, "control-flow", qn))
+                        base.add((r, "control-flow", qn + (marker if self.ref(arg, site.scope) == r else "")))
 
         # Imported functions that this module's traced code calls or passes on.
         for fn in local_traced:
@@ -343,8 +347,40 @@ def summarize(model: "SemanticModel", module: str | None, is_package: bool = Fal
 
 # -- 3. the project-wide fixpoint ------------------------------------------------------------------
 
+# A reason's detail (and the phrase made from it) may end with a line that tells the traced
+# module how its function's parameters arrive: "params-traced" (every positional parameter
+# without a default is a tracer: `jax.jit(other.f)`, `lax.scan(other.body, ...)`), with the
+# transform's literal `static=1,2` / `names=a,b`. SemanticModel reads it (model/traced.py).
+PARAMS_TRACED = "\nparams-traced"
+
+
+def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, direct: bool) -> str:
+    """PARAMS_TRACED for a staging transform applied straight to an imported function with
+    options the model reads (`jax.jit(other.f, static_argnums=1)`); "" when unsure."""
+    from jaxfuse_lint.model.staging import FILTERED, STAGING, options_understood
+    from jaxfuse_lint.model.traced import TraceReason, _statics
+
+    if not direct or transform not in STAGING or transform in FILTERED:
+        return ""
+    if not options_understood(TraceReason("transform", transform, call), transform):
+        return ""
+    nums, names = _statics(options)
+    n2, s2 = _statics(call)
+    out = PARAMS_TRACED
+    if nums | n2:
+        out += " static=" + ",".join(str(i) for i in sorted(nums | n2))
+    if names | s2:
+        out += " names=" + ",".join(sorted(names | s2))
+    return out
+
+
 def describe(kind: str, detail: str, origin: str) -> str:
     """The phrase a rule shows for a function traced from another module."""
+    detail, nl, marker = detail.partition("\n")
+    return _describe(kind, detail, origin) + nl + marker
+
+
+def _describe(kind: str, detail: str, origin: str) -> str:
     short = detail.replace("jax.numpy.", "jnp.").replace("jax.lax.", "lax.")
     if kind == "transform":
         return f"passed to `{short}` in `{origin}`"

@@ -163,6 +163,23 @@ def _statics(call: cst.Call | None) -> tuple[frozenset[int], frozenset[str]]:
     return _literal_ints(keyword(call, "static_argnums")), _literal_strs(keyword(call, "static_argnames"))
 
 
+def external_reason(fn: "Function", why: str) -> TraceReason:
+    """The reason for a function another module traces. `why` is the phrase, optionally followed
+    by project.py's "params-traced [static=..] [names=..]" line."""
+    phrase, _, marker = why.partition("\n")
+    reason = TraceReason("external", "", fn.node, description=phrase)
+    words = marker.split()
+    if words and words[0] == "params-traced":
+        reason.params_traced = True
+        for w in words[1:]:
+            key, _, value = w.partition("=")
+            if key == "static":
+                reason.static_argnums = frozenset(int(v) for v in value.split(",") if v.lstrip("-").isdigit())
+            elif key == "names":
+                reason.static_argnames = frozenset(v for v in value.split(",") if v)
+    return reason
+
+
 class TracedAnalysis:
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
@@ -209,7 +226,7 @@ class TracedAnalysis:
                 top_level = fn.parent is m.index.scope or (fn.cls is not None and fn.cls.parent is m.index.scope)
                 why = external.get(fn.display_name)
                 if why and top_level:
-                    seed(fn, TraceReason("external", "", fn.node, description=why))
+                    seed(fn, external_reason(fn, why))
 
         # Decorators.
         for fn in m.index.functions:
