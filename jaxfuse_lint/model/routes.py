@@ -143,17 +143,17 @@ ROUTES: dict[str, Route] = {
     "flax.linen.switch": _d("flax.linen", (1, "branches"), traced_params=()),
     "flax.linen.while_loop": _d("flax.linen", (0, "cond_fn"), (1, "body_fn"), traced_params=()),
     "flax.linen.fori_loop": _d("flax.linen", (2, "body_fun"), traced_params=()),
-    # -- flax nnx ----------------------------------------------------------------------------
-    "flax.nnx.jit": _t("flax.nnx", filtered=True, **JIT),
-    "flax.nnx.vmap": _t("flax.nnx", batches=True, filtered=True),
-    "flax.nnx.pmap": _t("flax.nnx", filtered=True, **JIT),
-    "flax.nnx.shard_map": _t("flax.nnx", filtered=True, **STAGE),
+    # -- flax nnx: graph nodes (Modules) are split off; every other argument is jax.jit's --------
+    "flax.nnx.jit": _t("flax.nnx", **JIT),
+    "flax.nnx.vmap": _t("flax.nnx", batches=True),
+    "flax.nnx.pmap": _t("flax.nnx", **JIT),
+    "flax.nnx.shard_map": _t("flax.nnx", **STAGE),
     "flax.nnx.grad": _t("flax.nnx"),
     "flax.nnx.value_and_grad": _t("flax.nnx"),
-    "flax.nnx.remat": _t("flax.nnx", filtered=True, **STAGE),
-    "flax.nnx.eval_shape": _t("flax.nnx", filtered=True, **STAGE),
+    "flax.nnx.remat": _t("flax.nnx", **STAGE),
+    "flax.nnx.eval_shape": _t("flax.nnx", **STAGE),
     "flax.nnx.custom_vjp": _t("flax.nnx"),
-    "flax.nnx.scan": _t("flax.nnx", filtered=True, **STAGE),
+    "flax.nnx.scan": _t("flax.nnx", **STAGE),
     "flax.nnx.cond": _d("flax.nnx", (1, "true_fun"), (2, "false_fun"), traced_params=()),
     "flax.nnx.switch": _d("flax.nnx", (1, "branches"), traced_params=()),
     "flax.nnx.while_loop": _d("flax.nnx", (0, "cond_fun"), (1, "body_fun"), traced_params=()),
@@ -199,6 +199,11 @@ MODULE_BASES: dict[str, tuple[tuple[str, int], ...]] = {
     "equinox.Module": (),
     "haiku.Module": (),
 }
+
+# Annotations that say a parameter is an array: a filtered transform (`eqx.filter_jit`) traces
+# it (its other parameters may be Python values it keeps static).
+ARRAY_ANNOTATIONS = frozenset({"jax.Array", "jax.numpy.ndarray", "jax.typing.ArrayLike", "jaxtyping.Array"})
+ARRAY_ANNOTATION_ROOTS = ("jaxtyping.",)  # `Float[Array, "n"]`, `Shaped[Array, "..."]`
 
 # Attribute names through which a framework hands a model's entry point around
 # (`TrainState.create(apply_fn=model.apply)`, then `state.apply_fn(...)` in the step).

@@ -72,6 +72,9 @@ ARRAY_METHODS = frozenset(
     "sort squeeze std sum swapaxes take trace transpose var view set add multiply divide power get apply "
     "mul __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
 )
+# pytree functions whose function argument receives leaves, and those that list the leaves.
+TREE_MAPS = frozenset({"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map"})
+TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
 # Options that make some arguments Python values (or unbatched) in ways the model does not parse.
 _ARGUMENT_OPTIONS = ("static_broadcasted_argnums", "in_axes", "nondiff_argnums", "in_specs")
 
@@ -233,7 +236,9 @@ class StagedValues(ValueAnalysis):
         if r.kind in ("decorator", "transform"):
             t = r.transform
             if t in FILTERED:
-                return UNKNOWN  # equinox keeps non-array arguments static
+                # equinox keeps non-array arguments static: only a parameter annotated as an
+                # array is known to be a tracer.
+                return TRACED if self._array_annotated(fn, name) else UNKNOWN
             if r.kind == "transform" and self._bound_by_partial(fn, name, r):
                 return UNKNOWN  # `jax.jit(partial(f, n=3))`: n is whatever partial holds
             if t in STAGING or t in BATCHING:
@@ -244,7 +249,7 @@ class StagedValues(ValueAnalysis):
                 return super()._reason_param_kind(fn, name, r)
             return UNKNOWN
         if r.kind == "passed":
-            return UNKNOWN
+            return self._tree_map_param_kind(fn, name, r)
         if r.kind == "driver":
             # The route's table entry says which parameters receive tracers (diffrax's `t`, `y`).
             rt = routes.route(r.transform)
@@ -264,6 +269,37 @@ class StagedValues(ValueAnalysis):
                 return STATIC
             return TRACED
         return super()._reason_param_kind(fn, name, r)
+
+    def _array_annotated(self, fn: "Function", name: str) -> bool:
+        p = fn.param_nodes.get(name)
+        if p is None or p.annotation is None or name in fn.params_with_default:
+            return False
+        ann = p.annotation.annotation
+        scope = fn.parent or self.model.index.scope
+        if isinstance(ann, cst.Subscript):
+            qn = self.model.qn(ann.value, scope)
+            return qn is not None and qn.startswith(routes.ARRAY_ANNOTATION_ROOTS) and "PyTree" not in qn
+        qn = self.model.qn(ann, scope)
+        return qn in routes.ARRAY_ANNOTATIONS
+
+    def _tree_map_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`jax.tree_util.tree_map(f, tree, *rest)` in staged code: f's i-th parameter gets the
+        leaves of the (i+1)-th tree, tracers when the tree is traced."""
+        call = r.node
+        if not isinstance(call, cst.Call) or r.caller is None or any(a.star for a in call.args):
+            return UNKNOWN
+        if self.model.qn(call.func, r.caller) not in TREE_MAPS or positional(call, 0) is None:
+            return UNKNOWN
+        if self.model.index.function_of.get(positional(call, 0)) is not fn and not (
+                isinstance(positional(call, 0), cst.Name) and self.model.function_named(positional(call, 0).value, r.caller) is fn):
+            return UNKNOWN
+        params = [p for p in fn.params if p not in fn.star_params]
+        if name not in params or name in fn.params_with_default:
+            return UNKNOWN
+        tree = positional(call, 1 + params.index(name))
+        if tree is None:
+            return UNKNOWN
+        return TRACED if self.kind(tree, r.caller) is TRACED else UNKNOWN
 
     def _entry_param_kind(self, fn: "Function", name: str, r) -> Kind:
         """`model.apply(variables, x)`: x goes to `__call__`'s first parameter after `self`."""
@@ -346,9 +382,13 @@ class StagedValues(ValueAnalysis):
 
     def _element_kind(self, it: cst.BaseExpression, scope: "Scope", depth: int) -> Kind:
         """The kind of the items of an iterable: static for static iterables; unknown for a
-        traced one (rows of an array are traced, but keys of a dict pytree are not)."""
+        traced one (rows of an array are traced, but keys of a dict pytree are not), except the
+        leaves of a traced pytree (`tree_leaves(params)`), which are tracers."""
         if isinstance(it, cst.Call) and self.model.qn(it.func, scope) == "builtins.range":
             return combine(self.kind(a.value, scope, depth) for a in it.args)
+        if isinstance(it, cst.Call) and self.model.qn(it.func, scope) in TREE_LEAVES:
+            tree = positional(it, 0)
+            return TRACED if tree is not None and self.kind(tree, scope, depth) is TRACED else UNKNOWN
         if isinstance(it, (cst.Tuple, cst.List)):
             return combine(self.kind(el.value, scope, depth) for el in it.elements)
         return STATIC if self.kind(it, scope, depth) is STATIC else UNKNOWN
