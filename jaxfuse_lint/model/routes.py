@@ -1,7 +1,7 @@
 """Routes into tracing, as data: every way a library makes a Python function run under tracing.
 
 A route is found by the canonical qualified name of the callable that opens it
-(`jax.jit`, `flax.linen.scan`, `diffrax.ODETerm`). There are four kinds:
+(`jax.jit`, `flax.linen.scan`, `diffrax.ODETerm`). There are five kinds:
 
 * TRANSFORM: takes a function (first argument, or `fun=`/`f=`) and returns a
   transformed one; usable as a decorator, `partial(transform, ...)` or a call.
@@ -10,6 +10,8 @@ A route is found by the canonical qualified name of the callable that opens it
   `diffrax.ODETerm`, `blackjax.nuts`).
 * WRAPPER: returns an object whose attributes (`apply`, `init`) run the wrapped
   function (`hk.transform(f).apply`): the function is traced where those are.
+* PARTIAL: binds leading arguments and calls the function later, where the
+  partial object is called (`functools.partial`, `jax.tree_util.Partial`).
 * MODULE_BASES: classes whose subclasses' `__call__` is what their framework's
   entry points run (`model.apply(variables, x)` runs `Model.__call__`).
 
@@ -29,7 +31,7 @@ Slot = tuple[int | None, str | None]
 
 @dataclass(frozen=True)
 class Route:
-    kind: str  # transform | driver | wrapper
+    kind: str  # transform | driver | wrapper | partial
     framework: str
     stages: bool = False
     compiles: bool = False
@@ -98,7 +100,8 @@ ROUTES: dict[str, Route] = {
     "jax.experimental.jet.jet": _t("jax"),
     "jax.numpy.vectorize": _t("jax", batches=True),
     # `jax.tree_util.Partial(f, ...)` is a pytree-friendly partial: f runs where it is called.
-    "jax.tree_util.Partial": _t("jax"),
+    "jax.tree_util.Partial": Route("partial", "jax"),
+    "functools.partial": Route("partial", "python"),
     "jax.lax.fori_loop": _d("jax", (2, "body_fun"), loop=True),
     "jax.lax.while_loop": _d("jax", (0, "cond_fun"), (1, "body_fun"), loop=True),
     "jax.lax.scan": _d("jax", (0, "f"), loop=True),

@@ -262,6 +262,8 @@ class StagedValues(ValueAnalysis):
             return TRACED if params.index(name) in rt.traced_params else UNKNOWN
         if r.kind == "entry":
             return self._entry_param_kind(fn, name, r)
+        if r.kind == "called" and r.partial is not None:
+            return self._partial_param_kind(fn, name, r)
         if r.kind == "external" and r.params_traced:
             if name in fn.params_with_default or self._keyword_only(fn, name) or name in fn.star_params:
                 return UNKNOWN
@@ -290,16 +292,41 @@ class StagedValues(ValueAnalysis):
             return UNKNOWN
         if self.model.qn(call.func, r.caller) not in TREE_MAPS or positional(call, 0) is None:
             return UNKNOWN
-        if self.model.index.function_of.get(positional(call, 0)) is not fn and not (
-                isinstance(positional(call, 0), cst.Name) and self.model.function_named(positional(call, 0).value, r.caller) is fn):
+        given = positional(call, 0)
+        bound = 0
+        if isinstance(given, cst.Call) and self.model.qn(given.func, r.caller) == "functools.partial":
+            if any(a.star for a in given.args) or any(a.keyword is not None and a.keyword.value == name for a in given.args):
+                return UNKNOWN
+            bound = sum(1 for a in given.args[1:] if a.keyword is None)
+            given = positional(given, 0)
+        if self.model.index.function_of.get(given) is not fn and not (
+                isinstance(given, cst.Name) and self.model.function_named(given.value, r.caller) is fn):
             return UNKNOWN
         params = [p for p in fn.params if p not in fn.star_params]
-        if name not in params or name in fn.params_with_default:
+        if name not in params or name in fn.params_with_default or params.index(name) < bound:
             return UNKNOWN
-        tree = positional(call, 1 + params.index(name))
+        tree = positional(call, 1 + params.index(name) - bound)
         if tree is None:
             return UNKNOWN
         return TRACED if self.kind(tree, r.caller) is TRACED else UNKNOWN
+
+    def _partial_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`g = partial(f, a); g(x)`: f's parameters take the partial's arguments, then the call's."""
+        p, call = r.partial, r.node
+        if not isinstance(call, cst.Call) or r.caller is None or any(a.star for a in (*p.args, *call.args)):
+            return UNKNOWN
+        for a in (*call.args, *p.args):
+            if a.keyword is not None and a.keyword.value == name:
+                return self.kind(a.value, r.caller if a in call.args else self.model.scope_of(p))
+        params = [q for q in fn.params if q not in fn.star_params]
+        if name not in params:
+            return UNKNOWN
+        i = params.index(name)
+        bound = [a.value for a in p.args[1:] if a.keyword is None]
+        if i < len(bound):
+            return self.kind(bound[i], self.model.scope_of(p))
+        arg = positional(call, i - len(bound))
+        return self.kind(arg, r.caller) if arg is not None else UNKNOWN
 
     def _entry_param_kind(self, fn: "Function", name: str, r) -> Kind:
         """`model.apply(variables, x)`: x goes to `__call__`'s first parameter after `self`."""

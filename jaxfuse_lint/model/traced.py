@@ -42,6 +42,8 @@ class TraceReason:
     params_traced: bool = False
     # entry: how many leading arguments of the call the entry point keeps (None: unknown)
     arg_offset: int | None = None
+    # called: the partial the callee was bound with (`g = partial(f, n); g(x)`)
+    partial: cst.Call | None = None
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
@@ -188,6 +190,8 @@ class TracedAnalysis:
         # (id of an expression, id of a function it runs) -> how, for entry points that do not
         # pass their arguments straight through (`model.apply`, `net.apply`, `state.apply_fn`)
         self.entry_via: dict[tuple[int, int], tuple[str, int | None]] = {}
+        # (id of a name, id of a function) -> the partial it is bound to (`g = partial(f, 2)`)
+        self.partial_via: dict[tuple[int, int], cst.Call] = {}
 
     def transform_of(self, expr: cst.BaseExpression, scope: "Scope") -> tuple[str, cst.Call | None] | None:
         """If `expr` is a transform (`jax.jit`, `jax.jit(...)` used as a decorator factory,
@@ -283,7 +287,8 @@ class TracedAnalysis:
                         seed(callee, TraceReason("entry", fn.display_name, call, caller=fn, description=via[0],
                                                  caller_reason=first, arg_offset=via[1]))
                     else:
-                        seed(callee, TraceReason("called", fn.display_name, call, caller=fn, bound_method=bound))
+                        seed(callee, TraceReason("called", fn.display_name, call, caller=fn, bound_method=bound,
+                                                 partial=self.partial_via.get((id(call.func), id(callee)))))
                 # A function handed to another call from traced code runs at trace time when
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
@@ -393,11 +398,14 @@ class TracedAnalysis:
                     if b.kind != "assign" or b.index is not None or b.value is None or b.value is expr:
                         continue
                     value = b.value
+                    partial = None
                     if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in _PARTIALS:
-                        value = positional(value, 0)
+                        partial, value = value, positional(value, 0)
                     if isinstance(value, cst.Name) and value.value != expr.value:
                         target = m.function_named(value.value, found[0])
                         if target is not None:
+                            if partial is not None:
+                                self.partial_via[(id(expr), id(target))] = partial
                             yield target, False
             # `model(x)`, `jax.vmap(self)`: the instance's `__call__`.
             ci = inst.instance_class(expr, scope)
@@ -430,11 +438,15 @@ class TracedAnalysis:
                 if call is not None:
                     yield call, True
                 return
+            if m.qn(expr.func, scope) in _PARTIALS:
+                # `partial(f, ...)(x)`, `tree_map(partial(f, n=2), tree)`: f runs.
+                yield from self.callables(positional(expr, 0), scope, direct_only, depth + 1)
+                return
         if direct_only:
             return
         if isinstance(expr, cst.Call):
             fqn = m.qn(expr.func, scope)
-            if fqn in _PARTIALS or fqn in TRANSFORMS:
+            if fqn in TRANSFORMS:
                 yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
 
     def _attribute_callables(self, expr: cst.Attribute, scope: "Scope", depth: int) -> Iterator[tuple["Function", bool]]:
@@ -541,7 +553,7 @@ class TracedAnalysis:
 
 
 # Callables that bind some arguments and call the function later.
-_PARTIALS = frozenset({"functools.partial", "jax.tree_util.Partial"})
+_PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
 
 
 def _code(model: "SemanticModel", node: cst.CSTNode) -> str:
