@@ -264,6 +264,13 @@ class StagedValues(ValueAnalysis):
             return self._entry_param_kind(fn, name, r)
         if r.kind == "called" and r.partial is not None:
             return self._partial_param_kind(fn, name, r)
+        if r.kind == "external" and r.arg_kinds:
+            params = [p for p in fn.params if p not in fn.star_params]
+            if fn.cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if name not in params or params.index(name) >= len(r.arg_kinds):
+                return UNKNOWN
+            return TRACED if r.arg_kinds[params.index(name)] == "T" else UNKNOWN
         if r.kind == "external" and r.params_traced:
             if name in fn.params_with_default or self._keyword_only(fn, name) or name in fn.star_params:
                 return UNKNOWN

@@ -42,6 +42,9 @@ class TraceReason:
     params_traced: bool = False
     # entry: how many leading arguments of the call the entry point keeps (None: unknown)
     arg_offset: int | None = None
+    # external: the kinds ("T" tracer, "U" unknown) of the positional arguments another
+    # module's staged code passes (`state.apply_fn(params, batch)` -> ("T",))
+    arg_kinds: tuple[str, ...] = ()
     # called: the partial the callee was bound with (`g = partial(f, n); g(x)`)
     partial: cst.Call | None = None
 
@@ -179,6 +182,8 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
                 reason.static_argnums = frozenset(int(v) for v in value.split(",") if v.lstrip("-").isdigit())
             elif key == "names":
                 reason.static_argnames = frozenset(v for v in value.split(",") if v)
+    elif words and words[0].startswith("args="):
+        reason.arg_kinds = tuple(words[0][5:].split(","))
     return reason
 
 
