@@ -35,6 +35,9 @@ import libcst as cst
 from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
 from jaxfuse_lint.model.return_shapes import PREFIX as SHAPE_PREFIX
 from jaxfuse_lint.model.return_shapes import import_spellings, local_return_shapes
+from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, MODULE_BASES, route
+from jaxfuse_lint.model.staging import staging as staging_of
+from jaxfuse_lint.model.values import Kind
 from jaxfuse_lint.model.scopes import dotted_name
 from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
 
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
 # How a function comes to be traced from another module, most direct first.
 KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "passed": 3}
 MAX_REEXPORT_HOPS = 8
+# Entry points of framework Modules that run `__call__` (`model.apply(variables, x)`).
+_ENTRY_ATTRIBUTES = {attr: offset for entries in MODULE_BASES.values() for attr, offset in entries}
 
 
 # -- module names --------------------------------------------------------------------------------
@@ -253,6 +258,83 @@ class _Summarizer:
             if fqn == "functools.partial" or fqn in TRANSFORMS:
                 yield from self.targets(positional(expr, 0), scope)
 
+    def instance_refs(self, expr: cst.BaseExpression, scope: "Scope", depth: int = 0) -> Iterator[tuple[str, int | None]]:
+        """Methods of another module's classes that calling `expr` runs: `model(x)`,
+        `models.Block(3)(x)`, `model.apply(variables, x)` (a linen Module's `__call__`),
+        `state.apply_fn(...)` where this module stored `model.apply` under that name."""
+        if depth > 3:
+            return
+        if isinstance(expr, cst.Call):
+            cls = self.ref(expr.func, scope)
+            if cls is not None and self.model.qn(expr.func, scope) is None:
+                yield f"{cls}.__call__", 0
+            return
+        if isinstance(expr, cst.Name):
+            cls = self.imported_instance(expr, scope)
+            if cls is not None:
+                yield f"{cls}.__call__", 0
+            return
+        if not isinstance(expr, cst.Attribute):
+            return
+        attr = expr.attr.value
+        cls = self.imported_instance(expr.value, scope)
+        if cls is not None:
+            yield f"{cls}.{attr}", 0
+            if attr in _ENTRY_ATTRIBUTES:
+                yield f"{cls}.__call__", _ENTRY_ATTRIBUTES[attr]
+            return
+        if attr in FORWARDED_ATTRIBUTES and self.model.qn(expr, scope) is None:
+            for value in self.helper._forwarded_values(attr):
+                yield from self.instance_refs(value, self.model.scope_of(value), depth + 1)
+
+    def args_marker(self, call: cst.Call, fn: "Function", offset: int | None) -> str:
+        """"\nargs=T,U" (tracer / unknown) for the positional arguments a staged caller passes
+        after the entry point's own `offset` leading ones; "" when they are not known."""
+        if offset is None or any(a.star for a in call.args) or not call.args:
+            return ""
+        values = self.local_values()
+        if values is None or not staging_of(values.model).is_staged(fn):
+            return ""
+        args = [a.value for a in call.args if a.keyword is None][offset:]
+        if not args:
+            return ""
+        kinds = ["T" if values.kind(a, fn) is Kind.TRACED else "U" for a in args]
+        return "\nargs=" + ",".join(kinds) if "T" in kinds else ""
+
+    def local_values(self):
+        """The staged value analysis of this module on its own (no other module's facts, so the
+        summary depends on the file's text alone)."""
+        if "_values" not in self.__dict__:
+            self._values = None
+            if not self.model.external_traced:
+                self._values = staging_of(self.model).values
+        return self._values
+
+    def imported_instance(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
+        """The qualified name of the imported class `expr` is an instance of: `model = MLP()`,
+        a parameter annotated `model: MLP`, `self.layer` set to `Block(...)`."""
+        m = self.model
+        values: list[tuple[cst.BaseExpression, "Scope"]] = []
+        if isinstance(expr, cst.Name):
+            found = m.lookup(expr.value, scope)
+            if found is None or len(found[1]) != 1:
+                return None
+            b = found[1][0]
+            if b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+                values.append((b.value, found[0]))
+            elif b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+                owner = found[0].parent or m.index.scope
+                return self.ref(b.node.annotation.annotation, owner)
+        elif isinstance(expr, cst.Attribute):
+            ci = self.helper.instances.instance_class(expr.value, scope)
+            if ci is not None:
+                for v in self.helper.instances.attribute_values(ci).get(expr.attr.value, []):
+                    if isinstance(v, cst.Annotation):
+                        return self.ref(v.annotation, ci.parent or m.index.scope)
+                    values.append((v, m.scope_of(v)))
+        refs = {self.ref(v.func, owner) if isinstance(v, cst.Call) else None for v, owner in values}
+        return refs.pop() if len(refs) == 1 else None
+
     def spread(self, fn: "Function") -> tuple[list["Function"], list[tuple[str, str]]]:
         """Where tracing goes from fn, as TracedAnalysis.run spreads it: local functions and
         imported names that fn calls or hands to other calls."""
@@ -267,6 +349,8 @@ class _Summarizer:
             r = self.ref(call.func, fn)
             if r is not None:
                 refs.append((r, "called"))
+            for r, offset in self.instance_refs(call.func, fn):
+                refs.append((r, "called" + self.args_marker(call, fn, offset)))
             for a in call.args:
                 local.extend(c for c, _ in helper.callables(a.value, fn, direct_only=True) if c is not fn)
                 r = self.ref(a.value, fn)
@@ -295,19 +379,22 @@ class _Summarizer:
             if t is not None and (t[1] is None or t[1] is not call):
                 target = positional(call, 0) or keyword(call, "fun") or keyword(call, "f")
                 for r in self.targets(target, site.scope):
-                    base.add((r, "transform", t[0]))
+                    direct = self.ref(target, site.scope) == r
+                    base.add((r, "transform", t[0] + transform_marker(t[0], t[1], call, direct)))
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
+                rt = route(qn)
+                marker = PARAMS_TRACED if rt is None or rt.traced_params is None else ""
                 for arg in self.helper.control_flow_functions(call, qn):
                     for r in self.targets(arg, site.scope):
-                        base.add((r, "control-flow", qn))
+                        base.add((r, "control-flow", qn + (marker if self.ref(arg, site.scope) == r else "")))
 
         # Imported functions that this module's traced code calls or passes on.
         for fn in local_traced:
             _, refs = self.spread(fn)
             caller = self.caller_name(fn, keys)
-            base.update((r, kind, caller) for r, kind in refs)
+            base.update(_with_marker(r, kind, caller) for r, kind in refs)
         out.base = sorted(base)
 
         # What each top-level function not traced here would trace if another module traced it.
@@ -322,7 +409,7 @@ class _Summarizer:
             while stack:
                 cur = stack.pop()
                 callees, refs = self.spread(cur)
-                refs_out.update((r, kind, caller) for r, kind in refs)
+                refs_out.update(_with_marker(r, kind, caller) for r, kind in refs)
                 for callee in callees:
                     if callee in seen or callee in local_traced:
                         continue
@@ -345,6 +432,12 @@ class _Summarizer:
         return self.module
 
 
+def _with_marker(ref: str, kind: str, detail: str) -> Ref:
+    """("called\nargs=T", caller) -> ("called", "caller\nargs=T"): markers travel with the detail."""
+    kind, nl, marker = kind.partition("\n")
+    return ref, kind, detail + nl + marker
+
+
 def summarize(model: "SemanticModel", module: str | None, is_package: bool = False, label: str = "") -> Summary:
     """The summary of a parsed module. `module` is its dotted name (None: not importable, then
     relative imports do not resolve and `label` names it in messages)."""
@@ -353,8 +446,40 @@ def summarize(model: "SemanticModel", module: str | None, is_package: bool = Fal
 
 # -- 3. the project-wide fixpoint ------------------------------------------------------------------
 
+# A reason's detail (and the phrase made from it) may end with a line that tells the traced
+# module how its function's parameters arrive: "params-traced" (every positional parameter
+# without a default is a tracer: `jax.jit(other.f)`, `lax.scan(other.body, ...)`), with the
+# transform's literal `static=1,2` / `names=a,b`. SemanticModel reads it (model/traced.py).
+PARAMS_TRACED = "\nparams-traced"
+
+
+def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, direct: bool) -> str:
+    """PARAMS_TRACED for a staging transform applied straight to an imported function with
+    options the model reads (`jax.jit(other.f, static_argnums=1)`); "" when unsure."""
+    from jaxfuse_lint.model.staging import FILTERED, STAGING, options_understood
+    from jaxfuse_lint.model.traced import TraceReason, _statics
+
+    if not direct or transform not in STAGING or transform in FILTERED:
+        return ""
+    if not options_understood(TraceReason("transform", transform, call), transform):
+        return ""
+    nums, names = _statics(options)
+    n2, s2 = _statics(call)
+    out = PARAMS_TRACED
+    if nums | n2:
+        out += " static=" + ",".join(str(i) for i in sorted(nums | n2))
+    if names | s2:
+        out += " names=" + ",".join(sorted(names | s2))
+    return out
+
+
 def describe(kind: str, detail: str, origin: str) -> str:
     """The phrase a rule shows for a function traced from another module."""
+    detail, nl, marker = detail.partition("\n")
+    return _describe(kind, detail, origin) + nl + marker
+
+
+def _describe(kind: str, detail: str, origin: str) -> str:
     short = detail.replace("jax.numpy.", "jnp.").replace("jax.lax.", "lax.")
     if kind == "transform":
         return f"passed to `{short}` in `{origin}`"

@@ -6,6 +6,8 @@ always `numpy`.
 """
 from __future__ import annotations
 
+from jaxfuse_lint.model import routes as _routes
+
 # Function transforms: the function they receive runs under tracing.
 TRANSFORMS = frozenset({
     "jax.jit", "jax.pmap", "jax.vmap", "jax.grad", "jax.value_and_grad", "jax.jacfwd",
@@ -18,10 +20,11 @@ TRANSFORMS = frozenset({
     # equinox's filtered transforms behave like jax's for tracing purposes
     "equinox.filter_jit", "equinox.filter_vmap", "equinox.filter_pmap", "equinox.filter_grad",
     "equinox.filter_value_and_grad", "equinox.filter_checkpoint",
-})
+}) | _routes.transforms()  # every framework's transforms: model/routes.py
 
 # Transforms that compile: applying one to a fresh callable costs a compilation.
-COMPILING = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "equinox.filter_pmap"})
+COMPILING = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "equinox.filter_pmap"}) | (
+    _routes.names(kind="transform", compiles=True))
 
 # lax control flow: argument positions (and keyword names) of the functions it traces.
 # Every one of these traces its function arguments, jitted or not.
@@ -37,9 +40,12 @@ CONTROL_FLOW: dict[str, tuple[tuple[int, str], ...]] = {
     "jax.lax.custom_linear_solve": ((0, "matvec"), (2, "solve"), (3, "transpose_solve")),
     "jax.lax.reduce": ((2, "computation"),),
 }
+# Every framework's drivers (haiku's and flax's loops, diffrax terms, optax, blackjax).
+CONTROL_FLOW.update((name, slots) for name, slots in _routes.drivers().items() if name not in CONTROL_FLOW)
 
 # The lax functions that are loops: each iteration runs the body as its own kernels.
-LOOPS = frozenset({"jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.scan", "jax.lax.map"})
+LOOPS = frozenset({"jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.scan", "jax.lax.map"}) | (
+    _routes.names(kind="driver", loop=True))
 
 # Host callbacks: the function passed runs on the host with concrete values.
 CALLBACKS = frozenset({

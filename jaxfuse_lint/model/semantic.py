@@ -13,7 +13,7 @@ from jaxfuse_lint.model.names import NameResolver
 from jaxfuse_lint.model.return_shapes import split_external
 from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, ModuleIndex, Scope, build_index
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
-from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason, keyword, positional
+from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason, _unbound_call, keyword, positional
 from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class SemanticModel:
             if a.keyword is not None and a.keyword.value == name:
                 return a.value
         params = fn.params
-        if fn.cls is not None and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        if fn.cls is not None and params and params[0] in ("self", "cls") and not _unbound_call(fn, call):
             params = params[1:]
         if name not in params:
             return None
@@ -180,7 +180,8 @@ class SemanticModel:
         reasons = self.traced.reasons.get(fn)
         if not reasons:
             return None
-        order = {"decorator": 0, "transform": 1, "control-flow": 2, "external": 3, "called": 4, "passed": 5}
+        order = {"decorator": 0, "transform": 1, "control-flow": 2, "driver": 2, "external": 3, "assumed": 3,
+                 "called": 4, "entry": 4, "passed": 5}
         return min(reasons, key=lambda r: order.get(r.kind, 9))
 
     # -- loops -----------------------------------------------------------------------------------

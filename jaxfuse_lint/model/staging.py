@@ -27,6 +27,7 @@ import libcst as cst
 
 from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, COMPILING, JNP_STATIC_FUNCTIONS, LOOPS,
                                     STATIC_ATTRIBUTES, TRANSFORMS)
+from jaxfuse_lint.model import routes
 from jaxfuse_lint.model.scopes import iter_children
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
@@ -42,13 +43,15 @@ STAGING = frozenset({
     "jax.xla_computation", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
     "jax.experimental.shard_map.shard_map", "jax.shard_map", "jax.experimental.jax2tf.convert",
     "jax.experimental.maps.xmap", "equinox.filter_jit", "equinox.filter_pmap",
-})
+}) | routes.names(kind="transform", stages=True)
 # Staging transforms that only look at the program (trace once, keep nothing to run).
-ANALYSIS = frozenset({"jax.make_jaxpr", "jax.eval_shape", "jax.xla_computation"})
+ANALYSIS = frozenset({"jax.make_jaxpr", "jax.eval_shape", "jax.xla_computation", "equinox.filter_eval_shape",
+                      "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"})
 # Transforms that batch: eager, but batched arguments have no single value.
-BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"})
+BATCHING = frozenset({"jax.vmap", "equinox.filter_vmap"}) | routes.names(kind="transform", batches=True)
 # Transforms whose non-array arguments stay Python values (equinox filters by type).
-FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap", "equinox.filter_vmap"})
+FILTERED = frozenset({"equinox.filter_jit", "equinox.filter_pmap", "equinox.filter_vmap"}) | (
+    routes.names(kind="transform", filtered=True))
 # Transforms that accept `static_argnums` / `static_argnames` (what a message may suggest).
 ACCEPTS_STATIC_ARGNAMES = frozenset({"jax.jit", "jax.experimental.pjit.pjit"})
 ACCEPTS_STATIC_ARGNUMS = ACCEPTS_STATIC_ARGNAMES | frozenset({
@@ -69,6 +72,9 @@ ARRAY_METHODS = frozenset(
     "sort squeeze std sum swapaxes take trace transpose var view set add multiply divide power get apply "
     "mul __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
 )
+# pytree functions whose function argument receives leaves, and those that list the leaves.
+TREE_MAPS = frozenset({"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map"})
+TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
 # Options that make some arguments Python values (or unbatched) in ways the model does not parse.
 _ARGUMENT_OPTIONS = ("static_broadcasted_argnums", "in_axes", "nondiff_argnums", "in_specs")
 
@@ -159,11 +165,17 @@ class Staging:
                 return True
             # `jax.grad(loss)(params)` inside a jitted step: staged by the enclosing jit.
             return self.is_staged(self.model.function_of(r.node), batching, cached)
-        if r.kind in ("control-flow", "external"):
+        if r.kind == "external":
+            return r.via in ("", "transform", "control-flow") or r.params_traced
+        if r.kind == "control-flow":
             return True
+        if r.kind == "driver":
+            # diffrax solves under its own jit; optax's update runs where the optimizer is used.
+            rt = routes.route(r.transform)
+            return (rt is not None and rt.stages) or self.is_staged(self.model.function_of(r.node), batching, cached)
         if r.kind == "passed" and self._handed_to_callback(r.node, r.caller):
             return False
-        if r.kind in ("called", "passed"):
+        if r.kind in ("called", "passed", "entry"):
             return self.is_staged(r.caller, batching, cached)
         return False
 
@@ -254,7 +266,9 @@ class StagedValues(ValueAnalysis):
         if r.kind in ("decorator", "transform"):
             t = r.transform
             if t in FILTERED:
-                return UNKNOWN  # equinox keeps non-array arguments static
+                # equinox keeps non-array arguments static: only a parameter annotated as an
+                # array is known to be a tracer.
+                return TRACED if self._array_annotated(fn, name) else UNKNOWN
             if r.kind == "transform" and self._bound_by_partial(fn, name, r):
                 return UNKNOWN  # `jax.jit(partial(f, n=3))`: n is whatever partial holds
             if t in STAGING or t in BATCHING:
@@ -265,8 +279,111 @@ class StagedValues(ValueAnalysis):
                 return super()._reason_param_kind(fn, name, r)
             return UNKNOWN
         if r.kind == "passed":
-            return UNKNOWN
+            return self._tree_map_param_kind(fn, name, r)
+        if r.kind == "driver":
+            # The route's table entry says which parameters receive tracers (diffrax's `t`, `y`).
+            rt = routes.route(r.transform)
+            params = [p for p in fn.params if p not in fn.star_params]
+            if fn.cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if rt is None or not rt.traced_params or name not in params or name in fn.params_with_default \
+                    or self._keyword_only(fn, name):
+                return UNKNOWN
+            return TRACED if params.index(name) in rt.traced_params else UNKNOWN
+        if r.kind == "entry":
+            return self._entry_param_kind(fn, name, r)
+        if r.kind == "called" and r.partial is not None:
+            return self._partial_param_kind(fn, name, r)
+        if r.kind == "external" and r.arg_kinds:
+            params = [p for p in fn.params if p not in fn.star_params]
+            if fn.cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if name not in params or params.index(name) >= len(r.arg_kinds):
+                return UNKNOWN
+            return TRACED if r.arg_kinds[params.index(name)] == "T" else UNKNOWN
+        if r.kind == "external" and r.params_traced:
+            if name in fn.params_with_default or self._keyword_only(fn, name) or name in fn.star_params:
+                return UNKNOWN
+            if self._is_static_param(fn, name, r):
+                return STATIC
+            return TRACED
         return super()._reason_param_kind(fn, name, r)
+
+    def _array_annotated(self, fn: "Function", name: str) -> bool:
+        p = fn.param_nodes.get(name)
+        if p is None or p.annotation is None or name in fn.params_with_default:
+            return False
+        ann = p.annotation.annotation
+        scope = fn.parent or self.model.index.scope
+        if isinstance(ann, cst.Subscript):
+            qn = self.model.qn(ann.value, scope)
+            return qn is not None and qn.startswith(routes.ARRAY_ANNOTATION_ROOTS) and "PyTree" not in qn
+        qn = self.model.qn(ann, scope)
+        return qn in routes.ARRAY_ANNOTATIONS
+
+    def _tree_map_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`jax.tree_util.tree_map(f, tree, *rest)` in staged code: f's i-th parameter gets the
+        leaves of the (i+1)-th tree, tracers when the tree is traced."""
+        call = r.node
+        if not isinstance(call, cst.Call) or r.caller is None or any(a.star for a in call.args):
+            return UNKNOWN
+        if self.model.qn(call.func, r.caller) not in TREE_MAPS or positional(call, 0) is None:
+            return UNKNOWN
+        given = positional(call, 0)
+        bound = 0
+        if isinstance(given, cst.Call) and self.model.qn(given.func, r.caller) == "functools.partial":
+            if any(a.star for a in given.args) or any(a.keyword is not None and a.keyword.value == name for a in given.args):
+                return UNKNOWN
+            bound = sum(1 for a in given.args[1:] if a.keyword is None)
+            given = positional(given, 0)
+        if self.model.index.function_of.get(given) is not fn and not (
+                isinstance(given, cst.Name) and self.model.function_named(given.value, r.caller) is fn):
+            return UNKNOWN
+        params = [p for p in fn.params if p not in fn.star_params]
+        if name not in params or name in fn.params_with_default or params.index(name) < bound:
+            return UNKNOWN
+        tree = positional(call, 1 + params.index(name) - bound)
+        if tree is None:
+            return UNKNOWN
+        return TRACED if self.kind(tree, r.caller) is TRACED else UNKNOWN
+
+    def _partial_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`g = partial(f, a); g(x)`: f's parameters take the partial's arguments, then the call's."""
+        p, call = r.partial, r.node
+        if not isinstance(call, cst.Call) or r.caller is None or any(a.star for a in (*p.args, *call.args)):
+            return UNKNOWN
+        for a in (*call.args, *p.args):
+            if a.keyword is not None and a.keyword.value == name:
+                return self.kind(a.value, r.caller if a in call.args else self.model.scope_of(p))
+        params = [q for q in fn.params if q not in fn.star_params]
+        if name not in params:
+            return UNKNOWN
+        i = params.index(name)
+        bound = [a.value for a in p.args[1:] if a.keyword is None]
+        if i < len(bound):
+            return self.kind(bound[i], self.model.scope_of(p))
+        arg = positional(call, i - len(bound))
+        return self.kind(arg, r.caller) if arg is not None else UNKNOWN
+
+    def _entry_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """`model.apply(variables, x)`: x goes to `__call__`'s first parameter after `self`."""
+        call = r.node
+        if r.arg_offset is None or not isinstance(call, cst.Call) or r.caller is None:
+            return UNKNOWN
+        if any(a.star for a in call.args):
+            return UNKNOWN
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return self.kind(a.value, r.caller)
+        params = [p for p in fn.params if p not in fn.star_params]
+        if fn.cls is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if name not in params:
+            return UNKNOWN
+        arg = positional(call, r.arg_offset + params.index(name))
+        if arg is None:
+            return UNKNOWN
+        return self.kind(arg, r.caller)
 
     @staticmethod
     def _keyword_only(fn: "Function", name: str) -> bool:
@@ -329,9 +446,13 @@ class StagedValues(ValueAnalysis):
 
     def _element_kind(self, it: cst.BaseExpression, scope: "Scope", depth: int) -> Kind:
         """The kind of the items of an iterable: static for static iterables; unknown for a
-        traced one (rows of an array are traced, but keys of a dict pytree are not)."""
+        traced one (rows of an array are traced, but keys of a dict pytree are not), except the
+        leaves of a traced pytree (`tree_leaves(params)`), which are tracers."""
         if isinstance(it, cst.Call) and self.model.qn(it.func, scope) == "builtins.range":
             return combine(self.kind(a.value, scope, depth) for a in it.args)
+        if isinstance(it, cst.Call) and self.model.qn(it.func, scope) in TREE_LEAVES:
+            tree = positional(it, 0)
+            return TRACED if tree is not None and self.kind(tree, scope, depth) is TRACED else UNKNOWN
         if isinstance(it, (cst.Tuple, cst.List)):
             return combine(self.kind(el.value, scope, depth) for el in it.elements)
         return STATIC if self.kind(it, scope, depth) is STATIC else UNKNOWN

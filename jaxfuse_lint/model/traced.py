@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
+from jaxfuse_lint.model.instances import instances
+from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, ROUTES, route
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.semantic import SemanticModel
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class TraceReason:
-    kind: str  # decorator | transform | control-flow | called | passed | external
+    kind: str  # decorator | transform | control-flow | driver | entry | called | passed | external | assumed
     transform: str  # canonical name of the transform or lax function, or the caller's name
     node: cst.CSTNode  # where it happens (a decorator, a call)
     caller: "Function | None" = None
@@ -32,10 +34,23 @@ class TraceReason:
     # For a bound method handed over as `self.m`, argnums count from the first non-self parameter.
     bound_method: bool = False
     description: str = ""
+    # entry: why the caller is traced (the first reason it got), to explain the chain
+    caller_reason: "TraceReason | None" = None
+    # external: how the other module traces it (transform/control-flow/called/passed) and
+    # whether its positional parameters are known to be tracers there
+    via: str = ""
+    params_traced: bool = False
+    # entry: how many leading arguments of the call the entry point keeps (None: unknown)
+    arg_offset: int | None = None
+    # external: the kinds ("T" tracer, "U" unknown) of the positional arguments another
+    # module's staged code passes (`state.apply_fn(params, batch)` -> ("T",))
+    arg_kinds: tuple[str, ...] = ()
+    # called: the partial the callee was bound with (`g = partial(f, n); g(x)`)
+    partial: cst.Call | None = None
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
-        if self.kind == "external":
+        if self.kind in ("external", "assumed"):
             return self.description
         line = line_of(self.node)
         short = self.transform.replace("jax.numpy.", "jnp.").replace("jax.lax.", "lax.")
@@ -43,8 +58,10 @@ class TraceReason:
             return f"decorated with `{short}` on line {line}"
         if self.kind == "transform":
             return f"passed to `{short}` on line {line}"
-        if self.kind == "control-flow":
+        if self.kind in ("control-flow", "driver"):
             return f"the function traced by `{short}` on line {line}"
+        if self.kind == "entry":
+            return f"{self.description} in traced `{self.transform}` on line {line}"
         if self.kind == "called":
             return f"called from traced `{self.transform}` on line {line}"
         return f"passed as an argument in traced `{self.transform}` on line {line}"
@@ -106,7 +123,7 @@ def _param_for_arg(fn: "Function", call: cst.Call, arg: cst.Arg, bound: bool) ->
     if arg.star:
         return None
     params = fn.params
-    if (bound or fn.cls is not None) and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+    if (bound or fn.cls is not None) and params and params[0] in ("self", "cls") and not _unbound_call(fn, call):
         params = params[1:]
     index = 0
     for a in call.args:
@@ -115,6 +132,14 @@ def _param_for_arg(fn: "Function", call: cst.Call, arg: cst.Arg, bound: bool) ->
         if a.keyword is None and not a.star:
             index += 1
     return params[index] if index < len(params) else None
+
+
+def _unbound_call(fn: "Function", call: cst.Call) -> bool:
+    """`Cls.method(obj, x)`: the instance is passed explicitly (every other call of a method,
+    `obj.method(x)`, `obj(x)`, `self.layer(x)`, binds it)."""
+    func = call.func
+    return (fn.cls is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            and func.value.value == fn.cls.name)
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
@@ -143,10 +168,35 @@ def _statics(call: cst.Call | None) -> tuple[frozenset[int], frozenset[str]]:
     return _literal_ints(keyword(call, "static_argnums")), _literal_strs(keyword(call, "static_argnames"))
 
 
+def external_reason(fn: "Function", why: str) -> TraceReason:
+    """The reason for a function another module traces. `why` is the phrase, optionally followed
+    by project.py's "params-traced [static=..] [names=..]" line."""
+    phrase, _, marker = why.partition("\n")
+    reason = TraceReason("external", "", fn.node, description=phrase)
+    words = marker.split()
+    if words and words[0] == "params-traced":
+        reason.params_traced = True
+        for w in words[1:]:
+            key, _, value = w.partition("=")
+            if key == "static":
+                reason.static_argnums = frozenset(int(v) for v in value.split(",") if v.lstrip("-").isdigit())
+            elif key == "names":
+                reason.static_argnames = frozenset(v for v in value.split(",") if v)
+    elif words and words[0].startswith("args="):
+        reason.arg_kinds = tuple(words[0][5:].split(","))
+    return reason
+
+
 class TracedAnalysis:
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
         self.regions = TracedRegions()
+        self.instances = instances(model)
+        # (id of an expression, id of a function it runs) -> how, for entry points that do not
+        # pass their arguments straight through (`model.apply`, `net.apply`, `state.apply_fn`)
+        self.entry_via: dict[tuple[int, int], tuple[str, int | None]] = {}
+        # (id of a name, id of a function) -> the partial it is bound to (`g = partial(f, 2)`)
+        self.partial_via: dict[tuple[int, int], cst.Call] = {}
 
     def transform_of(self, expr: cst.BaseExpression, scope: "Scope") -> tuple[str, cst.Call | None] | None:
         """If `expr` is a transform (`jax.jit`, `jax.jit(...)` used as a decorator factory,
@@ -185,7 +235,7 @@ class TracedAnalysis:
                 top_level = fn.parent is m.index.scope or (fn.cls is not None and fn.cls.parent is m.index.scope)
                 why = external.get(fn.display_name)
                 if why and top_level:
-                    seed(fn, TraceReason("external", "", fn.node, description=why))
+                    seed(fn, external_reason(fn, why))
 
         # Decorators.
         for fn in m.index.functions:
@@ -216,9 +266,13 @@ class TracedAnalysis:
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
+                r = route(qn)
+                # lax's convention (every positional parameter is a tracer) or a library driver
+                # whose table entry says which parameters are.
+                kind = "control-flow" if r is None or r.traced_params is None else "driver"
                 for arg in self.control_flow_functions(call, qn):
                     for fn, _ in self.callables(arg, site.scope):
-                        seed(fn, TraceReason("control-flow", qn, call))
+                        seed(fn, TraceReason(kind, qn, call))
 
         # Spread along the call graph.
         while work:
@@ -229,8 +283,17 @@ class TracedAnalysis:
                 if is_callback(qn):
                     continue
                 callees = list(self.callables(call.func, fn, direct_only=True))
-                for callee, _ in callees:
-                    seed(callee, TraceReason("called", fn.display_name, call, caller=fn))
+                for callee, bound in callees:
+                    via = self.entry_via.get((id(call.func), id(callee)))
+                    if via is not None:
+                        # `model.apply(variables, x)`, `state.apply_fn(...)`: the entry point takes
+                        # `offset` leading arguments for itself; the rest go to the callee.
+                        first = self.regions.reasons[fn][0]
+                        seed(callee, TraceReason("entry", fn.display_name, call, caller=fn, description=via[0],
+                                                 caller_reason=first, arg_offset=via[1]))
+                    else:
+                        seed(callee, TraceReason("called", fn.display_name, call, caller=fn, bound_method=bound,
+                                                 partial=self.partial_via.get((id(call.func), id(callee)))))
                 # A function handed to another call from traced code runs at trace time when
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
@@ -311,12 +374,17 @@ class TracedAnalysis:
             else:
                 yield arg
 
-    def callables(self, expr: cst.BaseExpression | None, scope: "Scope", direct_only: bool = False) -> Iterator[tuple["Function", bool]]:
+    def callables(self, expr: cst.BaseExpression | None, scope: "Scope", direct_only: bool = False,
+                  depth: int = 0) -> Iterator[tuple["Function", bool]]:
         """The module's functions an expression stands for: `f`, `lambda`, `self.m`,
-        `partial(f, ...)`, `jax.vmap(f)`. The bool says "bound method" (`self.m`)."""
-        if expr is None:
+        `partial(f, ...)`, `jax.vmap(f)`, `model` / `Block(...)` / `self.layer` (their
+        `__call__`), `obj.m`, `model.apply` (a linen Module's `__call__`), `net.apply` (the
+        function `hk.transform` wrapped), `state.apply_fn` (what was stored there). The bool
+        says "bound method" (`self.m`)."""
+        if expr is None or depth > 8:
             return
         m = self.model
+        inst = self.instances
         if isinstance(expr, cst.Lambda):
             fn = m.index.function_of.get(expr)
             if fn is not None:
@@ -335,21 +403,164 @@ class TracedAnalysis:
                     if b.kind != "assign" or b.index is not None or b.value is None or b.value is expr:
                         continue
                     value = b.value
-                    if isinstance(value, cst.Call) and m.qn(value.func, found[0]) == "functools.partial":
-                        value = positional(value, 0)
+                    partial = None
+                    if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in _PARTIALS:
+                        partial, value = value, positional(value, 0)
                     if isinstance(value, cst.Name) and value.value != expr.value:
                         target = m.function_named(value.value, found[0])
                         if target is not None:
+                            if partial is not None:
+                                self.partial_via[(id(expr), id(target))] = partial
                             yield target, False
+            # `model(x)`, `jax.vmap(self)`: the instance's `__call__`.
+            ci = inst.instance_class(expr, scope)
+            if ci is not None:
+                call = inst.method(ci, "__call__")
+                if call is not None:
+                    yield call, True
+                return
+            if not direct_only:
+                # `nn.remat(Block)`, `nn.scan(Block, ...)`: lifted transforms of a Module class.
+                ci = inst.class_named(expr, scope)
+                if ci is not None:
+                    call = inst.method(ci, "__call__")
+                    if call is not None:
+                        yield call, True
             return
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
-            fn = m.method_of(scope, expr.attr.value)
-            if fn is not None:
-                yield fn, True
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+                fn = m.method_of(scope, expr.attr.value)
+                if fn is not None:
+                    yield fn, True
+                    return
+            yield from self._attribute_callables(expr, scope, depth)
             return
+        if isinstance(expr, cst.Call):
+            # `Block(features)(x)`: the new instance's `__call__`.
+            ci = inst.class_named(expr.func, scope)
+            if ci is not None:
+                call = inst.method(ci, "__call__")
+                if call is not None:
+                    yield call, True
+                return
+            if m.qn(expr.func, scope) in _PARTIALS:
+                # `partial(f, ...)(x)`, `tree_map(partial(f, n=2), tree)`: f runs.
+                yield from self.callables(positional(expr, 0), scope, direct_only, depth + 1)
+                return
         if direct_only:
             return
         if isinstance(expr, cst.Call):
             fqn = m.qn(expr.func, scope)
-            if fqn == "functools.partial" or fqn in TRANSFORMS:
-                yield from self.callables(positional(expr, 0), scope)
+            if fqn in TRANSFORMS:
+                yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
+
+    def _attribute_callables(self, expr: cst.Attribute, scope: "Scope", depth: int) -> Iterator[tuple["Function", bool]]:
+        m = self.model
+        inst = self.instances
+        attr = expr.attr.value
+        # `Block.method` named on the class.
+        ci = inst.class_named(expr.value, scope)
+        if ci is not None:
+            fn = inst.method(ci, attr)
+            if fn is not None:
+                yield fn, False
+            return
+        ci = inst.instance_class(expr.value, scope)
+        if ci is not None:
+            fn = inst.method(ci, attr)
+            if fn is not None:
+                yield fn, True
+                return
+            entries = inst.entry_attributes(ci)
+            if attr in entries:
+                target = self._entry_method(expr, ci, scope)
+                if target is not None:
+                    self.entry_via[(id(expr), id(target))] = (f"`{_code(m, expr)}` is called", entries[attr])
+                    yield target, True
+                return
+            # `self.layer(x)`: an attribute holding an instance of one of the module's classes.
+            held = inst.instance_class(expr, scope)
+            if held is not None:
+                fn = inst.method(held, "__call__")
+                if fn is not None:
+                    yield fn, True
+            return
+        # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
+        wrapped, offset = self._wrapped(expr.value, scope, attr, depth)
+        if wrapped:
+            for fn in wrapped:
+                self.entry_via[(id(expr), id(fn))] = (f"`{_code(m, expr)}` is called", offset)
+                yield fn, False
+            return
+        # `state.apply_fn(...)`: whatever the module stores under that name.
+        if attr in FORWARDED_ATTRIBUTES:
+            for value in self._forwarded_values(attr):
+                for fn, bound in self.callables(value, m.scope_of(value), depth=depth + 1):
+                    inner = self.entry_via.get((id(value), id(fn)), ("", 0))
+                    self.entry_via[(id(expr), id(fn))] = (f"`{_code(m, expr)}` is called", inner[1])
+                    yield fn, bound
+
+    def _entry_method(self, expr: cst.Attribute, ci, scope: "Scope") -> "Function | None":
+        """The method a framework entry point runs: `method=` when the call names one."""
+        call = self.model.parent(expr)
+        if isinstance(call, cst.Call) and call.func is expr:
+            chosen = keyword(call, "method")
+            if isinstance(chosen, cst.SimpleString) and isinstance(chosen.evaluated_value, str):
+                return self.instances.method(ci, chosen.evaluated_value)
+            if isinstance(chosen, cst.Attribute):
+                return self.instances.method(ci, chosen.attr.value)
+            if chosen is not None:
+                return None
+        return self.instances.method(ci, "__call__")
+
+    def _wrapped(self, expr: cst.BaseExpression, scope: "Scope", attr: str,
+                 depth: int) -> tuple[list["Function"], int | None]:
+        """The functions a wrapper route (`hk.transform(f)`) holds, when `attr` runs them, and
+        how many leading arguments `attr` takes for itself."""
+        m = self.model
+        value: cst.BaseExpression | None = expr
+        owner = scope
+        adjust = 0
+        for _ in range(6):
+            if isinstance(value, cst.Name):
+                found = m.lookup(value.value, owner)
+                if found is None or len(found[1]) != 1 or found[1][0].kind not in ("assign", "annassign") \
+                        or found[1][0].index is not None:
+                    return [], None
+                owner, value = found[0], found[1][0].value
+                continue
+            if not isinstance(value, cst.Call):
+                return [], None
+            r = route(m.qn(value.func, owner))
+            offsets = dict(r.entry_attributes) if r is not None and r.kind == "wrapper" else {}
+            if attr not in offsets:
+                return [], None
+            if r.relative:  # `hk.without_apply_rng(hk.transform(f))`
+                adjust += offsets[attr]
+                value = positional(value, 0)
+                continue
+            return [fn for fn, _ in self.callables(positional(value, 0), owner, depth=depth + 1)], offsets[attr] + adjust
+        return [], None
+
+    def _forwarded_values(self, attr: str) -> list[cst.BaseExpression]:
+        """Values the module hands on under the name `attr`: `create(apply_fn=model.apply)`,
+        `obj.apply_fn = f`."""
+        cache = self.__dict__.setdefault("_forwarded", {})
+        if attr in cache:
+            return cache[attr]
+        out: list[cst.BaseExpression] = []
+        for site in self.model.index.calls:
+            for a in site.call.args:
+                if a.keyword is not None and a.keyword.value == attr:
+                    out.append(a.value)
+        cache[attr] = out
+        return out
+
+
+# Callables that bind some arguments and call the function later.
+_PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
+
+
+def _code(model: "SemanticModel", node: cst.CSTNode) -> str:
+    text = " ".join(model.module.code_for_node(node).split())
+    return text if len(text) <= 40 else text[:39] + "…"

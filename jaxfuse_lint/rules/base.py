@@ -99,8 +99,12 @@ def reason_parts(reason) -> tuple[MessagePart, ...]:
     """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
     if reason is None:
         return ("traced",)
-    if reason.kind == "external":
+    if reason.kind in ("external", "assumed"):
         return (reason.description,)
     text = reason.describe(lambda n: "\x00")
     before, _, after = text.partition("\x00")
-    return (before, LineOf(reason.node), after)
+    parts: tuple[MessagePart, ...] = (before, LineOf(reason.node), after)
+    if reason.kind == "entry" and reason.caller_reason is not None and reason.caller is not None:
+        # The chain: how the code that calls the entry point is itself traced.
+        parts += (f"; `{reason.caller.display_name}` is ", *reason_parts(reason.caller_reason))
+    return parts

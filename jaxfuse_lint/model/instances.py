@@ -1,0 +1,219 @@
+"""Which of the module's classes an expression is an instance of, and what calling it runs.
+
+Model code reaches tracing through objects: `model(x)` runs `Model.__call__`,
+`self.layer(x)` runs the class assigned to `self.layer`, `model.apply(variables,
+x)` runs a flax linen Module's `__call__`, `net.apply(params, rng, x)` runs the
+function `hk.transform` wrapped. This module answers those questions from the
+model's own scope index (no type inference beyond constructors, annotations and
+`self.attr = Cls(...)` assignments), and answers None whenever it is unsure.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from jaxfuse_lint.model.routes import MODULE_BASES
+from jaxfuse_lint.model.scopes import ClassInfo, Function, walk
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Scope
+    from jaxfuse_lint.model.semantic import SemanticModel
+
+MAX_DEPTH = 6
+
+
+class Instances:
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+        self._classes: dict[cst.ClassDef, ClassInfo] | None = None
+        self._attrs: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+
+    # -- classes -----------------------------------------------------------------------------
+    def classes(self) -> dict[cst.ClassDef, ClassInfo]:
+        if self._classes is None:
+            out: dict[cst.ClassDef, ClassInfo] = {}
+            for node, scope in self.model.index.scope_of_node.items():
+                if isinstance(scope, ClassInfo) and isinstance(scope.node, cst.ClassDef):
+                    out.setdefault(scope.node, scope)
+            self._classes = out
+        return self._classes
+
+    def class_named(self, expr: cst.BaseExpression, scope: "Scope") -> ClassInfo | None:
+        """The module's class an expression names (`Block`), if it is one."""
+        if not isinstance(expr, cst.Name):
+            return None
+        found = self.model.lookup(expr.value, scope)
+        if found is None or len(found[1]) != 1 or found[1][0].kind != "class":
+            return None
+        return self.classes().get(found[1][0].node)
+
+    def bases(self, ci: ClassInfo) -> Iterator[cst.BaseExpression]:
+        node = ci.node
+        if isinstance(node, cst.ClassDef):
+            for a in node.bases:
+                if a.keyword is None and not a.star:
+                    yield a.value
+
+    def method(self, ci: ClassInfo, name: str, depth: int = 0) -> Function | None:
+        """`name` as looked up on the class: its own def, else a local base class's."""
+        fns = [b.function for b in ci.bindings.get(name, []) if b.function is not None]
+        if fns:
+            return fns[-1]
+        if depth > MAX_DEPTH:
+            return None
+        for base in self.bases(ci):
+            parent = self.class_named(base, ci.parent or self.model.index.scope)
+            if parent is not None and parent is not ci:
+                found = self.method(parent, name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def entry_attributes(self, ci: ClassInfo, depth: int = 0) -> dict[str, int]:
+        """The framework entry points (`apply`, `init`) an instance of ci has, from its bases."""
+        if depth > MAX_DEPTH:
+            return {}
+        scope = ci.parent or self.model.index.scope
+        for base in self.bases(ci):
+            qn = self.model.qn(base, scope)
+            if qn in MODULE_BASES:
+                return dict(MODULE_BASES[qn])
+            parent = self.class_named(base, scope)
+            if parent is not None and parent is not ci:
+                found = self.entry_attributes(parent, depth + 1)
+                if found:
+                    return found
+        return {}
+
+    # -- instances ---------------------------------------------------------------------------
+    def instance_class(self, expr: cst.BaseExpression | None, scope: "Scope", depth: int = 0) -> ClassInfo | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        m = self.model
+        if isinstance(expr, cst.Call):
+            return self.class_named(expr.func, scope)
+        if isinstance(expr, cst.Name):
+            found = m.lookup(expr.value, scope)
+            if found is None:
+                return None
+            owner, bindings = found
+            classes = set()
+            for b in bindings:
+                if b.kind == "param":
+                    ci = self._param_class(b.node, owner, expr.value)
+                elif b.kind in ("assign", "annassign") and b.index is None:
+                    ci = self.instance_class(b.value, owner, depth + 1)
+                    if ci is None and b.kind == "annassign" and isinstance(b.node, cst.AnnAssign):
+                        ci = self.class_named(b.node.annotation.annotation, owner)
+                elif b.kind == "for" and b.index is None:
+                    ci = self.element_class(b.value, owner, depth + 1)
+                else:
+                    ci = None
+                if ci is None:
+                    return None
+                classes.add(ci)
+            return classes.pop() if len(classes) == 1 else None
+        if isinstance(expr, cst.Attribute):
+            owner_cls = self.instance_class(expr.value, scope, depth + 1)
+            if owner_cls is None:
+                return None
+            values = self.attribute_values(owner_cls).get(expr.attr.value, [])
+            classes = {self._value_class(v, owner_cls, depth) for v in values}
+            return classes.pop() if len(classes) == 1 and None not in classes else None
+        if isinstance(expr, cst.Subscript):
+            return self.element_class(expr.value, scope, depth + 1)
+        return None
+
+    def _param_class(self, param: cst.CSTNode, owner: "Scope", name: str) -> ClassInfo | None:
+        if not isinstance(param, cst.Param):
+            return None
+        if isinstance(owner, Function) and owner.cls is not None and owner.params and owner.params[0] == name \
+                and name in ("self", "cls") and isinstance(owner.node, cst.FunctionDef):
+            return owner.cls
+        if param.annotation is not None:
+            return self.class_named(param.annotation.annotation, owner.parent or owner)
+        return None
+
+    def _value_class(self, v: cst.BaseExpression, ci: ClassInfo, depth: int) -> ClassInfo | None:
+        scope = ci.parent or self.model.index.scope
+        if isinstance(v, cst.Annotation):
+            return self.class_named(v.annotation, scope) or self._element_annotation(v.annotation, scope)
+        return self.instance_class(v, self.model.scope_of(v), depth + 1)
+
+    def element_class(self, expr: cst.BaseExpression | None, scope: "Scope", depth: int = 0) -> ClassInfo | None:
+        """The class of the items of a list/tuple expression (`[Block() for _ in range(n)]`,
+        `self.layers`)."""
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+            classes = {self.instance_class(el.value, scope, depth + 1) for el in expr.elements}
+            return classes.pop() if len(classes) == 1 and None not in classes else None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self.instance_class(expr.elt, self.model.scope_of(expr.elt), depth + 1)
+        if isinstance(expr, cst.Attribute):
+            owner_cls = self.instance_class(expr.value, scope, depth + 1)
+            if owner_cls is None:
+                return None
+            values = self.attribute_values(owner_cls).get(expr.attr.value, [])
+            classes = set()
+            for v in values:
+                if isinstance(v, cst.Annotation):
+                    classes.add(self._element_annotation(v.annotation, owner_cls.parent or self.model.index.scope))
+                else:
+                    classes.add(self.element_class(v, self.model.scope_of(v), depth + 1))
+            return classes.pop() if len(classes) == 1 and None not in classes else None
+        if isinstance(expr, cst.Name):
+            found = self.model.lookup(expr.value, scope)
+            if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" and found[1][0].index is None:
+                return self.element_class(found[1][0].value, found[0], depth + 1)
+        return None
+
+    def _element_annotation(self, ann: cst.BaseExpression, scope: "Scope") -> ClassInfo | None:
+        """`list[Block]`, `tuple[Block, ...]`, `Sequence[Block]`."""
+        if isinstance(ann, cst.Subscript) and ann.slice:
+            first = ann.slice[0].slice
+            if isinstance(first, cst.Index):
+                return self.class_named(first.value, scope)
+        return None
+
+    def attribute_values(self, ci: ClassInfo) -> dict[str, list[cst.BaseExpression]]:
+        """What each instance attribute is set to: class-level fields (annotations count) and
+        `self.attr = value` in the class's methods."""
+        key = id(ci)
+        found = self._attrs.get(key)
+        if found is not None:
+            return found
+        out: dict[str, list[cst.BaseExpression]] = {}
+        node = ci.node
+        if isinstance(node, cst.ClassDef):
+            for stmt in node.body.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                            out.setdefault(small.target.value, []).append(
+                                small.value if small.value is not None else small.annotation)
+                        elif isinstance(small, cst.Assign):
+                            for t in small.targets:
+                                if isinstance(t.target, cst.Name):
+                                    out.setdefault(t.target.value, []).append(small.value)
+            for n in walk(node.body):
+                if isinstance(n, cst.Assign):
+                    targets = [t.target for t in n.targets]
+                    value = n.value
+                elif isinstance(n, cst.AnnAssign) and n.value is not None:
+                    targets, value = [n.target], n.value
+                else:
+                    continue
+                for t in targets:
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        out.setdefault(t.attr.value, []).append(value)
+        self._attrs[key] = out
+        return out
+
+
+def instances(model: "SemanticModel") -> Instances:
+    found = model.__dict__.get("_instances")
+    if found is None:
+        found = model.__dict__["_instances"] = Instances(model)
+    return found
