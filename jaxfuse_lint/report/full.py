@@ -5,9 +5,8 @@ import difflib
 
 from jaxfuse_lint.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
-from jaxfuse_lint.report.concise import fix_marker
+from jaxfuse_lint.report.concise import header
 from jaxfuse_lint.report.edits import apply_edits, split_lines
-from jaxfuse_lint.report.paths import display_path
 
 
 def _excerpt(d: Diagnostic, lines: list[str]) -> list[str]:
@@ -39,8 +38,7 @@ def _fix_diff(d: Diagnostic, source: str) -> list[str]:
 def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     blocks = []
     for d in diagnostics:
-        path = display_path(d.filename, context.root)
-        block = [f"{path}:{d.location.row}:{d.location.column}: {d.code} {fix_marker(d, context)}{d.message}"]
+        block = [header(d, context)]
         source = context.sources.get(d.filename)
         if source is not None:
             block += _excerpt(d, split_lines(source))
