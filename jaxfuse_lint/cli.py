@@ -1,8 +1,9 @@
 """Command line: `jaxfuse-lint [check] [PATHS]`, `rule`, `verify`, and friends.
 
-Exit codes: 0 clean, 1 diagnostics (or changes with --diff), 2 usage or
-configuration error. `check` and `--fix` never import jax and never import or
-run the code they lint.
+Exit codes (ruff's): 0 clean, or nothing to check (a warning says "No Python files
+found"), or --fix-only; 1 diagnostics (or changes with --diff, or a fix applied with
+--exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
+import jax and never import or run the code they lint.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import click
 
 from jaxfuse_lint import __version__
 from jaxfuse_lint.config import ConfigError, Settings, load_settings, with_cli_overrides
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report import FORMATS, ReportContext, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

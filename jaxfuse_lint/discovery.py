@@ -4,8 +4,8 @@ what was left out and why.
 Rules (ruff's):
 - A path the user names is always checked, file or folder, even inside an excluded,
   gitignored, virtual-environment or build directory; `--force-exclude` applies the
-  `exclude`/`extend-exclude` patterns to named paths too (pre-commit passes every
-  staged file by name).
+  `exclude`/`extend-exclude` patterns and `.gitignore` to named paths too (pre-commit
+  passes every staged file by name).
 - Folders are walked recursively. Below a named folder, entries are skipped when they
   match `exclude`/`extend-exclude` (matched against the path relative to the project
   root and against the bare name), are `.gitignore`d (pathspec, git's own matching rules,
@@ -128,7 +128,8 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
     seen: set[Path] = set()
     for raw in paths:
         p = Path(raw)
-        if force_exclude and p.exists() and excluder.named_path_excluded(p):
+        if force_exclude and p.exists() and (excluder.named_path_excluded(p) or (
+                settings.respect_gitignore and _gitignored(p))):
             found.force_excluded.append(raw)
             found.skipped.append((raw, "excluded (--force-exclude)"))
             continue
@@ -148,6 +149,19 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
             continue
         _walk(p, settings, root, excluder, found, seen)
     return found
+
+
+def _gitignored(path: Path) -> bool:
+    """--force-exclude: the named path is ignored by a .gitignore between it and the repository root."""
+    resolved = path.resolve()
+    git_root = _git_root(resolved if resolved.is_dir() else resolved.parent)
+    if git_root is None:
+        return False
+    stack = _Ignore()
+    for d in reversed(list(resolved.parents)):
+        if d == git_root or git_root in d.parents:
+            stack.load(d)
+    return stack.ignored(resolved, resolved.is_dir())
 
 
 def discover(paths: list[str], settings: Settings, *, force_exclude: bool = False) -> Iterator[Path]:

@@ -24,6 +24,7 @@ from jaxfuse_lint.rules import Rule, Violation, all_rules
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "JF000"
+UNUSED_NOQA = "JF901"
 
 
 @dataclass
@@ -206,14 +207,45 @@ class Analysis:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
         self.locator = Locator(module, nodes)
-        suppress = parse_suppressions(module.code) if self.violations and apply_noqa else None
+        check_noqa = apply_noqa and settings.is_enabled(UNUSED_NOQA, filename) and "noqa" in module.code.lower()
+        suppress = parse_suppressions(module.code) if (self.violations or check_noqa) and apply_noqa else None
         if suppress is not None:
             self.violations = [
                 (r, v) for r, v in self.violations
                 if not suppress.suppressed(r.code, self.locator.line(v.range_node or v.node))
             ]
+        self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
         self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
         self._plans: dict[int, FixPlan | None] = {}
+
+    def _unused_noqa(self, suppress) -> list[Diagnostic]:
+        """JF901: `# noqa: JF...` directives that suppressed nothing (noqa.unused_directives)."""
+        from jaxfuse_lint.diagnostics import Edit, Fix
+        from jaxfuse_lint.lines import split_lines
+        from jaxfuse_lint.noqa import removal_edit, unused_directives
+        from jaxfuse_lint.rules import all_rules
+
+        rules = [r for r in all_rules() if r.stage == "model"]
+        known = {r.code for r in all_rules()}
+        enabled = {r.code for r in rules if self.settings.is_enabled(r.code, self.filename)}
+        lines = split_lines(self.module.code)
+        out = []
+        for d, unused, unknown in unused_directives(suppress, lines, lambda c: c in enabled, known):
+            parts = []
+            if unused:
+                parts.append("unused: " + ", ".join(f"`{c}`" for c in unused))
+            if unknown:
+                parts.append("unknown: " + ", ".join(f"`{c}`" for c in unknown))
+            line = lines[d.row - 1]
+            start, end, content = removal_edit(d, line, unused + unknown)
+            fix = None
+            if self.settings.is_fixable(UNUSED_NOQA):
+                what = "Remove the unused `noqa` directive" if not content or content == "#" else "Remove the unused codes"
+                fix = Fix(Applicability.SAFE, what, (Edit(content, Location(d.row, start + 1), Location(d.row, end + 1)),))
+            out.append(Diagnostic(UNUSED_NOQA, "unused-noqa", f"Unused `noqa` directive ({'; '.join(parts)})",
+                                  self.filename, Location(d.row, d.start + 1), Location(d.row, d.end + 1),
+                                  fix=fix, noqa_row=d.row))
+        return out
 
     def plan(self, rule: Rule, v: Violation) -> FixPlan | None:
         if not self.settings.is_fixable(rule.code):  # `unfixable`, or not in `fixable`
@@ -240,7 +272,11 @@ class Analysis:
         )
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
-        return [self.diagnostic(r, v, with_fixes) for r, v in self.violations]
+        out = [self.diagnostic(r, v, with_fixes) for r, v in self.violations]
+        if self.noqa_diagnostics:
+            out += self.noqa_diagnostics
+            out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
+        return out
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
@@ -358,6 +394,19 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     # What is left, located in the fixed text.
     final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
                          runtime=runtime, as_python=True)
+    # JF901's fixes edit comments only (text edits, not libcst plans): applied last, once the
+    # other fixes have settled which directives are still used.
+    noqa_fixes = [d for d in final.diagnostics if d.code == UNUSED_NOQA and d.fix is not None
+                  and d.fix.applicability in allowed]
+    if noqa_fixes:
+        from jaxfuse_lint.report.edits import apply_edits
+
+        new_code = apply_edits(code, [e for d in noqa_fixes for e in d.fix.edits])
+        if is_valid_python(new_code, filename) is None:
+            outcome.fixed.extend(noqa_fixes)
+            code = outcome.source = new_code
+            final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                                 runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
     return outcome
 

@@ -34,6 +34,9 @@ def rule_settings(code: str, path: Path | None = None) -> Settings:
     config = path.with_suffix(".toml") if path is not None else None
     if config is not None and config.exists():
         settings = load_settings(config)
+    if code.startswith("JF9"):
+        # The rules about suppression comments judge the other rules' findings: all of them run.
+        return replace(settings, select=("JF", code), extend_select=(), ignore=())
     return replace(settings, select=(code,), extend_select=(), ignore=())
 
 

@@ -20,6 +20,8 @@ FORMATS: dict[str, str] = {
     "github": "github",
     "gitlab": "gitlab",
     "rdjson": "rdjson",
+    "junit": "junit",
+    "pylint": "pylint",
 }
 
 

@@ -6,9 +6,8 @@ from dataclasses import replace
 
 from jaxfuse_lint.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
-from jaxfuse_lint.report.concise import fix_marker
+from jaxfuse_lint.report.concise import header
 from jaxfuse_lint.report.edits import apply_edits, split_lines
-from jaxfuse_lint.report.paths import display_path
 
 
 def _excerpt(d: Diagnostic, lines: list[str]) -> list[str]:
@@ -40,16 +39,14 @@ def _fix_diff(d: Diagnostic, source: str) -> list[str]:
 def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     blocks = []
     for d in diagnostics:
-        path = display_path(d.filename, context.root)
         source = context.sources.get(d.filename)
         if d.cell is not None:  # a notebook: rows count in the cell, the excerpt is the cell's
-            path += f":cell {d.cell}"
             from jaxfuse_lint.notebook import cell_text
 
             source = cell_text(source, d.cell) if source is not None else None
             if d.fix is not None:  # show what the fix does to this cell
                 d = replace(d, fix=replace(d.fix, edits=tuple(e for e in d.fix.edits if e.cell in (None, d.cell))))
-        block = [f"{path}:{d.location.row}:{d.location.column}: {d.code} {fix_marker(d, context)}{d.message}"]
+        block = [header(d, context)]
         if source is not None:
             block += _excerpt(d, split_lines(source))
             block += _fix_diff(d, source)
