@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.rules.base import Rule, Violation
+from jaxfuse_lint.targets import Claim, Evidence
 
 
 class UnusedNoqa(Rule):
@@ -55,6 +56,14 @@ class UnusedNoqa(Rule):
     directive; when none is left the whole `# noqa: ...` goes (other codes and
     any other comment on the line stay).
     """
+    backends = (
+        Claim(
+            "The `# noqa` directive suppresses no diagnostic of the selected rules",
+            gpu=Evidence(True, "a fact about this tool's own diagnostics for the configured target"),
+            cpu=Evidence(True, "a fact about this tool's own diagnostics for the configured target"),
+            tpu=Evidence(True, "a fact about this tool's own diagnostics for the configured target"),
+        ),
+    )
     valid = (
         "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
         "    return jnp.sum(jnp.stack([x, x], axis=-1), axis=-1)  # noqa: JF101\n",
