@@ -77,7 +77,7 @@ class LargeTemporary(Rule):
     )
     invalid = (
         "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
-        "    d = jnp.cumsum(jnp.sin(x), axis=0)\n    return jnp.sort(d * 2.0, axis=0)\n\n\n"
+        "    s = jnp.sin(x) * 2.0\n    return jnp.cumsum(s, axis=0) + jnp.cumsum(s, axis=1)\n\n\n"
         "f(jnp.ones((1 << 16, 64)))\n",
     )
 

@@ -421,7 +421,8 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - costs are optional; the run goes on
             self.errors.append(f"attribution failed: {type(exc).__name__}: {exc}")
             return None
-        data = result.to_json()
+        data = _relabel(result.to_json(), {acc.file: self.label(acc.file) for acc in result.lines
+                                             if self.is_user_file(acc.file)})
         # Per-line costs, keyed by file digest, for the rules that read them.
         for acc in result.lines:
             if not self.is_user_file(acc.file):
@@ -469,6 +470,23 @@ class Recorder:
             os.replace(tmp, path)
         except Exception as exc:  # noqa: BLE001 - never fail the user's process at exit
             print(f"jaxfuse-lint record: could not write the profile part: {exc}", file=sys.stderr)
+
+
+def _relabel(data: Any, labels: dict[str, str]) -> Any:
+    """The attribution JSON with the user's absolute paths written as the profile's labels
+    (relative to the directory `record` ran in), so that a profile can be moved."""
+    if isinstance(data, str):
+        if data in labels:
+            return labels[data]
+        head, sep, tail = data.rpartition(":")
+        if sep and head in labels and tail.isdigit():
+            return f"{labels[head]}:{tail}"
+        return data
+    if isinstance(data, list):
+        return [_relabel(x, labels) for x in data]
+    if isinstance(data, dict):
+        return {k: _relabel(v, labels) for k, v in data.items()}
+    return data
 
 
 def _alnum(name: str) -> str:
