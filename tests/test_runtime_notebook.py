@@ -70,6 +70,14 @@ def test_show_static_keyword_arguments():
     shown = jaxfuse_lint.show(module.get_kmesh_naive, jnp.zeros((8, 8, 8)), norm2=True)
     assert shown.explanation.static == {"norm2": "True"}
     assert "norm2=True" in repr(shown).splitlines()[0]
+    # A jitted function keeps its own static arguments, by name or by position.
+    jitted = jaxfuse_lint.show(module.get_kmesh_naive_jit, jnp.zeros((8, 8, 8)), norm2=True)
+    assert jitted.attribution.kernels and jitted.explanation.func == "get_kmesh_naive"
+    import jax
+
+    by_position = jax.jit(module.get_kmesh_naive, static_argnums=(1, 2))
+    shown = jaxfuse_lint.show(by_position, jnp.zeros((8, 8, 8)), 1.0, True)
+    assert len(shown.attribution.kernels) == len(jitted.attribution.kernels)
 
 
 def _mlp_loss(params, x):
