@@ -45,6 +45,8 @@ class Settings:
     jax_modules: tuple[str, ...] = ("jax",)
     respect_gitignore: bool = True
     verify: tuple[tuple[str, VerifySpec], ...] = ()
+    # Library mode: glob patterns of qualified names, or "public-array-functions" (model/assumed.py).
+    assume_traced: tuple[str, ...] = ()
     # Where the pyproject.toml that configured this came from (None: defaults).
     config_path: str | None = None
     project_root: str | None = None
@@ -56,7 +58,7 @@ class Settings:
         """A stable string of everything that changes what `check` reports."""
         fields = (
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
-            self.small_axis_max, self.unroll_max, self.jax_modules, self.extra,
+            self.small_axis_max, self.unroll_max, self.jax_modules, self.extra, self.assume_traced,
         )
         return repr(fields)
 
@@ -99,7 +101,7 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
-    "cache-dir",
+    "cache-dir", "assume-traced",
 }
 
 
@@ -220,6 +222,15 @@ def settings_from_table(table: dict[str, Any], where: str, root: str) -> Setting
                 raise ConfigError(f"{where}: per-file-ignores for `{pattern}` must be a list of codes")
             items.append((pattern, validate_codes(codes, f"{where}: per-file-ignores `{pattern}`")))
         kw["per_file_ignores"] = tuple(items)
+    if "assume-traced" in table:
+        value = table["assume-traced"]
+        if value == "public-array-functions":
+            kw["assume_traced"] = (value,)
+        elif isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            kw["assume_traced"] = tuple(value)
+        else:
+            raise ConfigError(f'{where}: `assume-traced` must be "public-array-functions" or a list of '
+                              f'qualified-name patterns like "pkg.kernels.*", got {value!r}')
     if "verify" in table:
         kw["verify"] = _verify_specs(table["verify"], where)
     return replace(s, **kw)

@@ -38,6 +38,8 @@ class SemanticModel:
         self.shapes = ShapeAnalysis(self)
         # Functions traced from other modules of the project: {function name: why}.
         self.external_traced = external_traced or {}
+        # Library mode: (module name, `assume-traced` patterns), set by the engine (model/assumed.py).
+        self.assume_traced: tuple[str, tuple[str, ...]] | None = None
 
     # -- structure ------------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -167,7 +167,7 @@ class Staging:
             return self.is_staged(self.model.function_of(r.node), batching, cached)
         if r.kind == "external":
             return r.via in ("", "transform", "control-flow") or r.params_traced
-        if r.kind == "control-flow":
+        if r.kind in ("control-flow", "assumed"):
             return True
         if r.kind == "driver":
             # diffrax solves under its own jit; optax's update runs where the optimizer is used.
