@@ -435,6 +435,8 @@ class StagedValues(ValueAnalysis):
                 # `eqx.field(static=True)`): only a static base is known to give a static field.
                 base = self.kind(e.value, scope, depth)
                 return STATIC if base is STATIC else UNKNOWN
+        if isinstance(e, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
+            return STATIC  # `result is old_result`: object identity is a Python bool, even of tracers
         if isinstance(e, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in e.comparisons):
             return UNKNOWN  # `"w" in params`: membership in a pytree container is static
         return super()._kind(e, scope, depth)
