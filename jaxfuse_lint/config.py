@@ -62,6 +62,8 @@ class Settings:
     unfixable: tuple[str, ...] = ()
     # The configured default for --output-format (None: concise).
     output_format: str | None = None
+    # Library mode: glob patterns of qualified names, or "public-array-functions" (model/assumed.py).
+    assume_traced: tuple[str, ...] = ()
     # Where the pyproject.toml that configured this came from (None: defaults).
     config_path: str | None = None
     project_root: str | None = None
@@ -78,7 +80,7 @@ class Settings:
         fields = (
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
-            self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max,
+            self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max, self.assume_traced,
         )
         if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
             fields += (self.fixable, self.unfixable)
@@ -130,7 +132,7 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
-    "cache-dir", "target", "max-compilations", "constant-bytes-max", "temporary-bytes-max",
+    "cache-dir", "target", "max-compilations", "constant-bytes-max", "temporary-bytes-max", "assume-traced",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
 _NOT_KEYS = {"config_path", "project_root", "extra"}
@@ -324,6 +326,15 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
     if "extend-per-file-ignores" in table:
         kw["per_file_ignores"] = kw.get("per_file_ignores", s.per_file_ignores) + _per_file_ignores(
             table, "extend-per-file-ignores", where)
+    if "assume-traced" in table:
+        value = table["assume-traced"]
+        if value == "public-array-functions":
+            kw["assume_traced"] = (value,)
+        elif isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            kw["assume_traced"] = tuple(value)
+        else:
+            raise ConfigError(f'{where}: `assume-traced` must be "public-array-functions" or a list of '
+                              f'qualified-name patterns like "pkg.kernels.*", got {value!r}')
     if "verify" in table:
         kw["verify"] = _verify_specs(table["verify"], where)
     return replace(s, **kw)

@@ -7,6 +7,8 @@ every pass and dropping any fix that would leave invalid code.
 """
 from __future__ import annotations
 
+import os
+
 import re
 import traceback
 from dataclasses import dataclass, field
@@ -185,6 +187,14 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
         return None
 
 
+def module_name_of(filename: str) -> str:
+    """The dotted module name of a file (packages are folders with `__init__.py`), else its stem."""
+    from jaxfuse_lint.project import ModuleNamer
+
+    named = ModuleNamer().name(filename)
+    return named[0] if named is not None else os.path.splitext(os.path.basename(filename))[0]
+
+
 class Analysis:
     """One parsed module, its model and its (unsuppressed) violations."""
 
@@ -196,6 +206,8 @@ class Analysis:
         self.settings = settings
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
+        if settings.assume_traced:  # library mode (model/assumed.py)
+            self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
         self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
         if runtime is not None:

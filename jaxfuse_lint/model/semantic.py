@@ -49,6 +49,8 @@ class SemanticModel:
         self.runtime = runtime
         # Parameter dtypes recorded at run time: {function display name: {parameter: dtype name}}.
         self.recorded_dtypes = recorded_dtypes or {}
+        # Library mode: (module name, `assume-traced` patterns), set by the engine (model/assumed.py).
+        self.assume_traced: tuple[str, tuple[str, ...]] | None = None
 
     # -- structure ------------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -167,7 +167,7 @@ class Staging:
             return self.is_staged(self.model.function_of(r.node), batching, cached)
         if r.kind == "external":
             return r.via in ("", "transform", "control-flow") or r.params_traced
-        if r.kind == "control-flow":
+        if r.kind in ("control-flow", "assumed"):
             return True
         if r.kind == "driver":
             # diffrax solves under its own jit; optax's update runs where the optimizer is used.
@@ -465,6 +465,8 @@ class StagedValues(ValueAnalysis):
                 # `eqx.field(static=True)`): only a static base is known to give a static field.
                 base = self.kind(e.value, scope, depth)
                 return STATIC if base is STATIC else UNKNOWN
+        if isinstance(e, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
+            return STATIC  # `result is old_result`: object identity is a Python bool, even of tracers
         if isinstance(e, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in e.comparisons):
             return UNKNOWN  # `"w" in params`: membership in a pytree container is static
         return super()._kind(e, scope, depth)

@@ -237,6 +237,14 @@ class TracedAnalysis:
                 if why and top_level:
                     seed(fn, external_reason(fn, why))
 
+        # Library mode: functions the configuration says users trace.
+        assume = m.assume_traced
+        if assume is not None:
+            from jaxfuse_lint.model.assumed import ASSUMED, assumed_functions
+
+            for fn in assumed_functions(m, *assume):
+                seed(fn, TraceReason("assumed", "", fn.node, description=ASSUMED))
+
         # Decorators.
         for fn in m.index.functions:
             node = fn.node

@@ -117,11 +117,10 @@ class JitOfFreshCallable(Rule):
                     yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside `{parent.display_name}`", parent)
 
     def _violation(self, node, transform, what, scope) -> Violation:
-        short = transform.replace("jax.", "", 1) if transform.startswith("jax.") else transform
         return Violation(
             node,
             message(
-                f"`jax.{short}` of {what}: a new callable on every call of `{scope.display_name}`, so each call "
+                f"`{transform}` of {what}: a new callable on every call of `{scope.display_name}`, so each call "
                 "traces and compiles again; jit a module-level function once and call that",
             ),
             data={"transform": transform, "scope": scope},

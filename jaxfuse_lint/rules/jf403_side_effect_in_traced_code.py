@@ -252,8 +252,20 @@ class _Writes:
         at all, or fn is a lax loop body (traced once however many iterations run) that stores
         a traced value there (a leaked tracer; static values collected once are deliberate)."""
         if not self.model.is_traced(owner):
+            if self._traced_fresh_by(fn, owner):
+                # The owner hands fn to lax control flow itself: fn is traced again on every
+                # call of the owner, so what it records there (`nonlocal done = y is x`) is
+                # current; only a leaked tracer is a hazard.
+                return self._stores_tracer(fn, value)
             return True
         return self.staging.is_loop_body(fn) and self._stores_tracer(fn, value)
+
+    def _traced_fresh_by(self, fn: Function, owner: Function) -> bool:
+        """Whether every reason fn is traced is lax control flow (or a library driver) called
+        by the owner itself, with no caching transform in between."""
+        reasons = self.model.traced.reasons.get(fn, ())
+        return bool(reasons) and all(
+            r.kind in ("control-flow", "driver") and self.model.function_of(r.node) is owner for r in reasons)
 
     def _nonlocal_owner(self, fn: Function, name: str) -> Function | None:
         s: Scope | None = fn.parent

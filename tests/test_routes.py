@@ -1,0 +1,186 @@
+"""Routes into tracing (model/routes.py, model/instances.py) and library mode (model/assumed.py)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from jaxfuse_lint.config import ConfigError, settings_from_table
+from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model import api
+from jaxfuse_lint.model.routes import ROUTES
+from jaxfuse_lint.model.staging import STAGING, staging
+
+
+def model_of(src: str) -> SemanticModel:
+    return SemanticModel(cst.parse_module(textwrap.dedent(src)))
+
+
+def traced_names(src: str) -> set[str]:
+    return {fn.display_name for fn in model_of(src).traced.reasons}
+
+
+def test_the_table_drives_the_model():
+    for name, r in ROUTES.items():
+        if r.kind == "transform":
+            assert name in api.TRANSFORMS
+        if r.kind == "driver":
+            assert name in api.CONTROL_FLOW
+        if r.compiles:
+            assert r.stages and name in api.COMPILING and name in STAGING, name
+    assert "equinox.filter_jit" in api.COMPILING
+
+
+def test_a_class_that_merely_has_call_is_not_traced():
+    names = traced_names("""
+        import jax
+        import equinox as eqx
+
+        class Layer(eqx.Module):
+            def __call__(self, x):
+                return x
+            def other(self, x):
+                return x
+
+        class Unused(eqx.Module):
+            def __call__(self, x):
+                return x
+
+        @jax.jit
+        def f(x):
+            layer = Layer()
+            return layer(x)
+    """)
+    assert names == {"f", "Layer.__call__"}
+
+
+def test_instances_through_attributes_lists_and_annotations():
+    names = traced_names("""
+        import jax
+
+        class Block:
+            def __call__(self, x):
+                return x
+
+        class Head:
+            def __call__(self, x):
+                return x
+            def aux(self, x):
+                return x
+
+        class Net:
+            head: Head
+            def __init__(self):
+                self.blocks = [Block() for _ in range(3)]
+            def __call__(self, x):
+                for b in self.blocks:
+                    x = b(x)
+                return self.head.aux(x)
+
+        def step(net: Net, x):
+            return jax.vmap(net)(x)
+
+        fast = jax.jit(step)
+    """)
+    assert names == {"step", "Net.__call__", "Block.__call__", "Head.aux"}
+
+
+def test_haiku_transform_and_linen_apply_are_entry_points():
+    m = model_of("""
+        import haiku as hk
+        import flax.linen as nn
+        import jax
+
+        def forward(x):
+            return x
+
+        def unused_forward(x):
+            return x
+
+        net = hk.transform_with_state(forward)
+        other = hk.transform(unused_forward)
+
+        class Model(nn.Module):
+            def __call__(self, x):
+                return x
+
+        model = Model()
+
+        @jax.jit
+        def step(params, state, rng, x):
+            out, state = net.apply(params, state, rng, x)
+            return model.apply(params, x), out
+    """)
+    names = {fn.display_name: fn for fn in m.traced.reasons}
+    assert set(names) == {"step", "forward", "Model.__call__"}
+    values = staging(m).values
+    # apply(params, state, rng, x): `x` is forward's first parameter, a tracer.
+    assert values.param_kind(names["forward"], "x").value == "traced"
+    assert values.param_kind(names["Model.__call__"], "x").value == "traced"
+
+
+def test_config_assume_traced():
+    s = settings_from_table({"assume-traced": "public-array-functions"}, "pyproject.toml", "/")
+    assert s.assume_traced == ("public-array-functions",)
+    s = settings_from_table({"assume-traced": ["pkg.kernels.*"]}, "pyproject.toml", "/")
+    assert s.assume_traced == ("pkg.kernels.*",)
+    with pytest.raises(ConfigError, match="assume-traced"):
+        settings_from_table({"assume-traced": "everything"}, "pyproject.toml", "/")
+    with pytest.raises(ConfigError, match="assume-traced"):
+        settings_from_table({"assume-traced": [1]}, "pyproject.toml", "/")
+
+
+LIBRARY = """
+import jax.numpy as jnp
+
+_log = []
+
+
+def deposit(pos, weights):
+    _log.append(pos)
+    return jnp.sum(pos * weights)
+
+
+def count(n):
+    _log.append(n)
+    return n + 1
+
+
+def _helper(x):
+    _log.append(x)
+    return jnp.sin(x)
+"""
+
+
+def run_check(tmp_path: Path, config: str | None) -> str:
+    (tmp_path / "pm").mkdir()
+    (tmp_path / "pm" / "__init__.py").write_text("")
+    (tmp_path / "pm" / "kernels.py").write_text(LIBRARY)
+    if config is not None:
+        (tmp_path / "pyproject.toml").write_text(f"[tool.jaxfuse-lint]\nassume-traced = {config}\n")
+    proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--no-cache", "-j1", "--select", "JF403",
+                           "pm"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.stdout
+
+
+def test_library_mode_is_off_by_default(tmp_path):
+    assert "JF403" not in run_check(tmp_path, None)
+
+
+def test_library_mode_public_array_functions(tmp_path):
+    out = run_check(tmp_path, '"public-array-functions"')
+    lines = [line for line in out.splitlines() if "JF403" in line]
+    # `deposit` takes arrays to jnp; `count` does not; `_helper` is private.
+    assert len(lines) == 1 and ":8:5:" in lines[0], out
+    assert "assumed traced (configured)" in lines[0]
+
+
+def test_library_mode_patterns(tmp_path):
+    out = run_check(tmp_path, '["pm.kernels._*", "pm.kernels.count"]')
+    rows = sorted(int(line.split(":")[1]) for line in out.splitlines() if "JF403" in line)
+    assert rows == [13, 18], out
