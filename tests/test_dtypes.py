@@ -177,3 +177,17 @@ def test_recorded_dtypes_hook_and_names():
     got = [describe(model.dtype(el.value, fn)) for el in fn.returns[0].elements]
     assert got == ["bool", "bool", "float16"]
     assert SemanticModel(cst.parse_module(src)).dtype(fn.returns[0].elements[2].value, fn) is None
+
+
+def test_recorded_profile_records_give_the_union_of_their_dtypes():
+    """The runtime profile's argument records (record's format: dtype + weak_type per signature)."""
+    src = "import jax.numpy as jnp\ndef g(x, y):\n    return x, y, x + y\n"
+    records = {"g": {"x": [{"name": "x", "dtype": "float32", "weak_type": False},
+                           {"name": "x", "dtype": "float16", "weak_type": False}],
+                     "y": [{"name": "y", "dtype": "float32", "weak_type": True}]}}
+    model = SemanticModel(cst.parse_module(src), recorded_dtypes=records)
+    fn = model.index.functions[0]
+    got = [describe(model.dtype(el.value, fn)) for el in fn.returns[0].elements]
+    assert got == ["one of float16, float32", "weak float32", "one of float16, float32"]
+    unknown = SemanticModel(cst.parse_module(src), recorded_dtypes={"g": {"x": [{"dtype": "float8_e4m3"}]}})
+    assert unknown.dtype(unknown.index.functions[0].returns[0].elements[0].value, unknown.index.functions[0]) is None

@@ -263,6 +263,21 @@ def _bits(name: str) -> int:
     return int(digits)
 
 
+def fact_from_records(recorded, x64: bool) -> "frozenset[DType] | None":
+    """The dtypes a run recorded for a parameter: a dtype name (`"float16"`), or the runtime
+    profile's argument records (`[{"dtype": "float32", "weak_type": false}, ...]`, one per
+    signature: their union). None when a record has no dtype the model knows."""
+    if isinstance(recorded, str):
+        recorded = [{"dtype": recorded}]
+    out = set()
+    for record in recorded:
+        name = record.get("dtype") if isinstance(record, dict) else None
+        if name not in ALL_NAMES:
+            return None
+        out.add(DType(canonical(name, x64), bool(record.get("weak_type", False))))
+    return frozenset(out) or None
+
+
 # jaxtyping's dtype classes (float8 variants left out: the model does not know them).
 JAXTYPING: dict[str, tuple[str, ...]] = {
     "Bool": (BOOL,),
@@ -322,7 +337,8 @@ class DTypeAnalysis:
                  recorded: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.model = model
         self.x64 = x64
-        # Dtypes recorded at run time: {function qualified display name: {parameter: dtype name}}.
+        # Dtypes recorded at run time: {function display name: {parameter: a dtype name, or the runtime
+        # profile's argument records [{"dtype": ..., "weak_type": ...}] (see fact_from_records)}}.
         self.recorded = recorded or {}
         self._memo: dict[tuple[int, int], frozenset[DType] | None] = {}
         self._active: set[tuple[int, int]] = set()
@@ -438,8 +454,10 @@ class DTypeAnalysis:
 
     def param_dtype(self, fn: "Function", name: str) -> "frozenset[DType] | None":
         recorded = self.recorded.get(fn.display_name, {}).get(name)
-        if recorded is not None and recorded in ALL_NAMES:
-            return self._one(recorded)
+        if recorded is not None:
+            fact = fact_from_records(recorded, self.x64)
+            if fact is not None:
+                return fact
         p = fn.param_nodes.get(name)
         if p is None or p.annotation is None:
             return None
