@@ -241,7 +241,7 @@ def test_show_files_and_show_settings(project):
     s = run("check", "--show-settings", "--extend-select", "JF901", cwd=project)
     assert s.returncode == 0
     assert f"# config: {project / 'pyproject.toml'}" in s.stdout
-    assert 'extend-select = ["JF901"]' in s.stdout and 'include = ["*.py", "*.pyi"]' in s.stdout
+    assert 'extend-select = ["JF901"]' in s.stdout and 'include = ["*.py", "*.pyi", "*.ipynb"]' in s.stdout
 
 
 def test_verbose_quiet_and_silent(project):
