@@ -120,15 +120,16 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     if exclude or extend_exclude:
         from dataclasses import replace
 
-        from jaxfuse_lint.config import _split_patterns
+        from jaxfuse_lint.config import split_patterns
 
         if exclude:
-            settings = replace(settings, exclude=_split_patterns(exclude))
+            settings = replace(settings, exclude=split_patterns(exclude))
         if extend_exclude:
-            settings = replace(settings, extend_exclude=settings.extend_exclude + _split_patterns(extend_exclude))
+            settings = replace(settings, extend_exclude=settings.extend_exclude + split_patterns(extend_exclude))
     if output_format is None:
         output_format = settings.output_format or "concise"
     paths = paths or (".",)
+    fix = (fix or fix_only) and not no_fix
     if show_settings:
         from jaxfuse_lint.output import describe_settings
 
@@ -159,17 +160,14 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         # Not "All checks passed!": nothing was checked. Exit 0 as ruff does (pre-commit
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
-        if output_format not in ("concise", "full"):
-            rendered = render(output_format, [], ReportContext())
-            if rendered and not silent:
-                sys.stdout.write(rendered)
+        if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
+            _emit(render(output_format, [], ReportContext()), output_file, out)
         sys.exit(EXIT_CLEAN)
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
     if add_noqa:
         _add_noqa(files, settings, jobs, out)
         return
-    fix = (fix or fix_only) and not no_fix
 
     from jaxfuse_lint import progress, runner
 
@@ -301,7 +299,7 @@ def _add_noqa(files, settings, jobs, out) -> None:
         out.error(err)
     by_file: dict[str, dict[int, set[str]]] = {}
     for d in run.diagnostics:
-        if d.code == "JF000" or d.noqa_row is None:
+        if d.code in ("JF000", "JF901") or d.noqa_row is None:  # JF000 cannot be suppressed; JF901 is the noqa itself
             continue
         by_file.setdefault(d.filename, {}).setdefault(d.noqa_row, set()).add(d.code)
     added = 0

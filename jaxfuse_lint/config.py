@@ -403,7 +403,7 @@ def _split(values: Iterable[str]) -> list[str]:
     return out
 
 
-def _split_patterns(values: Iterable[str]) -> tuple[str, ...]:
+def split_patterns(values: Iterable[str]) -> tuple[str, ...]:
     """Command-line patterns: repeated or comma-separated (`--exclude a,b --exclude c`)."""
     out = []
     for v in values:
