@@ -2,7 +2,8 @@
 values (beyond rounding); an unsafe fix changes only what its rule documents.
 
 Property-based (hypothesis), with a fixed example count and seed so CI runs the same cases every
-time; benchmarks/fix_safety_sweep.py runs the same generators with many more examples.
+time (about 35 s of CPU for the whole file); benchmarks/fix_safety_sweep.py runs the same
+generators with many more examples, and with x64.
 Regression examples found by the generators are kept below as explicit cases.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 from tests.fix_safety import (  # noqa: E402
     Case, check_case, jf101_allowed, jf101_cases, jf102_allowed, jf102_cases, jf103_allowed, jf103_cases,
-    jf201_allowed, jf201_cases, jf405_allowed, jf405_cases,
+    jf201_allowed, jf201_cases, jf203_allowed, jf203_cases, jf301_allowed, jf301_cases, jf405_allowed, jf405_cases,
 )
 
 
@@ -31,7 +32,7 @@ def _check(case, allowed):
 
 
 @seed(15)
-@ci(150)
+@ci(100)
 @given(jf101_cases())
 def test_jf101_fixes_keep_results(case):
     _check(case, jf101_allowed)
@@ -45,7 +46,7 @@ def test_jf201_fixes_keep_results(case):
 
 
 @seed(15)
-@ci(40)
+@ci(25)
 @given(jf102_cases())
 def test_jf102_fixes_keep_results(case):
     _check(case, jf102_allowed)
@@ -63,6 +64,20 @@ def test_jf103_fixes_keep_results(case):
 @given(jf405_cases())
 def test_jf405_fixes_keep_results(case):
     _check(case, jf405_allowed)
+
+
+@seed(15)
+@ci(20)
+@given(jf203_cases())
+def test_jf203_fixes_keep_results(case):
+    _check(case, jf203_allowed)
+
+
+@seed(15)
+@ci(20)
+@given(jf301_cases())
+def test_jf301_fixes_keep_results(case):
+    _check(case, jf301_allowed)
 
 
 # -- regression examples ---------------------------------------------------------------------------
