@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-RULES = ("JF101", "JF201", "JF102", "JF103", "JF405")
+RULES = ("JF101", "JF201", "JF102", "JF103", "JF203", "JF301", "JF405")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,7 +77,7 @@ def build_fix(violation, model, settings):
     if broadcast is not None:
         terms, stmt, bind, names, bjnp = broadcast
         terms = [_cast(t, cast) for t in terms]
-        result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
+        result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis, policy.back))
         new_stmt = replace_within(stmt, {node: result}).with_changes(leading_lines=[])
         bind = bind.with_changes(leading_lines=stmt.leading_lines)
         shown = ", ".join(f"`{n}`" for n in names)
@@ -86,7 +86,7 @@ def build_fix(violation, model, settings):
         imports = tuple({*(jnp.imports if jnp else ()), *bjnp.imports})
         return plan(safe, message, {stmt: cst.FlattenSentinel([bind, new_stmt])}, imports)
     terms = [_cast(t, cast) for t in terms]
-    result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis))
+    result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis, policy.back))
     if whole is not None:
         hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
         message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is unknown "
@@ -102,6 +102,7 @@ class DtypePolicy:
     safe: bool
     cast: str | None = None  # on every term: "int" (`.astype(int)`), "float32"/"uint32" (`.astype(jnp.float32)`)
     note: str = ""
+    back: str | None = None  # the result cast back to this narrow float (`.astype(jnp.float16)`)
 
 
 def dtype_policy(model, kind: str, operand, scope, size: int) -> DtypePolicy:
@@ -117,12 +118,14 @@ def dtype_policy(model, kind: str, operand, scope, size: int) -> DtypePolicy:
       (overflow). Plain `+`/`*` when the operand's dtype is its own accumulator dtype (float32/64,
       complex, default-width ints). float16/bfloat16: `jnp.sum` computes in float32 and rounds once;
       two terms round once too (float32 has more than 2p + 2 bits: the double rounding is innocuous);
-      three or more round after each step. Bool and signed ints of any width: every term gets
+      more terms are cast to float32 and the result back to the (known) narrow float, as `jnp.sum`
+      computes; a mix of narrow floats cannot be spelled: unsafe. Bool and signed ints of any width: every term gets
       `.astype(int)`, the default int in both settings, which is what `jnp.sum` accumulates in.
       Unsigned ints: no cast spells uint32-or-uint64: unsafe, with `.astype(jnp.uint32)` (right without x64).
     - `mean`: float32/64 and complex are averaged in their own dtype; ints and bool of at most 32 bits
       in float32 (`jnp.mean`'s table, even with x64): every term gets `.astype(jnp.float32)`.
-      float16/bfloat16 are averaged in float32 (`(a + b) / 2` could overflow): unsafe.
+      float16/bfloat16 are averaged in float32 (`(a + b) / 2` could overflow): cast to float32 and back
+      when the narrow float is known exactly, unsafe otherwise.
     - `norm`: float32/64 and complex; ints are converted and narrow floats upcast first: unsafe.
     """
     from jaxfuse_lint.model.dtypes import any_dtype, describe, sum_dtype
@@ -157,6 +160,10 @@ def dtype_policy(model, kind: str, operand, scope, size: int) -> DtypePolicy:
         if every(lambda d, x64: d.kind in ("bool", "int")):
             return DtypePolicy(True, "int", f"{what}: each term is cast with `.astype(int)`, the default int "
                                             f"`jnp.{kind}` accumulates in")
+        narrow = _one_narrow_float(facts)
+        if narrow is not None:
+            return DtypePolicy(True, "float32", f"{what}: the terms are added in float32 and the result rounded "
+                                                f"once to {narrow}, as `jnp.{kind}` does", narrow)
         if every(lambda d, x64: sum_dtype(d, x64) == d or d.dtype_class == "narrow-float"):
             return DtypePolicy(False, None, f"unsafe: {what}; `jnp.{kind}` accumulates float16/bfloat16 in "
                                             f"float32 and rounds once, {size} terms round after each step{declare}")
@@ -172,12 +179,24 @@ def dtype_policy(model, kind: str, operand, scope, size: int) -> DtypePolicy:
         if every(lambda d, x64: d.kind in ("bool", "int", "uint") and not d.name.endswith("64")):
             return DtypePolicy(True, "float32", f"{what}: each term is cast with `.astype(jnp.float32)`, the "
                                                 "dtype `jnp.mean` averages ints in")
+        narrow = _one_narrow_float(facts)
+        if narrow is not None:
+            return DtypePolicy(True, "float32", f"{what}: averaged in float32 and rounded once to {narrow}, as "
+                                                "`jnp.mean` does", narrow)
         return DtypePolicy(False, None, f"unsafe: {what}; `jnp.mean` averages ints and float16/bfloat16 in "
                                         f"float32 (or float64), where `(a + b) / {size}` would not{declare}")
     if every(inexact):
         return DtypePolicy(True)
     return DtypePolicy(False, None, f"unsafe: {what}; `jnp.linalg.norm` converts ints to float and upcasts "
                                     f"float16/bfloat16 before squaring{declare}")
+
+
+def _one_narrow_float(facts) -> str | None:
+    """float16 or bfloat16 when the operand is known to be exactly that (strong) in both x64 settings."""
+    names = {d.name for fact in facts.values() for d in fact}
+    if len(names) == 1 and names <= {"float16", "bfloat16"} and not any(d.weak for f in facts.values() for d in f):
+        return names.pop()
+    return None
 
 
 def _cast_to(cast: str | None, jnp) -> cst.BaseExpression | None:
@@ -194,8 +213,10 @@ def _cast(term: cst.BaseExpression, dtype: cst.BaseExpression | None) -> cst.Bas
     return call(cst.Attribute(atom(term), cst.Name("astype")), dtype)
 
 
-def _finish(kind, terms, jnp, keepdims, axis) -> cst.BaseExpression:
+def _finish(kind, terms, jnp, keepdims, axis, back: str | None = None) -> cst.BaseExpression:
     result = _combine(kind, terms, jnp)
+    if back is not None:
+        result = _cast(result, jnp.attr(back))  # computed in float32, rounded once to the narrow float
     if keepdims:
         result = subscript(result, new_axis_index(axis))
     return result

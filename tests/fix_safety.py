@@ -493,3 +493,66 @@ def jf405_cases(draw) -> Case:
 def jf405_allowed(case: Case, messages: list[str]) -> set[str]:
     """JF405's unsafe fix: the product becomes a weakly typed, exact Python int."""
     return {"dtype", "weak", "values"} if "also used as a number" in " ".join(messages) else set()
+
+
+# -- JF203: loop-invariant values recomputed in the loop body ----------------------------------------
+_JF203_VALUES = (
+    "jnp.arange(x.shape[0]) * 0.5", "jnp.zeros(x.shape, x.dtype) + 1", "jnp.ones(x.shape) * 2.0",
+    "jnp.arange(x.shape[-1], dtype=x.dtype)", "jnp.full(x.shape, 3, x.dtype)", "jnp.indices(x.shape)[0] / 4",
+)
+
+
+@st.composite
+def jf203_cases(draw) -> Case:
+    dtype = draw(st.sampled_from(["float16", "bfloat16", "float32", "int32", "int8", "complex64"]))
+    value = draw(st.sampled_from(_JF203_VALUES))
+    carry = draw(st.sampled_from(["c", "x"]))  # "x": the carry shadows the name the value reads
+    init = draw(st.sampled_from(["x", "x * 2", "x.astype(jnp.float32)", "jnp.ones_like(x) * 0.5"]))
+    step = draw(st.sampled_from([f"{carry} * 2 + k", f"{carry} + k * i", f"k - {carry}"]))
+    if carry == "x":
+        init_line = f"    x = {init}\n" if init != "x" else ""
+        loop = "jax.lax.fori_loop(0, 3, step, x)"
+    else:
+        init_line = ""
+        loop = f"jax.lax.fori_loop(0, 3, step, {init})"
+    ann = JAXTYPING[dtype] if draw(st.booleans()) else "Shaped"
+    body = (f'@jax.jit\ndef f(x: {ann}[Array, "3 4"]):\n{init_line}    k = {value}\n\n'
+            f"    def step(i, {carry}):\n        return {step}\n\n    return {loop}\n")
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, dtype, (3, 4), False)
+    if dtype.startswith("int"):
+        x = (x % 5).astype(x.dtype)
+    return Case("JF203", body, [x], f"{value} carry={carry} init={init} {step} {dtype}", 8, "recompute", dtype)
+
+
+def jf203_allowed(case: Case, messages: list[str]) -> set[str]:
+    """JF203's unsafe fixes: a shadowing carry whose dtype may differ (weak init promoted by lax), or
+    costly values (nothing changes but speed)."""
+    text = " ".join(messages)
+    return {"dtype", "weak", "values", "error"} if "rebound inside the loop body" in text else set()
+
+
+# -- JF301: jit hoisted out of Python loops -------------------------------------------------------------
+@st.composite
+def jf301_cases(draw) -> Case:
+    dtype = draw(st.sampled_from(["float16", "float32", "int8", "int32", "bool", "complex64"]))
+    fn = draw(st.sampled_from(["lambda v: v * 2", "lambda v: v + v", "partial(step)", "lambda v: step(v)",
+                               "step"]))
+    loop = draw(st.sampled_from(["for", "while", "comprehension"]))
+    pre = "from functools import partial\n\n\ndef step(v):\n    return v * 3\n\n\n"
+    if loop == "for":
+        body = f"def f(x):\n    for _ in range(3):\n        x = jax.jit({fn})(x)\n    return x\n"
+    elif loop == "while":
+        body = f"def f(x):\n    i = 0\n    while i < 2:\n        x = jax.jit({fn})(x)\n        i += 1\n    return x\n"
+    else:
+        body = f"def f(x):\n    return [jax.jit({fn})(x + k) for k in range(3)]\n"
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = make_array(rng, dtype, (4,), False)
+    if dtype == "bool":
+        x = x.astype(np.int8)
+        dtype = "int8"
+    return Case("JF301", pre + body, [x], f"{loop} {fn} {dtype}", 27, "jit", dtype)
+
+
+def jf301_allowed(case: Case, messages: list[str]) -> set[str]:
+    return set()

@@ -114,6 +114,8 @@ JAXTYPING = "import jax\nimport jax.numpy as jnp\nfrom jaxtyping import Array, B
     ("Float32[Array, 'n']", "jnp.sum(v, axis=-1)", "safe", "v[..., 0] + v[..., 1]"),
     ("Float[Array, 'n']", "jnp.sum(v, axis=-1)", "safe", "v[..., 0] + v[..., 1]"),
     ("Float[Array, 'n']", "jnp.mean(v, axis=-1)", "unsafe", None),
+    ("Float16[Array, 'n']", "jnp.mean(v, axis=-1)", "safe",
+     "((v[..., 0].astype(jnp.float32) + v[..., 1].astype(jnp.float32)) / 2).astype(jnp.float16)"),
     ("Float16[Array, 'n']", "jnp.linalg.norm(v, axis=-1)", "unsafe", None),
     ("Float32[Array, 'n']", "jnp.linalg.norm(v, axis=-1)", "safe", None),
     ("Bool[Array, 'n']", "jnp.max(v, axis=-1)", "safe", "jnp.maximum(v[..., 0], v[..., 1])"),
@@ -127,10 +129,14 @@ def test_jf101_applicability_follows_the_operand_dtype(param, call, applicabilit
         assert f"return {expected}\n" in fix(src, "JF101", unsafe=True, header=JAXTYPING)
 
 
-def test_jf101_float16_sums_are_safe_for_two_terms_only():
+def test_jf101_float16_sums_of_more_terms_compute_in_float32():
     three = "@jax.jit\ndef f(x: Float16[Array, 'n']):\n    v = jnp.stack([x, x, x], axis=-1)\n    return jnp.sum(v, -1)\n"
-    assert fixes(three, "JF101", header=JAXTYPING) == [Applicability.UNSAFE]
-    assert fixes(three.replace("x, x, x", "x, x"), "JF101", header=JAXTYPING) == [Applicability.SAFE]
+    assert fixes(three, "JF101", header=JAXTYPING) == [Applicability.SAFE]
+    assert ("(v[..., 0].astype(jnp.float32) + v[..., 1].astype(jnp.float32) + v[..., 2].astype(jnp.float32))"
+            ".astype(jnp.float16)") in fix(three, "JF101", header=JAXTYPING)
+    assert fix(three.replace("x, x, x", "x, x"), "JF101", header=JAXTYPING).count("astype") == 0
+    mixed = three.replace("Float16[Array, 'n']", "Float[Array, 'n']")  # float16 or bfloat16: no cast spells both
+    assert fixes(mixed, "JF101", header=JAXTYPING) == [Applicability.UNSAFE]
 
 
 def test_jf101_unknown_dtype_is_unsafe_and_says_what_to_declare():

@@ -112,21 +112,23 @@ class SmallAxisReduction(Rule):
       complex, ints as wide as the default int) — or float16/bfloat16 with two
       terms (`jnp.sum` computes in float32 and rounds once; one addition also
       rounds once, and float32 has more than 2p + 2 bits so the double rounding
-      is innocuous). Bool and signed ints of any width: every term is cast with
+      is innocuous); with more terms, a float16 (or bfloat16) operand's terms
+      are cast to float32 and the result back, `(...).astype(jnp.float16)`, as
+      `jnp.sum` computes. Bool and signed ints of any width: every term is cast with
       `.astype(int)`, the default int `jnp.sum` accumulates in (so
       `v[..., 0].astype(int) + v[..., 1].astype(int)` counts booleans and does
       not overflow int8), which still fuses (1 kernel, no temporary on CPU).
     - `mean`: float32/64 or complex; ints and bool up to 32 bits get
       `.astype(jnp.float32)` on every term (`jnp.mean` averages them in float32,
-      even with x64).
+      even with x64); float16 or bfloat16 is averaged in float32 and cast back.
     - `norm`: float32/64 or complex.
     - `dot`: both operands ints (integer products wrap the same in any order).
 
     Unsafe otherwise, with the reason in the message and what to declare:
     unknown or weakly typed operands, unsigned ints in `sum`/`prod` (uint32, or
-    uint64 with x64: the unsafe fix casts to `jnp.uint32`), float16/bfloat16
-    with three or more terms (rounded after each step) or in `mean`/`norm`
-    (computed in float32 by `jnp`), int `norm`, and float `dot` (the backend's
+    uint64 with x64: the unsafe fix casts to `jnp.uint32`), an operand that may
+    be either float16 or bfloat16 with three or more terms or in `mean` (no
+    cast spells both), narrow-float `norm`, int `norm`, and float `dot` (the backend's
     matmul precision — TF32 or bfloat16 passes on GPUs and TPUs — against exact
     products). Within float dtypes, results can differ by rounding (the order of
     the additions).
