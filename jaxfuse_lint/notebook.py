@@ -121,16 +121,21 @@ class Notebook:
                 cell_obj = next(c for c in self.cells if c.number == c1) if self.cells else None
                 if (cell_obj is not None and t.row > cell_obj.n_rows and content.endswith("\n")
                         and not cell_obj.source.endswith("\n") and cell_obj.n_rows):
-                    # The module gave the cell's last line a newline the cell does not have.
-                    last = split_lines(cell_obj.source)[-1]
-                    content = content[:-1]
-                    t = Location(cell_obj.n_rows, len(last) + 1)
+                    # The module gave the cell's last line a newline the cell does not have:
+                    # the edit ends at the end of that line, and adds no final newline.
+                    end_of_cell = Location(cell_obj.n_rows, len(split_lines(cell_obj.source)[-1]) + 1)
+                    if s.row > cell_obj.n_rows:  # an insertion after the last line
+                        s, content = end_of_cell, "\n" + content[:-1]
+                    else:
+                        content = content[:-1]
+                    t = end_of_cell
                 edits.append(Edit(self._unmask_edit(content), s, t, cell=c1))
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
-        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell), filename=d.filename, location=start,
-                          end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
+        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell),
+                          filename=d.filename, location=start, end_location=end, fix=fix, noqa_row=noqa,
+                          extra=dict(d.extra), cell=cell)
 
     def _unmask_edit(self, content: str) -> str:
         """An edit's new text with the masked IPython lines it carries put back."""
