@@ -44,7 +44,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         source = context.sources.get(d.filename)
         if d.cell is not None:  # a notebook: rows count in the cell, the excerpt is the cell's
             path += f":cell {d.cell}"
-            from jaxfuse_lint.notebook import cell_text
+            from jaxfuse_lint.report.notebooks import cell_text
 
             source = cell_text(source, d.cell) if source is not None else None
             if d.fix is not None:  # show what the fix does to this cell
