@@ -230,7 +230,7 @@ def read(raw: str) -> Notebook:
     if major != 4:
         raise NotebookError(f"nbformat {major if major is not None else 'unknown'} is not supported "
                             f"(only nbformat 4; `jupyter nbconvert --to notebook` upgrades it)")
-    data = json.loads(raw)
+    data = node  # a plain dict, key order as in the file
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise NotebookError("not a Jupyter notebook (no list of cells)")
