@@ -327,7 +327,8 @@ def _add_noqa(files, settings, jobs, out) -> None:
 
 def _unified_diff(original: str, fixed: str, name: str) -> str:
     """What `--diff` prints for one file; a notebook's is one diff per changed cell (ruff's)."""
-    from jaxfuse_lint.notebook import is_notebook, unified_diff
+    from jaxfuse_lint.notebook import is_notebook
+    from jaxfuse_lint.report.notebooks import unified_diff
 
     if is_notebook(name):
         return unified_diff(original, fixed, name)

@@ -49,7 +49,7 @@ class JaxFusePlugin:
         if self.filename.lower().endswith(".ipynb"):
             # flake8 only reads notebooks when told to (`--filename=*.ipynb`), and then as
             # the JSON text: findings go on the lines of the file that hold their cell rows.
-            from jaxfuse_lint.notebook import file_located
+            from jaxfuse_lint.report.notebooks import file_located
 
             diagnostics = file_located(diagnostics, {self.filename: source})
         for d in diagnostics:

@@ -8,8 +8,8 @@ cells are numbered 1-based among *all* cells (markdown included), diagnostics pr
 `nb.ipynb:cell 4:12:5`, and JSON output carries the cell in its `"cell"` field.
 
 IPython syntax (`%time`, `%%timeit` cell headers, `!ls`, `x = !cmd`, `?obj`, `obj??`)
-is masked for parsing: each such line becomes a placeholder statement that carries its
-index, and the original text is put back byte for byte when fixes are written. Cells
+is masked for parsing and put back byte for byte when fixes are written
+(ipython_syntax.py). Cells
 whose magic makes them another language (`%%bash`, `%%writefile`, ...) and non-Python
 notebooks are left out.
 
@@ -21,35 +21,21 @@ a boundary or a magic is refused (the notebook is left as it was).
 """
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jaxfuse_lint.diagnostics import Diagnostic, Edit, Fix, Location
+from jaxfuse_lint.ipython_syntax import PYTHON_CELL_MAGICS, MaskError, mask_lines, unmask_lines, unmask_text
 from jaxfuse_lint.lines import split_lines
 
 SUFFIX = ".ipynb"
 
-# Cell magics whose body is Python run by the kernel: only the `%%` line is masked.
-PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})
-
 _BOUNDARY = "# jaxfuse-lint-cell {index}\n"
 _BOUNDARY_RE = re.compile(r"# jaxfuse-lint-cell (\d+)\r?\n?\Z")
-_MAGIC_TAG = "# jaxfuse-lint-magic {index}"
-_MAGIC_RE = re.compile(r"# jaxfuse-lint-magic (\d+)(\+?)\s*\Z")  # `+`: a continuation line
-# `%time stmt` / `%timeit stmt`: the statement is Python and is analysed (and fixed); the
-# magic becomes `if 1:` padded to the same width, so columns stay where they were.
-_TIMED = re.compile(r"^([ \t]*)(%timeit |%time )(?=[^\s-])")
-_TIMED_TAG = "  # jaxfuse-lint-timed {index}"
-_TIMED_RE = re.compile(r"  # jaxfuse-lint-timed (\d+)\Z")
-# `x = !ls`, `a, b = %sx cmd`: an assignment from a shell escape or a line magic.
-_ASSIGN_ESCAPE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 # How messages refer to other lines (rules' `LineOf` parts).
 _LINE_REF = re.compile(r"\b(line) (\d+)\b")
-# `obj?`, `obj.attr??`: help.
-_HELP_SUFFIX = re.compile(r"^\s*[A-Za-z_][\w.]*\?\??\s*$")
 
 
 def is_notebook(filename: str | None) -> bool:
@@ -121,35 +107,21 @@ class Notebook:
                 cell_obj = next(c for c in self.cells if c.number == c1) if self.cells else None
                 if (cell_obj is not None and t.row > cell_obj.n_rows and content.endswith("\n")
                         and not cell_obj.source.endswith("\n") and cell_obj.n_rows):
-                    # The module gave the cell's last line a newline the cell does not have.
-                    last = split_lines(cell_obj.source)[-1]
-                    content = content[:-1]
-                    t = Location(cell_obj.n_rows, len(last) + 1)
-                edits.append(Edit(self._unmask_edit(content), s, t, cell=c1))
+                    # The module gave the cell's last line a newline the cell does not have:
+                    # the edit ends at the end of that line, and adds no final newline.
+                    end_of_cell = Location(cell_obj.n_rows, len(split_lines(cell_obj.source)[-1]) + 1)
+                    if s.row > cell_obj.n_rows:  # an insertion after the last line
+                        s, content = end_of_cell, "\n" + content[:-1]
+                    else:
+                        content = content[:-1]
+                    t = end_of_cell
+                edits.append(Edit(unmask_text(content, self.magics), s, t, cell=c1))
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
-        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell), filename=d.filename, location=start,
-                          end_location=end, fix=fix, noqa_row=noqa, extra=dict(d.extra), cell=cell)
-
-    def _unmask_edit(self, content: str) -> str:
-        """An edit's new text with the masked IPython lines it carries put back."""
-        out = []
-        for line in split_lines(content):
-            body = line.rstrip("\r\n")
-            timed = _TIMED_RE.search(body)
-            m = _MAGIC_RE.search(body)
-            if timed is not None and int(timed.group(1)) < len(self.magics):
-                try:
-                    out.append(_untime(body[: timed.start()], line[len(body):], self.magics[int(timed.group(1))][0]))
-                except NotebookError:
-                    out.append(line)
-            elif m is not None and int(m.group(1)) < len(self.magics):
-                if not m.group(2):
-                    out.extend(self.magics[int(m.group(1))])
-            else:
-                out.append(line)
-        return "".join(out)
+        return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell),
+                          filename=d.filename, location=start, end_location=end, fix=fix, noqa_row=noqa,
+                          extra=dict(d.extra), cell=cell)
 
     def _lines_in_cells(self, message: str, cell: int) -> str:
         """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the
@@ -188,7 +160,10 @@ class Notebook:
         out: dict[int, str] = {}
         used: set[int] = set()
         for cell, lines in zip(self.cells, chunks):
-            text = "".join(self._unmask(lines, used))
+            try:
+                text = "".join(unmask_lines(lines, self.magics, used))
+            except MaskError as exc:
+                raise NotebookError(str(exc)) from None
             if text != cell.source and not cell.source.endswith("\n\n"):
                 # The module puts blank lines after what a fix adds at a cell's end (an
                 # import before the next cell's code): a cell keeps the ending it had.
@@ -198,38 +173,6 @@ class Notebook:
             out[cell.number] = text
         if used != set(range(len(self.magics))):
             raise NotebookError("a fix removed an IPython magic or shell escape")
-        return out
-
-    def _unmask(self, lines: list[str], used: set[int]) -> list[str]:
-        out = []
-        continuation: tuple[int, int] | None = None  # (magic, continuation lines still to come)
-        for line in lines:
-            body = line.rstrip("\r\n")
-            timed = _TIMED_RE.search(body)
-            if timed is not None and not (continuation is not None and continuation[1]):
-                index = int(timed.group(1))
-                if index >= len(self.magics) or index in used:
-                    raise NotebookError("a fix duplicated an IPython magic")
-                used.add(index)
-                out.append(_untime(body[: timed.start()], line[len(body):], self.magics[index][0]))
-                continue
-            m = _MAGIC_RE.search(body)
-            if continuation is not None and continuation[1]:
-                if m is None or not m.group(2) or int(m.group(1)) != continuation[0]:
-                    raise NotebookError("a fix split an IPython magic or shell escape")
-                continuation = (continuation[0], continuation[1] - 1)
-                continue
-            if m is None:
-                out.append(line)
-                continue
-            index = int(m.group(1))
-            if m.group(2) or index >= len(self.magics) or index in used:
-                raise NotebookError("a fix duplicated an IPython magic or shell escape")
-            used.add(index)
-            out.extend(self.magics[index])
-            continuation = (index, len(self.magics[index]) - 1)
-        if continuation is not None and continuation[1]:
-            raise NotebookError("a fix split an IPython magic or shell escape")
         return out
 
     def with_sources(self, sources: dict[int, str]) -> str:
@@ -287,7 +230,7 @@ def read(raw: str) -> Notebook:
     if major != 4:
         raise NotebookError(f"nbformat {major if major is not None else 'unknown'} is not supported "
                             f"(only nbformat 4; `jupyter nbconvert --to notebook` upgrades it)")
-    data = json.loads(raw)
+    data = node  # a plain dict, key order as in the file
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise NotebookError("not a Jupyter notebook (no list of cells)")
@@ -338,138 +281,6 @@ def _join(nb: Notebook) -> None:
         parts.append(body)
         row += len(masked)
     nb.module = "".join(parts)
-
-
-# -- IPython syntax -------------------------------------------------------------------------------------
-
-def _escape_kind(line: str, first: bool) -> str | None:
-    """'stmt' for a line that is IPython syntax, 'assign' for `x = !cmd`, else None."""
-    stripped = line.strip()
-    if not stripped:
-        return None
-    if first and stripped.startswith("%%"):
-        return "stmt"
-    if stripped[0] in "%!?" or (stripped.startswith("%%")):
-        return "stmt"
-    if _HELP_SUFFIX.match(line):
-        return "stmt"
-    if _ASSIGN_ESCAPE.match(line):
-        return "assign"
-    return None
-
-
-class _Scanner:
-    """Just enough of the tokenizer to know whether a line starts inside a string or brackets
-    (where `%` and `!` are Python)."""
-
-    def __init__(self) -> None:
-        self.quote: str | None = None  # the open string's delimiter
-        self.depth = 0
-        self.continued = False  # the previous line ended with a backslash
-
-    @property
-    def at_statement_start(self) -> bool:
-        return self.quote is None and self.depth == 0 and not self.continued
-
-    def feed(self, line: str) -> None:
-        i, n = 0, len(line)
-        while i < n:
-            c = line[i]
-            if self.quote is not None:
-                if c == "\\":
-                    i += 2
-                    continue
-                if line.startswith(self.quote, i):
-                    i += len(self.quote)
-                    self.quote = None
-                    continue
-                i += 1
-                continue
-            if c == "#":
-                break
-            if c in "'\"":
-                triple = line[i:i + 3]
-                self.quote = triple if triple in ("'''", '"""') else c
-                i += len(self.quote)
-                continue
-            if c in "([{":
-                self.depth += 1
-            elif c in ")]}":
-                self.depth = max(0, self.depth - 1)
-            i += 1
-        body = line.rstrip("\r\n")
-        self.continued = body.endswith("\\") and self.quote is None
-        if self.quote is not None and len(self.quote) == 1:
-            self.quote = None  # an unterminated one-line string ends with its line
-
-
-def _timed(line: str) -> str | None:
-    """`%time f(x)` as `if 1: f(x)` (same width), when the statement is one simple line."""
-    m = _TIMED.match(line)
-    if m is None:
-        return None
-    body = line.rstrip("\r\n")
-    if "#" in body:
-        return None  # a comment (or a `#` in a string): the tag could not go at the end
-    probe = _Scanner()
-    probe.feed(body[m.end():])
-    if not probe.at_statement_start:
-        return None  # spans lines
-    return m.group(1) + "if 1:".ljust(len(m.group(2))) + body[m.end():]
-
-
-def _untime(body: str, ending: str, original: str) -> str:
-    """A masked `%time` line (perhaps changed by a fix) with its magic back."""
-    m = _TIMED.match(original)
-    assert m is not None
-    stripped = body.lstrip(" \t")
-    indent = body[: len(body) - len(stripped)]
-    pad = "if 1:".ljust(len(m.group(2)))
-    if not stripped.startswith(pad):
-        raise NotebookError("a fix changed the statement of a %time magic")
-    line = indent + m.group(2) + stripped[len(pad):] + ending
-    return original if line == original or (line.rstrip("\r\n") == original.rstrip("\r\n")) else line
-
-
-def mask_lines(lines: list[str], magics: list[list[str]]) -> list[str]:
-    """The cell's lines with each IPython escape replaced by a placeholder of as many lines
-    (`pass`, or `x = ...` for an assignment, tagged with its index into `magics`)."""
-    out: list[str] = []
-    scanner = _Scanner()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        kind = _escape_kind(line, i == 0) if scanner.at_statement_start else None
-        timed = _timed(line) if kind == "stmt" and not (i == 0 and line.startswith("%%")) else None
-        if timed is not None:
-            index = len(magics)
-            magics.append([line])
-            out.append(timed + _TIMED_TAG.format(index=index) + line[len(line.rstrip("\r\n")):])
-            scanner.feed(timed)
-            i += 1
-            continue
-        if kind is None:
-            scanner.feed(line)
-            out.append(line)
-            i += 1
-            continue
-        group = [line]
-        while group[-1].rstrip("\r\n").endswith("\\") and i + len(group) < len(lines):
-            group.append(lines[i + len(group)])
-        index = len(magics)
-        magics.append(group)
-        tag = _MAGIC_TAG.format(index=index)
-        indent = line[: len(line) - len(line.lstrip())]
-        if kind == "assign":
-            target = _ASSIGN_ESCAPE.match(line).group(2)
-            stmt = f"{indent}{target} = ...  {tag}"
-        else:
-            stmt = f"{indent}pass  {tag}"
-        for k, g in enumerate(group):
-            ending = g[len(g.rstrip("\r\n")):]
-            out.append((stmt if k == 0 else tag + "+") + ending)
-        i += len(group)
-    return out
 
 
 # -- the pipeline, for notebooks ------------------------------------------------------------------------
@@ -578,119 +389,3 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return "not UTF-8 text"
     return str(exc)
-
-
-# -- showing notebooks ----------------------------------------------------------------------------------
-
-def cell_text(raw: str, number: int) -> str | None:
-    """Cell `number`'s source in a notebook's text (None if it cannot be read)."""
-    try:
-        cells = json.loads(raw)["cells"]
-        return source_text(cells[number - 1])
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None
-
-
-def unified_diff(original: str, fixed: str, filename: str) -> str:
-    """ruff's `--diff` for notebooks: one unified diff per changed cell, headed
-    `--- a/nb.ipynb:cell N` / `+++ b/nb.ipynb:cell N`."""
-    try:
-        before = json.loads(original)["cells"]
-        after = json.loads(fixed)["cells"]
-    except (ValueError, KeyError, TypeError):
-        return ""
-    out = []
-    for number, (a, b) in enumerate(zip(before, after), 1):
-        sa, sb = source_text(a), source_text(b)
-        if sa == sb:
-            continue
-        la, lb = split_lines(sa), split_lines(sb)
-        if la and not la[-1].endswith("\n"):
-            la[-1] += "\n"
-        if lb and not lb[-1].endswith("\n"):
-            lb[-1] += "\n"
-        out.append("".join(difflib.unified_diff(la, lb, f"a/{filename}:cell {number}", f"b/{filename}:cell {number}")))
-    return "".join(out)
-
-
-_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
-_SPACE = re.compile(r"[\s,]*")
-
-
-def source_file_rows(raw: str) -> dict[int, list[int]]:
-    """Cell number -> the line of the .ipynb file each row of the cell's source is on
-    (where an editor or a code host opens the file). A source stored as one string is
-    on one line; cells whose source cannot be found are left out."""
-    try:
-        cells = json.loads(raw)["cells"]
-    except (ValueError, KeyError, TypeError):
-        return {}
-    import bisect
-
-    newlines = [i for i, c in enumerate(raw) if c == "\n"]
-
-    def line_of(offset: int) -> int:
-        return bisect.bisect_left(newlines, offset) + 1
-
-    decoder = json.JSONDecoder()
-    out: dict[int, list[int]] = {}
-    pos = max(raw.find('"cells"'), 0)
-    for number, cell in enumerate(cells, 1):
-        source = cell.get("source") if isinstance(cell, dict) else None
-        if source is None:
-            continue
-        for m in _SOURCE_KEY.finditer(raw, pos):
-            try:
-                value, end = decoder.raw_decode(raw, m.end())
-            except ValueError:
-                continue
-            if value == source:  # this cell's `"source"` (not a key of the same name in its metadata)
-                break
-        else:
-            continue
-        pos = end
-        if isinstance(source, str):
-            line = line_of(m.end())
-            out[number] = [line] * max(1, len(split_lines(source)))
-            continue
-        rows, at = [], m.end() + 1  # past the `[`
-        for _ in source:
-            at = _SPACE.match(raw, at).end()
-            rows.append(line_of(at))
-            _, at = decoder.raw_decode(raw, at)
-        out[number] = rows
-    return out
-
-
-def file_located(diagnostics: list[Diagnostic], sources: dict[str, str]) -> list[Diagnostic]:
-    """For formats that point into files (SARIF, GitHub and GitLab annotations, rdjson):
-    notebook diagnostics located on the lines of the .ipynb file that hold their cell rows
-    (a place a viewer can open), the cell named in the message. Their fixes, which edit
-    cell text rather than the file's JSON, are left out there. Other diagnostics pass as
-    they are."""
-    import dataclasses
-
-    if not any(d.cell is not None for d in diagnostics):
-        return diagnostics
-    rows_of: dict[str, dict[int, list[int]]] = {}
-    out = []
-    for d in diagnostics:
-        if d.cell is None:
-            out.append(d)
-            continue
-        raw = sources.get(d.filename)
-        if raw is not None and d.filename not in rows_of:
-            rows_of[d.filename] = source_file_rows(raw)
-        lines = rows_of.get(d.filename, {}).get(d.cell)
-        where = f"cell {d.cell}:{d.location.row}:{d.location.column}: "
-        if lines:
-            first = lines[min(max(d.location.row, 1), len(lines)) - 1]
-            last = lines[min(max(d.end_location.row, d.location.row, 1), len(lines)) - 1]
-            last = max(first, last)
-            text = split_lines(raw)[last - 1].rstrip("\r\n")
-            start, end = Location(first, 1), Location(last, len(text) + 1)  # whole lines of the file
-        else:
-            start = end = Location(1, 1)
-        out.append(dataclasses.replace(d, message=where + d.message, location=start, end_location=end,
-                                       fix=None, noqa_row=None, cell=None))
-    return out

@@ -13,7 +13,9 @@ import pytest
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.engine import check_source, fix_source
-from jaxfuse_lint.notebook import NotebookError, dump_like, mask_lines, read, unified_diff
+from jaxfuse_lint.ipython_syntax import mask_lines
+from jaxfuse_lint.notebook import NotebookError, dump_like, read
+from jaxfuse_lint.report.notebooks import unified_diff
 from jaxfuse_lint.lines import split_lines
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -41,7 +41,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     for d in diagnostics:
         source = context.sources.get(d.filename)
         if d.cell is not None:  # a notebook: rows count in the cell, the excerpt is the cell's
-            from jaxfuse_lint.notebook import cell_text
+            from jaxfuse_lint.report.notebooks import cell_text
 
             source = cell_text(source, d.cell) if source is not None else None
             if d.fix is not None:  # show what the fix does to this cell

@@ -49,7 +49,7 @@ def command(d: Diagnostic, context: ReportContext) -> str:
 
 
 def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    from jaxfuse_lint.notebook import file_located
+    from jaxfuse_lint.report.notebooks import file_located
 
     diagnostics = file_located(diagnostics, context.sources)  # notebooks: lines of the .ipynb file
     return "".join(command(d, context) + "\n" for d in diagnostics)

@@ -53,7 +53,7 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> list[dict]:
 
 
 def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    from jaxfuse_lint.notebook import file_located
+    from jaxfuse_lint.report.notebooks import file_located
 
     diagnostics = file_located(diagnostics, context.sources)  # notebooks: lines of the .ipynb file
     return json.dumps(build(diagnostics, context), indent=2, ensure_ascii=False) + "\n"

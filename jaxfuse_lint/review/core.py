@@ -136,7 +136,7 @@ def run_review(
         except Exception:  # undecodable: JF000 says so; there is no text to quote
             source = data.decode("utf-8", "replace")
         if rel.lower().endswith(".ipynb"):  # rows are in cells; the diff is of the JSON file
-            from jaxfuse_lint.notebook import source_file_rows
+            from jaxfuse_lint.report.notebooks import source_file_rows
             from jaxfuse_lint.review.notebooks import changed_lines
 
             rows = source_file_rows(source)
@@ -151,7 +151,7 @@ def run_review(
         evidence = _verify_fixes(review, settings, root, echo, profile)
     for f in review.files:
         if f.path.lower().endswith(".ipynb") and f.diagnostics:
-            from jaxfuse_lint.notebook import source_file_rows
+            from jaxfuse_lint.report.notebooks import source_file_rows
             from jaxfuse_lint.review.notebooks import build_notebook_comment
 
             rows = source_file_rows(f.source)

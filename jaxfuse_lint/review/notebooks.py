@@ -3,7 +3,7 @@
 A finding is in a cell (rows counted in the cell); the diff's hunks and added lines
 are lines of the JSON file. Each source line of a cell is one line of the JSON file
 when the cell's source is stored as a list of lines (nbformat's way), so findings map
-to file lines (notebook.source_file_rows) and are kept when they touch an added one.
+to file lines (report/notebooks.py) and are kept when they touch an added one.
 The comment sits on that file line and names the cell; the fix is shown as a diff of
 the cell, not as a ```suggestion (a suggestion replaces file lines, which here are
 JSON string literals).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 
 from jaxfuse_lint.diagnostics import Applicability, Diagnostic
-from jaxfuse_lint.notebook import cell_text, source_file_rows
+from jaxfuse_lint.report.notebooks import cell_text, source_file_rows
 from jaxfuse_lint.report.edits import apply_edits, split_lines
 from jaxfuse_lint.review.comments import ReviewComment, _fix_note, _headline, fence
 from jaxfuse_lint.review.diff import ChangedFile
