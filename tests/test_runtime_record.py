@@ -237,3 +237,15 @@ def test_explain_reads_the_per_line_accounts_of_the_profile(recorded):
     row = next(line for line in out.splitlines() if line.strip().startswith("16 "))
     assert "48.0 KiB" in row and "u = 1.0 - jnp.cos(theta)" in row
     assert "kinetic_energy" not in out  # only the program recorded for swing_ratio
+
+
+def test_append_merges_runs_into_one_profile(tmp_path):
+    (tmp_path / "work.py").write_text("import sys\nimport jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(int(sys.argv[1])))\n")
+    first = jaxfuse("record", "--", sys.executable, "work.py", "2", cwd=tmp_path)
+    second = jaxfuse("record", "--append", "--", sys.executable, "work.py", "5", cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    (entry,) = profile["entries"]
+    assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [5]]
+    assert len(profile["processes"]) == 2
