@@ -249,3 +249,12 @@ def test_append_merges_runs_into_one_profile(tmp_path):
     (entry,) = profile["entries"]
     assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [5]]
     assert len(profile["processes"]) == 2
+
+
+def test_a_process_ending_with_os_exit_still_leaves_its_record(tmp_path):
+    (tmp_path / "work.py").write_text("import os\nimport jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(3))\nos._exit(0)  # no exit handlers run\n")
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    assert [e["qualname"] for e in profile["entries"]] == ["double"]
