@@ -161,6 +161,12 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                        f"{len(diagnostics)} remaining.", err=True)
     elif output_format in ("concise", "full") and not statistics:
         _print_summary(diagnostics, unsafe_fixes)
+        if profile is not None:
+            from jaxfuse_lint.runtime.use import stale_note
+
+            note = stale_note(profile)
+            if note:
+                click.echo(note, err=True)
     sys.exit(EXIT_FINDINGS if diagnostics and not exit_zero else EXIT_CLEAN)
 
 

@@ -131,6 +131,8 @@ def test_stale_entries_are_ignored(recorded, tmp_path):
     kernels.write_text(kernels.read_text() + "\n# edited after the run\n")
     result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
     assert result.returncode == 0, result.stdout
+    assert ("note: 1 file changed since .jaxfuse_lint/profile.json was recorded (particles/kernels.py): "
+            "its run-time facts are ignored") in result.stderr
 
 
 def test_check_never_imports_jax_when_reading_a_profile(recorded):
