@@ -342,3 +342,35 @@ ENTRY %main (p: f32[8]) -> f32[8] {
 """
     module = parse_hlo_module(text)
     assert module.source_stack(module.entry.root) == [SourceFrame("/a.py", 9, "g"), SourceFrame("/a.py", 5, "f")]
+
+
+def test_work_without_a_location_inherits_the_lines_it_continues():
+    # XLA expands some operations (a cumsum into reduce-windows) into kernels with no metadata.
+    text = """HloModule jit_f
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%fused_sin (p: f32[64,16]) -> f32[64,16] {
+  %p = f32[64,16]{1,0} parameter(0)
+  ROOT %sin = f32[64,16]{1,0} sine(%p), metadata={op_name="jit(f)/sin" source_file="/m.py" source_line=7}
+}
+%fused_window (q: f32[64,16], z: f32[]) -> f32[64,16] {
+  %q = f32[64,16]{1,0} parameter(0)
+  %z = f32[] parameter(1)
+  ROOT %rw = f32[64,16]{1,0} reduce-window(%q, %z), window={size=1x16 pad=0_0x15_0}, to_apply=%sum
+}
+ENTRY %main (x: f32[64,16]) -> f32[64,16] {
+  %x = f32[64,16]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  %sin_fusion = f32[64,16]{1,0} fusion(%x), kind=kLoop, calls=%fused_sin, metadata={op_name="jit(f)/sin" source_file="/m.py" source_line=7}
+  %window_fusion = f32[64,16]{1,0} fusion(%sin_fusion, %zero), kind=kLoop, calls=%fused_window
+  ROOT %neg = f32[64,16]{1,0} negate(%window_fusion), metadata={op_name="jit(f)/neg" source_file="/m.py" source_line=8}
+}
+"""
+    result = attribute_hlo(text, read_source_lines=False, exclude_dirs=())
+    window = result.kernel("window_fusion")
+    assert window.inferred and window.lines == ["/m.py:7"] and not window.inserted
+    assert result.line("/m.py", 7).kernels == ["sin_fusion", "window_fusion"]
+    assert result.unattributed_kernels == []

@@ -101,6 +101,7 @@ def test_html_output_has_the_table_and_the_picture():
     page = result.stdout
     assert page.startswith("<!DOCTYPE html>") and "<table" in page and "<svg" in page
     assert "jnp.sum(kvm * x, axis=1, keepdims=True)" in page
+    assert "Lines it calls into:" in page and "kvec_mesh" in page
 
 
 def test_profile_accounts_are_read_without_compiling(tmp_path, sum_json):

@@ -1,6 +1,7 @@
 """In the notebook: `jaxfuse_lint.show`, `jaxfuse_lint.compare` and the `%%jaxfuse_lint` cell magic."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -70,6 +71,14 @@ def test_show_static_keyword_arguments():
     shown = jaxfuse_lint.show(module.get_kmesh_naive, jnp.zeros((8, 8, 8)), norm2=True)
     assert shown.explanation.static == {"norm2": "True"}
     assert "norm2=True" in repr(shown).splitlines()[0]
+    # A jitted function keeps its own static arguments, by name or by position.
+    jitted = jaxfuse_lint.show(module.get_kmesh_naive_jit, jnp.zeros((8, 8, 8)), norm2=True)
+    assert jitted.attribution.kernels and jitted.explanation.func == "get_kmesh_naive"
+    import jax
+
+    by_position = jax.jit(module.get_kmesh_naive, static_argnums=(1, 2))
+    shown = jaxfuse_lint.show(by_position, jnp.zeros((8, 8, 8)), 1.0, True)
+    assert len(shown.attribution.kernels) == len(jitted.attribution.kernels)
 
 
 def _mlp_loss(params, x):
@@ -207,7 +216,7 @@ def test_magic_rejects_unknown_options(shell, capsys):
 # --- a real notebook, executed --------------------------------------------------------------
 
 
-def test_notebook_calling_show_has_an_inline_svg_with_source_line_labels(tmp_path):
+def test_notebook_calling_show_has_an_inline_svg_with_source_line_labels(tmp_path, monkeypatch):
     pytest.importorskip("jax")
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -226,7 +235,15 @@ def test_notebook_calling_show_has_an_inline_svg_with_source_line_labels(tmp_pat
         ),
         nbformat.v4.new_code_cell("jaxfuse_lint.show(f_sum_jax, jnp.ones((1024, 2)))"),
     ]
-    client = nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+    # A kernel spec for this very interpreter, so the notebook runs where jaxfuse_lint is installed
+    # whatever other `python3` kernels the machine has.
+    spec_dir = tmp_path / "jupyter" / "kernels" / "jaxfuse-test"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "jaxfuse-lint test", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    client = nbclient.NotebookClient(nb, timeout=240, kernel_name="jaxfuse-test",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     (output,) = [o for o in nb.cells[2].outputs if o.get("output_type") in ("execute_result", "display_data")]

@@ -23,6 +23,9 @@ to those lines:
   operations that read them.
 - **inserted copies**: copy and transpose kernels; those XLA inserted with no
   source location are attributed to the lines whose values they move.
+- **work without a location** (XLA's expansions, such as the reduce-windows a
+  `cumsum` becomes) inherits the lines of the kernel it reads from, else of
+  the kernel that reads it (`inferred`).
 
 API (no jax import at module import time):
 
@@ -92,6 +95,7 @@ class KernelAccount:
     temp_bytes: int = 0  # bytes of temporary buffers this kernel writes
     moves_data: bool = False  # only copies, transposes or re-lays-out data
     inserted: bool = False  # moves data and has no source location of its own: XLA put it there
+    inferred: bool = False  # computes, but has no location of its own: lines taken from the data flow
 
 
 @dataclass
@@ -330,6 +334,23 @@ def attribute_hlo(
         if not k.lines and k.moves_data:
             k.inserted = True
             k.lines = _neighbour_lines(module, k.computation, ins, stack, by_name)
+    # Work XLA created without a location (an expanded cumsum's reduce-windows, a split
+    # reduction's second pass) continues what feeds it: the kernel inherits the lines of the
+    # kernel it reads from, else of the kernel that reads it. Repeated so chains propagate.
+    for _ in range(len(kernels)):
+        changed = False
+        for k in kernels:
+            if k.lines or k.moves_data:
+                continue
+            ins = module.computations[k.computation].by_name[k.name]
+            source = _related_kernel(module, k.computation, ins, by_name)
+            if source is not None:
+                k.inferred = True
+                k.lines, k.own_lines = list(source.lines), list(source.own_lines)
+                k.stacks = [list(st) for st in source.stacks]
+                changed = True
+        if not changed:
+            break
 
     temp_source = "buffer assignment"
     if buffer_assignment is not None:
@@ -590,6 +611,28 @@ def _neighbour_lines(module: HloModule, computation: str, ins: Instruction, stac
                 if frames:
                     found.setdefault(line_key(frames[0].file, frames[0].line))
     return list(found)
+
+
+def _related_kernel(module: HloModule, computation: str, ins: Instruction, by_name) -> KernelAccount | None:
+    """The located kernel whose output `ins` reads (through bookkeeping), else one that reads `ins`."""
+    comp = module.computations[computation]
+    pending, seen = list(ins.operands), set()
+    while pending:
+        name = pending.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in by_name and by_name[name].lines and not by_name[name].inserted:
+            return by_name[name]
+        producer = comp.by_name.get(name)
+        if producer is not None and name not in by_name and (
+                producer.opcode in ("bitcast", "get-tuple-element", "tuple") or producer.opcode.endswith("-done")):
+            pending.extend(producer.operands)
+    for user in comp.instructions:
+        if ins.name in user.operands and user.name in by_name and by_name[user.name].lines \
+                and not by_name[user.name].inserted:
+            return by_name[user.name]
+    return None
 
 
 def _result_instructions(module: HloModule) -> set[str]:

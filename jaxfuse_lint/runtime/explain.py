@@ -377,6 +377,8 @@ def render_text(explanation: Explanation) -> str:
         lines = explanation.kernel_lines_text(k)
         temp = f", writes {format_bytes(k.temp_bytes)} temporary" if k.temp_bytes else ""
         inserted = ", inserted by XLA" if k.inserted else ""
+        if k.inferred:
+            inserted = ", no location of its own (lines from the data flow)"
         out.append(f"  {ids[k.name]:<4} {k.kind} {k.shape} {k.name} {runs}{temp}{inserted}")
         out.append(f"       lines: {lines}")
     if a.constants:
@@ -423,6 +425,17 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
         parts.append(f"<tr style=\"{shade}\">" + "".join(
             f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (number, kernels, temp, const, copies, text)) + "</tr>")
     parts.append("</table>")
+    others = explanation.other_lines()
+    if others:
+        parts.append("<p style=\"font-family:sans-serif;font-size:12px\">Lines it calls into:</p>")
+        parts.append(f"<table style=\"{style}\"><tr>" + "".join(
+            f"<th style=\"{cell}\">{h}</th>" for h in ("Where", "Kernels", "Temp", "Const", "Source")) + "</tr>")
+        for acc in others:
+            parts.append("<tr>" + "".join(f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (
+                f"{_display_path(acc.file)}:{acc.line} {acc.function}", " ".join(ids[k] for k in acc.kernels),
+                format_bytes(acc.temp_bytes) if acc.temp_bytes else "",
+                format_bytes(acc.constant_bytes) if acc.constant_bytes else "", acc.text)) + "</tr>")
+        parts.append("</table>")
     parts.append(f"<table style=\"{style};margin-top:8px\"><tr>" + "".join(
         f"<th style=\"{cell}\">{h}</th>" for h in ("Kernel", "Kind", "Shape", "Launches", "Temporary", "Lines"))
         + "</tr>")
@@ -430,7 +443,7 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
         lines = explanation.kernel_lines_text(k)
         runs = "?" if k.launches is None else str(k.launches)
         parts.append("<tr>" + "".join(f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (
-            f"{ids[k.name]} {k.name}", k.kind + (" (inserted)" if k.inserted else ""), k.shape, runs,
+            f"{ids[k.name]} {k.name}", k.kind + (" (inserted)" if k.inserted else " (lines from data flow)" if k.inferred else ""), k.shape, runs,
             format_bytes(k.temp_bytes) if k.temp_bytes else "", lines)) + "</tr>")
     parts.append("</table>")
     for note in explanation.notes:

@@ -29,12 +29,11 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 def _explain(fn: Callable[..., Any], args: tuple[Any, ...], static: dict[str, Any]) -> Explanation:
-    import inspect
-
     from jaxfuse_lint.runtime.explain import explain_function
 
-    # A jitted function is explained through the Python function it wraps (same program).
-    return explain_function(inspect.unwrap(fn), [], static, target=_name(fn), example_args=args)
+    # A jitted function is lowered as it is (its static arguments are its own); its lines
+    # are those of the Python function it wraps.
+    return explain_function(fn, [], static, target=_name(fn), example_args=args)
 
 
 class Shown:

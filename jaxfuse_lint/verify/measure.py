@@ -118,7 +118,10 @@ def measure(
     _warm_up(device)
     structs = list(example_args) if example_args is not None else [
         spec.to_shape_dtype_struct(device) for spec in specs]
-    jitted = jax.jit(func, static_argnames=tuple(static))
+    if example_args is not None and callable(getattr(func, "lower", None)):
+        jitted = func  # already jitted: its own static_argnums/donation apply, as when it is called
+    else:
+        jitted = jax.jit(func, static_argnames=tuple(static))
     placement = jax.default_device(device) if device is not None else contextlib.nullcontext()
     with placement:
         try:
