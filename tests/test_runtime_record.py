@@ -131,6 +131,8 @@ def test_stale_entries_are_ignored(recorded, tmp_path):
     kernels.write_text(kernels.read_text() + "\n# edited after the run\n")
     result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
     assert result.returncode == 0, result.stdout
+    assert ("note: 1 file changed since .jaxfuse_lint/profile.json was recorded (particles/kernels.py): "
+            "its run-time facts are ignored") in result.stderr
 
 
 def test_check_never_imports_jax_when_reading_a_profile(recorded):
@@ -237,3 +239,24 @@ def test_explain_reads_the_per_line_accounts_of_the_profile(recorded):
     row = next(line for line in out.splitlines() if line.strip().startswith("16 "))
     assert "48.0 KiB" in row and "u = 1.0 - jnp.cos(theta)" in row
     assert "kinetic_energy" not in out  # only the program recorded for swing_ratio
+
+
+def test_append_merges_runs_into_one_profile(tmp_path):
+    (tmp_path / "work.py").write_text("import sys\nimport jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(int(sys.argv[1])))\n")
+    first = jaxfuse("record", "--", sys.executable, "work.py", "2", cwd=tmp_path)
+    second = jaxfuse("record", "--append", "--", sys.executable, "work.py", "5", cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    (entry,) = profile["entries"]
+    assert sorted(s["args"][0]["shape"] for s in entry["signatures"]) == [[2], [5]]
+    assert len(profile["processes"]) == 2
+
+
+def test_a_process_ending_with_os_exit_still_leaves_its_record(tmp_path):
+    (tmp_path / "work.py").write_text("import os\nimport jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(3))\nos._exit(0)  # no exit handlers run\n")
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    assert [e["qualname"] for e in profile["entries"]] == ["double"]

@@ -91,6 +91,8 @@ class Recorder:
         self._user_file_memo: dict[str, bool] = {}
         self.errors: list[str] = []
         self.started = time.time()
+        self._part_path: str | None = None
+        self._last_flush = 0.0
         # Parameter avals of user functions called while a top-level trace runs:
         # {(file, qualname, first line): {param: [spec dict, ...]}}.
         self.param_avals: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
@@ -458,12 +460,31 @@ class Recorder:
                 "lines": list(self.lines.values()),
             }
 
+    def after_fork_in_child(self) -> None:
+        """A forked child records its own compilations, into its own part."""
+        self.lock = threading.RLock()
+        self.entries, self.functions, self.lines, self.param_avals = {}, {}, {}, {}
+        self._callables, self._callable_ids = {}, {}
+        self._pending = threading.local()
+        self._part_path = None
+        self.started = time.time()
+
+    def maybe_flush(self, interval: float = 2.0) -> None:
+        """Write the part now and then, not only at exit: processes that end with `os._exit`
+        (forked workers, some test runners) run no exit handlers."""
+        now = time.monotonic()
+        if (self.entries or self.functions) and now - self._last_flush >= interval:
+            self._last_flush = now
+            self.write()
+
     def write(self) -> None:
         if not self.entries and not self.functions:
             return
         try:
             os.makedirs(self.parts_dir, exist_ok=True)
-            path = os.path.join(self.parts_dir, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
+            if self._part_path is None:
+                self._part_path = os.path.join(self.parts_dir, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
+            path = self._part_path
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(self.part(), fh)
@@ -614,6 +635,7 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
             name = ""
         try:
             rec.on_compile(backend, name, executable, time.perf_counter() - started)
+            rec.maybe_flush()
         except Exception as exc:  # noqa: BLE001
             rec.errors.append(f"compile of {name}: {type(exc).__name__}: {exc}")
         return executable
@@ -622,6 +644,8 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
     compiler.compile_or_get_cached = compiled
     _RECORDER = rec
     atexit.register(rec.write)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=rec.after_fork_in_child)
     return rec
 
 

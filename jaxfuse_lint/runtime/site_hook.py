@@ -13,6 +13,7 @@ It uses only the standard library until jax is imported, and must never raise.
 """
 import importlib
 import importlib.abc
+import importlib.util
 import os
 import sys
 
@@ -69,11 +70,8 @@ class _AfterJaxImport(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name != "jax":
             return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec("jax")
-        finally:
-            pass
+        sys.meta_path.remove(self)  # once: the other finders locate jax as usual
+        spec = importlib.util.find_spec("jax")
         if spec is None or spec.loader is None:
             return spec
         loader = spec.loader
@@ -101,8 +99,6 @@ def _arm():
 
 _chain_existing_sitecustomize()
 try:
-    import importlib.util
-
     _arm()
 except Exception as exc:  # never stop the user's interpreter from starting
     print(f"jaxfuse-lint record: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -36,3 +36,21 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
     extra = tuple(kv for kv in settings.extra if kv[0] not in (PROFILE_KEY, PROFILE_DIGEST_KEY))
     extra += ((PROFILE_KEY, os.path.abspath(chosen)), (PROFILE_DIGEST_KEY, digest))
     return replace(settings, extra=extra), profile
+
+
+def stale_note(profile: Profile) -> str | None:
+    """One line naming the recorded files that changed since the run (their facts are ignored)."""
+    from pathlib import Path
+
+    path = Path(profile.path).resolve()
+    # Paths in a profile are relative to where `record` ran: the folder holding .jaxfuse_lint/.
+    root = path.parent.parent if path.parent.name == ".jaxfuse_lint" else Path.cwd()
+    stale = profile.stale_files(root)
+    if not stale:
+        return None
+    shown_path = os.path.relpath(path)
+    shown_path = str(path) if shown_path.startswith("..") else shown_path
+    shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
+    return (f"note: {len(stale)} file{'s' if len(stale) != 1 else ''} changed since {shown_path} was recorded "
+            f"({shown}): {'their' if len(stale) != 1 else 'its'} run-time facts are ignored; "
+            f"`jaxfuse-lint record` again to refresh them")
