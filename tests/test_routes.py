@@ -184,3 +184,46 @@ def test_library_mode_patterns(tmp_path):
     out = run_check(tmp_path, '["pm.kernels._*", "pm.kernels.count"]')
     rows = sorted(int(line.split(":")[1]) for line in out.splitlines() if "JF403" in line)
     assert rows == [13, 18], out
+
+
+def test_library_drivers_and_lifted_transforms():
+    m = model_of("""
+        import blackjax
+        import flax.linen as nn
+        import jax
+        import optax
+
+        def logdensity(position):
+            return -position ** 2
+
+        def never_used(position):
+            return position
+
+        kernel = blackjax.nuts(logdensity, step_size=0.1, inverse_mass_matrix=1.0)
+
+        class Cell(nn.Module):
+            def __call__(self, carry, x):
+                return carry, x
+
+        class Stack(nn.Module):
+            def __call__(self, xs):
+                scan = nn.scan(Cell, variable_broadcast="params", split_rngs={"params": False})
+                return scan()(0.0, xs)
+
+        def make_opt():
+            def init_fn(params):
+                return ()
+            def update_fn(updates, state, params=None):
+                return updates, state
+            return optax.GradientTransformation(init_fn, update_fn)
+    """)
+    reasons = {fn.display_name: fn for fn in m.traced.reasons}
+    assert {"logdensity", "Cell.__call__", "init_fn", "update_fn"} <= set(reasons)
+    assert "never_used" not in reasons and "Stack.__call__" not in reasons
+    st = staging(m)
+    # blackjax passes tracers to the log-density; optax's update is staged only where the
+    # optimizer is used under jit.
+    assert st.values.param_kind(reasons["logdensity"], "position").value == "traced"
+    assert not st.is_staged(reasons["update_fn"])
+    why = m.trace_reason(reasons["logdensity"])
+    assert why.kind == "driver" and why.transform == "blackjax.nuts"
