@@ -227,3 +227,20 @@ def test_library_drivers_and_lifted_transforms():
     assert not st.is_staged(reasons["update_fn"])
     why = m.trace_reason(reasons["logdensity"])
     assert why.kind == "driver" and why.transform == "blackjax.nuts"
+
+
+def test_an_object_handed_to_a_builtin_or_tree_utility_is_not_called():
+    names = traced_names("""
+        import jax
+
+        class Model:
+            def __call__(self, x):
+                return x
+
+            @jax.jit
+            def step(self, x):
+                assert isinstance(self, Model)
+                leaves = jax.tree_util.tree_leaves(self)
+                return x
+    """)
+    assert names == {"Model.step"}

@@ -306,8 +306,14 @@ class TracedAnalysis:
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
                 for a in call.args:
+                    # An object handed over (`isinstance(self, C)`, `tree_leaves(model)`) is not
+                    # called by it: only `map`/`filter` and the module's own functions that call
+                    # their parameter run an instance's `__call__`.
+                    is_object = self._is_object(a.value, fn)
                     for arg_fn, _ in self.callables(a.value, fn, direct_only=True):
                         if arg_fn is fn:
+                            continue
+                        if is_object and qn is not None and qn not in _CALLING_BUILTINS:
                             continue
                         if self._receiver_calls(call, qn, callees, a):
                             seed(arg_fn, TraceReason("passed", fn.display_name, call, caller=fn))
@@ -318,6 +324,20 @@ class TracedAnalysis:
                     seed(nested, TraceReason("passed", fn.display_name, nested.node, caller=fn))
         self._mark_kernels()
         return self.regions
+
+    def _is_object(self, expr: cst.BaseExpression, scope: "Scope") -> bool:
+        """An instance (`model`, `self`, `self.layer`, `Block(3)`) rather than a function."""
+        if isinstance(expr, cst.Name):
+            return self.model.function_named(expr.value, scope) is None and \
+                self.instances.instance_class(expr, scope) is not None
+        if isinstance(expr, cst.Call):
+            return self.instances.class_named(expr.func, scope) is not None
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls") and \
+                    self.model.method_of(scope, expr.attr.value) is not None:
+                return False
+            return self.instances.instance_class(expr, scope) is not None
+        return False
 
     def _receiver_calls(self, call: cst.Call, qn: str | None, callees, arg: cst.Arg) -> bool:
         if qn is not None:
@@ -564,6 +584,9 @@ class TracedAnalysis:
         cache[attr] = out
         return out
 
+
+# Builtins that call the objects they are given.
+_CALLING_BUILTINS = frozenset({"builtins.map", "builtins.filter"})
 
 # Callables that bind some arguments and call the function later.
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
