@@ -244,3 +244,21 @@ def test_an_object_handed_to_a_builtin_or_tree_utility_is_not_called():
                 return x
     """)
     assert names == {"Model.step"}
+
+
+def test_static_argnums_of_a_jitted_entry_point_count_past_its_own_arguments():
+    m = model_of("""
+        import haiku as hk
+        import jax
+
+        def forward(x, training):
+            return x
+
+        net = hk.transform(forward)
+        apply = jax.jit(net.apply, static_argnums=3)
+    """)
+    fn = next(f for f in m.traced.reasons if f.display_name == "forward")
+    values = staging(m).values
+    # apply(params, rng, x, training): argnum 3 is `training`.
+    assert values.param_kind(fn, "training").value == "static"
+    assert values.param_kind(fn, "x").value == "traced"

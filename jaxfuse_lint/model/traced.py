@@ -57,7 +57,9 @@ class TraceReason:
         if self.kind == "decorator":
             return f"decorated with `{short}` on line {line}"
         if self.kind == "transform":
-            return f"passed to `{short}` on line {line}"
+            # `net.apply` / `model.apply`: say what was passed when it is not fn itself
+            via = f" as {self.description}" if self.description else ""
+            return f"passed to `{short}` on line {line}{via}"
         if self.kind in ("control-flow", "driver"):
             return f"the function traced by `{short}` on line {line}"
         if self.kind == "entry":
@@ -269,8 +271,16 @@ class TracedAnalysis:
                 nums, names = _statics(t[1])
                 n2, s2 = _statics(call)
                 for fn, bound in self.callables(target, site.scope):
-                    seed(fn, TraceReason("transform", t[0], call, static_argnums=nums | n2,
-                                         static_argnames=names | s2, bound_method=bound))
+                    statics = nums | n2
+                    via = self.entry_via.get((id(target), id(fn))) if target is not None else None
+                    if via is not None and statics:
+                        # `jax.jit(net.apply, static_argnums=2)`: count past the entry point's own
+                        # leading arguments (`params, rng`); unknown offset: nothing is static.
+                        offset = via[1]
+                        statics = frozenset(i - offset for i in statics if offset is not None and i >= offset)
+                    seed(fn, TraceReason("transform", t[0], call, static_argnums=statics,
+                                         static_argnames=names | s2, bound_method=bound,
+                                         description=f"`{_code(m, target)}`" if via is not None else ""))
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
