@@ -262,3 +262,26 @@ def test_static_argnums_of_a_jitted_entry_point_count_past_its_own_arguments():
     # apply(params, rng, x, training): argnum 3 is `training`.
     assert values.param_kind(fn, "training").value == "static"
     assert values.param_kind(fn, "x").value == "traced"
+
+
+def test_forwarded_apply_fn_stored_on_self():
+    names = traced_names("""
+        import jax
+        import flax.linen as nn
+
+        class Net(nn.Module):
+            def __call__(self, x):
+                return x
+
+        class Trainer:
+            def __init__(self, apply_fn):
+                self.apply_fn = apply_fn
+
+            @jax.jit
+            def step(self, params, x):
+                return self.apply_fn(params, x)
+
+        net = Net()
+        trainer = Trainer(apply_fn=net.apply)
+    """)
+    assert names == {"Trainer.step", "Net.__call__"}

@@ -522,7 +522,10 @@ class TracedAnalysis:
                 fn = inst.method(held, "__call__")
                 if fn is not None:
                     yield fn, True
-            return
+                return
+            if attr not in FORWARDED_ATTRIBUTES:
+                return
+            # `self.apply_fn(...)` set from a constructor argument: see below.
         # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
         wrapped, offset = self._wrapped(expr.value, scope, attr, depth)
         if wrapped:
