@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from jaxfuse_lint.model.semantic import SemanticModel
 
 # How a function comes to be traced from another module, most direct first.
-KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "passed": 3}
+KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "entry": 2, "passed": 3}
 MAX_REEXPORT_HOPS = 8
 # Entry points of framework Modules that run `__call__` (`model.apply(variables, x)`).
 _ENTRY_ATTRIBUTES = {attr: offset for entries in MODULE_BASES.values() for attr, offset in entries}
@@ -350,7 +350,8 @@ class _Summarizer:
             if r is not None:
                 refs.append((r, "called"))
             for r, offset in self.instance_refs(call.func, fn):
-                refs.append((r, "called" + self.args_marker(call, fn, offset)))
+                code = " ".join(m.module.code_for_node(call.func).split())[:40]
+                refs.append((r, f"entry:{code}" + self.args_marker(call, fn, offset)))
             for a in call.args:
                 local.extend(c for c, _ in helper.callables(a.value, fn, direct_only=True) if c is not fn)
                 r = self.ref(a.value, fn)
@@ -435,6 +436,8 @@ class _Summarizer:
 def _with_marker(ref: str, kind: str, detail: str) -> Ref:
     """("called\nargs=T", caller) -> ("called", "caller\nargs=T"): markers travel with the detail."""
     kind, nl, marker = kind.partition("\n")
+    if kind.startswith("entry:"):  # `state.apply_fn` is called in traced `train.train_step`
+        kind, detail = "entry", f"`{kind[6:]}` is called in traced `{detail}`"
     return ref, kind, detail + nl + marker
 
 
@@ -480,6 +483,8 @@ def describe(kind: str, detail: str, origin: str) -> str:
 
 
 def _describe(kind: str, detail: str, origin: str) -> str:
+    if kind == "entry":
+        return detail
     short = detail.replace("jax.numpy.", "jnp.").replace("jax.lax.", "lax.")
     if kind == "transform":
         return f"passed to `{short}` in `{origin}`"

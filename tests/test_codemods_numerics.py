@@ -30,6 +30,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# Frameworks the route fixtures are written against (not dependencies of this project).
+FRAMEWORKS = frozenset({"flax", "haiku", "equinox", "diffrax", "optax", "blackjax"})
 FIXABLE = ("JF101", "JF201", "JF202", "JF203", "JF301", "JF302")
 
 _DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i8": "int8",
@@ -225,7 +227,14 @@ PAIRS = fixed_pairs()
 
 @pytest.mark.parametrize("src,fixed", PAIRS, ids=[f"{s.parent.name}/{f.name}" for s, f in PAIRS])
 def test_fixed_fixture_computes_the_same(src, fixed):
-    before, after = load_module(src), load_module(fixed)
+    try:
+        before, after = load_module(src), load_module(fixed)
+    except ModuleNotFoundError as exc:
+        # Route fixtures are small flax/haiku/equinox programs; those frameworks are not
+        # dependencies (their diagnostics and fix text are checked by test_fixtures.py).
+        if exc.name and exc.name.split(".")[0] in FRAMEWORKS:
+            pytest.skip(f"{src.name} needs {exc.name}, which is not installed")
+        raise
     changed = {n for n in changed_functions(src, fixed) if callable(getattr(before, n, None))}
     verify = specs_for(src, before)
     assert verify is not None, f"{src.name} has a fix but no input specs: add VERIFY (or a DETECTION_VERIFY entry)"

@@ -82,7 +82,7 @@ def test_cross_module_findings_need_the_index(name):
     # Every cross-module finding names the other module in its reason.
     for d in run.diagnostics:
         if (d.filename, d.location.row, d.code) not in alone:
-            assert "in `" in d.message or "from traced `" in d.message, d.message
+            assert "in `" in d.message or "from traced `" in d.message or "in traced `" in d.message, d.message
 
 
 def test_trainer_details():

@@ -184,3 +184,104 @@ def test_library_mode_patterns(tmp_path):
     out = run_check(tmp_path, '["pm.kernels._*", "pm.kernels.count"]')
     rows = sorted(int(line.split(":")[1]) for line in out.splitlines() if "JF403" in line)
     assert rows == [13, 18], out
+
+
+def test_library_drivers_and_lifted_transforms():
+    m = model_of("""
+        import blackjax
+        import flax.linen as nn
+        import jax
+        import optax
+
+        def logdensity(position):
+            return -position ** 2
+
+        def never_used(position):
+            return position
+
+        kernel = blackjax.nuts(logdensity, step_size=0.1, inverse_mass_matrix=1.0)
+
+        class Cell(nn.Module):
+            def __call__(self, carry, x):
+                return carry, x
+
+        class Stack(nn.Module):
+            def __call__(self, xs):
+                scan = nn.scan(Cell, variable_broadcast="params", split_rngs={"params": False})
+                return scan()(0.0, xs)
+
+        def make_opt():
+            def init_fn(params):
+                return ()
+            def update_fn(updates, state, params=None):
+                return updates, state
+            return optax.GradientTransformation(init_fn, update_fn)
+    """)
+    reasons = {fn.display_name: fn for fn in m.traced.reasons}
+    assert {"logdensity", "Cell.__call__", "init_fn", "update_fn"} <= set(reasons)
+    assert "never_used" not in reasons and "Stack.__call__" not in reasons
+    st = staging(m)
+    # blackjax passes tracers to the log-density; optax's update is staged only where the
+    # optimizer is used under jit.
+    assert st.values.param_kind(reasons["logdensity"], "position").value == "traced"
+    assert not st.is_staged(reasons["update_fn"])
+    why = m.trace_reason(reasons["logdensity"])
+    assert why.kind == "driver" and why.transform == "blackjax.nuts"
+
+
+def test_an_object_handed_to_a_builtin_or_tree_utility_is_not_called():
+    names = traced_names("""
+        import jax
+
+        class Model:
+            def __call__(self, x):
+                return x
+
+            @jax.jit
+            def step(self, x):
+                assert isinstance(self, Model)
+                leaves = jax.tree_util.tree_leaves(self)
+                return x
+    """)
+    assert names == {"Model.step"}
+
+
+def test_static_argnums_of_a_jitted_entry_point_count_past_its_own_arguments():
+    m = model_of("""
+        import haiku as hk
+        import jax
+
+        def forward(x, training):
+            return x
+
+        net = hk.transform(forward)
+        apply = jax.jit(net.apply, static_argnums=3)
+    """)
+    fn = next(f for f in m.traced.reasons if f.display_name == "forward")
+    values = staging(m).values
+    # apply(params, rng, x, training): argnum 3 is `training`.
+    assert values.param_kind(fn, "training").value == "static"
+    assert values.param_kind(fn, "x").value == "traced"
+
+
+def test_forwarded_apply_fn_stored_on_self():
+    names = traced_names("""
+        import jax
+        import flax.linen as nn
+
+        class Net(nn.Module):
+            def __call__(self, x):
+                return x
+
+        class Trainer:
+            def __init__(self, apply_fn):
+                self.apply_fn = apply_fn
+
+            @jax.jit
+            def step(self, params, x):
+                return self.apply_fn(params, x)
+
+        net = Net()
+        trainer = Trainer(apply_fn=net.apply)
+    """)
+    assert names == {"Trainer.step", "Net.__call__"}

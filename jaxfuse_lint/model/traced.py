@@ -57,7 +57,9 @@ class TraceReason:
         if self.kind == "decorator":
             return f"decorated with `{short}` on line {line}"
         if self.kind == "transform":
-            return f"passed to `{short}` on line {line}"
+            # `net.apply` / `model.apply`: say what was passed when it is not fn itself
+            via = f" as {self.description}" if self.description else ""
+            return f"passed to `{short}` on line {line}{via}"
         if self.kind in ("control-flow", "driver"):
             return f"the function traced by `{short}` on line {line}"
         if self.kind == "entry":
@@ -269,8 +271,16 @@ class TracedAnalysis:
                 nums, names = _statics(t[1])
                 n2, s2 = _statics(call)
                 for fn, bound in self.callables(target, site.scope):
-                    seed(fn, TraceReason("transform", t[0], call, static_argnums=nums | n2,
-                                         static_argnames=names | s2, bound_method=bound))
+                    statics = nums | n2
+                    via = self.entry_via.get((id(target), id(fn))) if target is not None else None
+                    if via is not None and statics:
+                        # `jax.jit(net.apply, static_argnums=2)`: count past the entry point's own
+                        # leading arguments (`params, rng`); unknown offset: nothing is static.
+                        offset = via[1]
+                        statics = frozenset(i - offset for i in statics if offset is not None and i >= offset)
+                    seed(fn, TraceReason("transform", t[0], call, static_argnums=statics,
+                                         static_argnames=names | s2, bound_method=bound,
+                                         description=f"`{_code(m, target)}`" if via is not None else ""))
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
@@ -306,8 +316,14 @@ class TracedAnalysis:
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
                 for a in call.args:
+                    # An object handed over (`isinstance(self, C)`, `tree_leaves(model)`) is not
+                    # called by it: only `map`/`filter` and the module's own functions that call
+                    # their parameter run an instance's `__call__`.
+                    is_object = self._is_object(a.value, fn)
                     for arg_fn, _ in self.callables(a.value, fn, direct_only=True):
                         if arg_fn is fn:
+                            continue
+                        if is_object and qn is not None and qn not in _CALLING_BUILTINS:
                             continue
                         if self._receiver_calls(call, qn, callees, a):
                             seed(arg_fn, TraceReason("passed", fn.display_name, call, caller=fn))
@@ -318,6 +334,20 @@ class TracedAnalysis:
                     seed(nested, TraceReason("passed", fn.display_name, nested.node, caller=fn))
         self._mark_kernels()
         return self.regions
+
+    def _is_object(self, expr: cst.BaseExpression, scope: "Scope") -> bool:
+        """An instance (`model`, `self`, `self.layer`, `Block(3)`) rather than a function."""
+        if isinstance(expr, cst.Name):
+            return self.model.function_named(expr.value, scope) is None and \
+                self.instances.instance_class(expr, scope) is not None
+        if isinstance(expr, cst.Call):
+            return self.instances.class_named(expr.func, scope) is not None
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls") and \
+                    self.model.method_of(scope, expr.attr.value) is not None:
+                return False
+            return self.instances.instance_class(expr, scope) is not None
+        return False
 
     def _receiver_calls(self, call: cst.Call, qn: str | None, callees, arg: cst.Arg) -> bool:
         if qn is not None:
@@ -492,7 +522,10 @@ class TracedAnalysis:
                 fn = inst.method(held, "__call__")
                 if fn is not None:
                     yield fn, True
-            return
+                return
+            if attr not in FORWARDED_ATTRIBUTES:
+                return
+            # `self.apply_fn(...)` set from a constructor argument: see below.
         # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
         wrapped, offset = self._wrapped(expr.value, scope, attr, depth)
         if wrapped:
@@ -564,6 +597,9 @@ class TracedAnalysis:
         cache[attr] = out
         return out
 
+
+# Builtins that call the objects they are given.
+_CALLING_BUILTINS = frozenset({"builtins.map", "builtins.filter"})
 
 # Callables that bind some arguments and call the function later.
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")

@@ -41,7 +41,11 @@ class SideEffectInTracedCode(Rule):
     - assignment to a name declared `global`;
     - assignment to a name declared `nonlocal` when the enclosing function is
       not traced itself (or, inside a traced function, from a lax loop body
-      storing a traced value: the body runs once, however many iterations);
+      storing a traced value: the body runs once, however many iterations).
+      A lax body that its enclosing function hands to the loop itself is
+      traced again on every call of that function, so it is flagged only
+      when it stores a tracer (`nonlocal done; done = y is x` records a
+      Python bool, deliberately);
     - item, attribute and `del` writes (`REGISTRY[k] = v`, `obj.n += 1`) and
       mutating calls (`.append`, `.extend`, `.insert`, `.appendleft`,
       `.setdefault`, `.clear`, `.remove`...; `.update`/`.add`/`.pop` only on
