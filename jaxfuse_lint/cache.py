@@ -17,6 +17,7 @@ miss, and a cache directory that cannot be written is reported once and then lef
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -36,12 +37,10 @@ def tool_fingerprint() -> str:
     """The version plus the size and mtime of every source file of the tool."""
     h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
     roots = [Path(__file__).resolve().parent]
-    try:
-        import codemods
-
-        roots.append(Path(codemods.__file__).resolve().parent)
-    except ImportError:  # pragma: no cover - codemods ships with the package
-        pass
+    # Located, not imported: a warm run loads none of the codemods.
+    spec = importlib.util.find_spec("codemods")
+    if spec is not None and spec.submodule_search_locations:  # codemods ships with the package
+        roots.extend(Path(p).resolve() for p in spec.submodule_search_locations)
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")

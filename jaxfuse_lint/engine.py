@@ -10,17 +10,20 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
-
-import libcst as cst
+import sys
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Location
-from jaxfuse_lint.fixes import FixPlan, apply_plans, is_valid_python, non_overlapping, plan_to_fix
-from jaxfuse_lint.locate import Locator
-from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.noqa import parse_suppressions
-from jaxfuse_lint.rules import Rule, Violation, all_rules
+
+# libcst, the model, the rules and the codemods are imported by the functions that parse:
+# a run whose files all come from the cache (runner.py) never pays for them.
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from jaxfuse_lint.fixes import FixPlan
+    from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.rules import Rule, Violation
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "JF000"
@@ -76,7 +79,8 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
     the file is invalid: they are what users know, and libcst's native parser may point
     at the end of the file instead of the offending token."""
     row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, cst.ParserSyntaxError):
+    libcst = sys.modules.get("libcst")  # not imported: exc cannot be one of its errors
+    if libcst is not None and isinstance(exc, libcst.ParserSyntaxError):
         row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
     elif isinstance(exc, SyntaxError):
         row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
@@ -92,6 +96,8 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
 
 
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
+    from jaxfuse_lint.rules import all_rules
+
     return [r for r in all_rules() if settings.is_enabled(r.code, filename)]
 
 
@@ -130,6 +136,10 @@ class Analysis:
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True) -> None:
+        from jaxfuse_lint.locate import Locator
+        from jaxfuse_lint.model import SemanticModel
+        from jaxfuse_lint.noqa import parse_suppressions
+
         self.module = module
         self.filename = filename
         self.settings = settings
@@ -162,6 +172,8 @@ class Analysis:
         if with_fix:
             plan = self.plan(rule, v)
             if plan is not None:
+                from jaxfuse_lint.fixes import plan_to_fix
+
                 fix = plan_to_fix(self.module, plan)
         return Diagnostic(
             code=rule.code, name=rule.name, message=v.render(self.locator.line), filename=self.filename,
@@ -180,13 +192,15 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     result = FileResult(filename)
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
-    except (cst.ParserSyntaxError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(filename, exc))
         return result
     result.source = text
     if not external_traced and not mentions_jax(text, settings):
         result.skipped = True
         return result
+    import libcst as cst
+
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
@@ -218,6 +232,10 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     outcome = FixOutcome(filename, text, text, encoding=encoding)
     if not external_traced and not mentions_jax(text, settings):
         return outcome
+    import libcst as cst
+
+    from jaxfuse_lint.fixes import non_overlapping
+
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     code = text
     rejected: set[tuple[str, int, int, str]] = set()
@@ -260,6 +278,8 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
     """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
+    from jaxfuse_lint.fixes import apply_plans, is_valid_python
+
     new_code = apply_plans(module, [p for _, _, p in batch]).code
     if is_valid_python(new_code, filename) is None:
         return new_code, batch

@@ -30,13 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-import libcst as cst
-
-from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
-from jaxfuse_lint.model.scopes import dotted_name
-from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
-
+# Layers 1 and 3 need no parse: libcst and the model are imported by the summarizer (layer
+# 2) only, so that a run whose files all come from the cache never loads them.
 if TYPE_CHECKING:
+    import libcst as cst
+
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.semantic import SemanticModel
 
@@ -193,10 +191,14 @@ class _Summarizer:
         self.model = model
         self.module = module or label  # how messages name this module
         self.package = package_of(module, is_package) if module else ""
+        from jaxfuse_lint.model.traced import TracedAnalysis
+
         self.helper = TracedAnalysis(model)
 
     def ref(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
         """The absolute qualified name an imported name (or attribute of one) stands for."""
+        import libcst as cst
+
         if isinstance(expr, cst.Attribute):
             base = self.ref(expr.value, scope)
             return f"{base}.{expr.attr.value}" if base else None
@@ -211,6 +213,10 @@ class _Summarizer:
         return names.pop()
 
     def _import_target(self, node: cst.CSTNode, local: str) -> str | None:
+        import libcst as cst
+
+        from jaxfuse_lint.model.scopes import dotted_name
+
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = dotted_name(alias.name) or ""
@@ -234,6 +240,11 @@ class _Summarizer:
 
     def targets(self, expr: cst.BaseExpression | None, scope: "Scope") -> Iterator[str]:
         """Imported functions an argument of a transform stands for (`other.f`, `partial(f, ...)`)."""
+        import libcst as cst
+
+        from jaxfuse_lint.model.api import TRANSFORMS
+        from jaxfuse_lint.model.traced import positional
+
         if expr is None:
             return
         r = self.ref(expr, scope)
@@ -247,6 +258,8 @@ class _Summarizer:
     def spread(self, fn: "Function") -> tuple[list["Function"], list[tuple[str, str]]]:
         """Where tracing goes from fn, as TracedAnalysis.run spreads it: local functions and
         imported names that fn calls or hands to other calls."""
+        from jaxfuse_lint.model.api import CALLBACKS
+
         m, helper = self.model, self.helper
         local: list[Function] = []
         refs: list[tuple[str, str]] = []
@@ -269,6 +282,9 @@ class _Summarizer:
         return local, refs
 
     def run(self) -> Summary:
+        from jaxfuse_lint.model.api import CONTROL_FLOW
+        from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
+
         m = self.model
         index = m.index
         keys: dict[Function, str] = {}
