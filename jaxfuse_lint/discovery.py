@@ -79,6 +79,8 @@ def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
             else:
                 ignore.load(p.resolve())
         visited_dirs: set[tuple[int, int]] = set()
+        start = p.resolve()
+        root_resolved = root.resolve()
         for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
             d = Path(dirpath)
             try:
@@ -91,17 +93,21 @@ def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
                 dirnames[:] = []
                 continue
             visited_dirs.add(key)
-            if settings.respect_gitignore and d.resolve() != p.resolve():
-                ignore.load(d.resolve())
+            # Resolved once per directory: an entry's real path is the directory's plus its
+            # name unless the entry is itself a link (realpath per file was most of a warm run).
+            d_resolved = d.resolve()
+            if settings.respect_gitignore and d_resolved != start:
+                ignore.load(d_resolved)
             keep = []
             for name in sorted(dirnames):
                 sub = d / name
-                rel = _rel(sub, root)
+                sub_resolved = _entry_resolved(d_resolved, sub, name)
+                rel = _rel(sub, root_resolved, sub_resolved)
                 if exclude.match_file(rel + "/") or exclude.match_file(name + "/"):
                     continue
                 if _is_virtualenv(sub):
                     continue
-                if settings.respect_gitignore and ignore.ignored(sub.resolve(), True):
+                if settings.respect_gitignore and ignore.ignored(sub_resolved, True):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -109,20 +115,24 @@ def discover(paths: list[str], settings: Settings) -> Iterator[Path]:
                 if not name.endswith((".py", ".pyi")):
                     continue
                 f = d / name
-                rel = _rel(f, root)
+                resolved = _entry_resolved(d_resolved, f, name)
+                rel = _rel(f, root_resolved, resolved)
                 if exclude.match_file(rel) or exclude.match_file(name):
                     continue
-                if settings.respect_gitignore and ignore.ignored(f.resolve(), False):
+                if settings.respect_gitignore and ignore.ignored(resolved, False):
                     continue
-                resolved = f.resolve()
                 if resolved in seen:
                     continue
                 seen.add(resolved)
                 yield f
 
 
-def _rel(path: Path, root: Path) -> str:
+def _entry_resolved(directory_resolved: Path, entry: Path, name: str) -> Path:
+    return entry.resolve() if os.path.islink(entry) else directory_resolved / name
+
+
+def _rel(path: Path, root_resolved: Path, resolved: Path) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return resolved.relative_to(root_resolved).as_posix()
     except ValueError:
         return path.as_posix()

@@ -23,7 +23,6 @@ internal error, and the run goes on. Nothing here writes source files.
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import os
 import re
 import signal
@@ -32,7 +31,6 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -61,6 +59,8 @@ from jaxfuse_lint.project import (
 
 # A file whose analysis takes longer than this is abandoned (reported, not fatal).
 FILE_TIMEOUT = 300.0
+# Workers load the whole tool up front when more files than this are to be analysed.
+PRELOAD_FROM = 8
 # Lines this long, or brackets nested this deep, are checked by CPython's parser before
 # libcst's, whose native parser can overflow its stack on such input.
 LONG_LINE = 4000
@@ -223,6 +223,22 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
     return reply
 
 
+def _preload_tool() -> None:
+    """Load the codemods too, then take everything alive now out of the garbage collector's
+    sight: its full collections no longer walk the tool itself (about 8% of a worker's time
+    on the jax source)."""
+    try:
+        from codemods import fixers
+
+        fixers()
+    except Exception:
+        pass  # reported per file by the engine, where it matters
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _worker_main(conn, settings: Settings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles Ctrl-C
     import faulthandler
@@ -231,21 +247,15 @@ def _worker_main(conn, settings: Settings) -> None:
     # compile() of the user's code (validating fixes) must not print its SyntaxWarnings.
     warnings.simplefilter("ignore", SyntaxWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
-    # Load the rules and codemods once, then take everything alive now out of the garbage
-    # collector's sight: its full collections no longer walk the tool itself (about 8%
-    # of a worker's time on the jax source).
+    # The parser, the model and the rules, while the coordinator may still be reading the
+    # cache (a worker can be started as soon as one file needs analysis). The codemods, the
+    # heaviest import, come with PRELOAD (many files), else when a finding has a fix.
     try:
-        from codemods import fixers
         from jaxfuse_lint.rules import all_rules
 
         all_rules()
-        fixers()
     except Exception:
         pass  # reported per file by the engine, where it matters
-    import gc
-
-    gc.collect()
-    gc.freeze()
     while True:
         try:
             task = conn.recv()
@@ -253,6 +263,9 @@ def _worker_main(conn, settings: Settings) -> None:
             return
         if task is None:
             return
+        if task == PRELOAD:
+            _preload_tool()
+            continue
         started = time.perf_counter()
         try:
             reply = analyse(task, settings)
@@ -266,6 +279,9 @@ def _worker_main(conn, settings: Settings) -> None:
             return
 
 
+PRELOAD = "preload"  # a message to a worker: load the whole tool now
+
+
 class _Worker:
     def __init__(self, ctx, settings: Settings) -> None:
         self.conn, child = ctx.Pipe()
@@ -274,6 +290,7 @@ class _Worker:
         child.close()
         self.task: _Task | None = None
         self.started = 0.0
+        self.preloaded = False
 
     def send(self, task: _Task) -> None:
         self.task = task
@@ -303,6 +320,8 @@ class _Worker:
 def start_method() -> str:
     """fork where it is safe (fast: workers start with everything imported); with other
     threads running (an editor integration) or where fork is unsafe, a fresh interpreter."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     # Native thread pools (jax's, when a test or `verify` imported it) are invisible to
     # `threading` but make fork deadlock-prone: then start fresh interpreters instead.
@@ -317,8 +336,11 @@ class _Pool:
 
     def __init__(self, jobs: int, settings: Settings, timeout: float) -> None:
         self.jobs = jobs
+        self.preload = False  # set when many files are to be analysed
         self.settings = settings
         self.timeout = timeout
+        import multiprocessing  # here: a run whose results all come from the cache starts no process
+
         self.ctx = multiprocessing.get_context(start_method())
         self.idle: list[_Worker] = []
         self.busy: list[_Worker] = []
@@ -329,15 +351,28 @@ class _Pool:
     def submit(self, task: _Task) -> None:
         worker = self.idle.pop() if self.idle else _Worker(self.ctx, self.settings)
         try:
-            worker.send(task)
+            self._send(worker, task)
         except (OSError, ValueError):  # it died while idle: start another
             worker.kill()
             worker = _Worker(self.ctx, self.settings)
-            worker.send(task)
+            self._send(worker, task)
         self.busy.append(worker)
+
+    def _send(self, worker: _Worker, task: _Task) -> None:
+        if self.preload and not worker.preloaded:
+            worker.conn.send(PRELOAD)
+            worker.preloaded = True
+        worker.send(task)
+
+    def warm_up(self) -> None:
+        """Start a worker ahead of its first task, so that it loads the parser meanwhile."""
+        if not self.idle and not self.busy and self.jobs > 0:
+            self.idle.append(_Worker(self.ctx, self.settings))
 
     def collect(self) -> list[tuple[_Task, _Reply | str]]:
         """Wait for at least one busy worker to finish; (task, reply or why it failed)."""
+        from multiprocessing.connection import wait as wait_for
+
         out: list[tuple[_Task, _Reply | str]] = []
         while not out and self.busy:
             now = time.monotonic()
@@ -438,18 +473,49 @@ class _Run:
         self.unknown = 0  # bitmask of files whose summaries are not known yet
         self.unsettled: list[tuple[int, int]] = []
         self.dirty = False  # something changed that may settle an unsettled file
+        self.replayed = False  # every result came from the record of the last run (prepare)
+        self.pool: _Pool | None = None  # started by the first file that needs a parse
 
     # -- 1 and 2: read, prescan, index ----------------------------------------------------------------
     def prepare(self) -> None:
+        """Read and hash every file. When every file is as the last run of the same files left
+        it, its results are replayed from the run's record (cache.py) and nothing else is
+        done (`self.replayed`); otherwise the project index is built."""
         from jaxfuse_lint.cache import content_hash
 
         namer = ModuleNamer()
-        pfiles: list[ProjectFile] = []
+        pfiles: list[ProjectFile | None] = []
+        record = self.cache.load_run(self._run_key()) if self.cache is not None else None
+        if record is not None and len(record) != len(self.states):
+            record = None
+        deferred: list[_State] = []  # unchanged since the record: their entries are read only if needed
         for st in self.states:
             named = namer.name(st.path)
             if named is not None:
                 st.module, st.is_package = named
-            pfiles.append(self._prepare_one(st, content_hash))
+            try:
+                data = read_file(st.path)
+            except OSError as exc:
+                record = None
+                pfiles.append(self._unreadable(st, exc))
+                continue
+            st.digest = content_hash(data)
+            if self.cache is not None:
+                st.key = self.cache.key(st.filename, st.digest, st.module)
+            if record is not None and record[st.index][:2] == (st.filename, st.key):
+                deferred.append(st)
+                pfiles.append(None)
+                continue
+            record = None
+            for earlier in deferred:
+                pfiles[earlier.index] = self._prepare_one(earlier, None)
+            deferred = []
+            pfiles.append(self._prepare_one(st, data))
+        self.replayed = record is not None and self._replay(record)
+        if self.replayed:
+            return
+        for st in deferred:
+            pfiles[st.index] = self._prepare_one(st, None)
         self.project = ProjectIndex(pfiles)
         self.graph = self.project.graph()
         order = canonical_order(self.graph, [st.filename for st in self.states])
@@ -459,16 +525,28 @@ class _Run:
             if st.entry is not None and st.entry.get("summary") is not None:
                 self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
 
-    def _prepare_one(self, st: _State, content_hash) -> ProjectFile:
+    def _run_key(self) -> str:
+        return self.cache.run_key([st.filename for st in self.states])
+
+    def _replay(self, record: list[tuple[str, str, dict]]) -> bool:
         try:
-            data = read_file(st.path)
-        except OSError as exc:
-            st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
-            self._settle(st, None, used={})
-            return ProjectFile(st.filename, None)
-        st.digest = content_hash(data)
+            results = [_result_from_json(st.filename, item[2]) for st, item in zip(self.states, record)]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return False
+        for st, result in zip(self.states, results):
+            self.stats["cached"] += 1
+            self._settle(st, result, used={})
+        return True
+
+    def _unreadable(self, st: _State, exc: OSError) -> ProjectFile:
+        st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
+        self._settle(st, None, used={})
+        return ProjectFile(st.filename, None)
+
+    def _prepare_one(self, st: _State, data: bytes | None) -> ProjectFile:
+        """The file's prescan: from its cache entry, else from its text (`data`, read again
+        when not given)."""
         if self.cache is not None:
-            st.key = self.cache.key(st.filename, st.digest, st.module)
             entry = self.cache.load(st.key)
             if entry is not None:
                 try:
@@ -478,6 +556,11 @@ class _Run:
                     return ProjectFile(st.filename, st.module, st.is_package, pre)
                 except (KeyError, TypeError, ValueError):
                     st.entry = None
+        if data is None:
+            try:
+                data = read_file(st.path)
+            except OSError as exc:
+                return self._unreadable(st, exc)
         try:
             text, _ = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
@@ -485,6 +568,10 @@ class _Run:
             self._settle(st, FileResult(st.filename, [syntax_error_diagnostic(st.filename, exc)]), used={})
             return ProjectFile(st.filename, None)
         st.jax = mentions_jax(text, self.settings)
+        if st.jax and self.pool is None:
+            # This file will be parsed: a worker can load the parser while the rest is read.
+            self.pool = _Pool(self.jobs, self.settings, self.timeout)
+            self.pool.warm_up()
         pre = prescan(text, st.module or "", st.is_package)
         return ProjectFile(st.filename, st.module, st.is_package, pre)
 
@@ -647,7 +734,9 @@ class _Run:
 
     # -- running --------------------------------------------------------------------------------------------
     def loop(self) -> None:
-        self.pool = _Pool(self.jobs, self.settings, self.timeout)
+        if self.pool is None:
+            self.pool = _Pool(self.jobs, self.settings, self.timeout)
+        self.pool.preload = self.pending > PRELOAD_FROM
         try:
             while True:
                 while self.pool.free_slots() > 0:
@@ -773,9 +862,21 @@ class _Run:
             run.results.append(result)
             if st.outcome is not None:
                 run.fixes.append(st.outcome)
+        self._record()
         if self.cache is not None and self.cache.error:
             run.errors.append(self.cache.error)
         return run
+
+    def _record(self) -> None:
+        """Keep what this run found for every file, for the next run of the same files."""
+        if self.cache is None or self.mode != "check" or self.replayed:
+            return
+        record = []
+        for st in self.states:
+            if st.key is None or st.result is None or st.partial or st.status != DONE:
+                return
+            record.append((st.filename, st.key, _result_to_json(st.result)))
+        self.cache.store_run(self._run_key(), record)
 
 
 def _text_of(path: Path) -> str | None:
@@ -810,9 +911,14 @@ def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: 
          jobs: int | None = None, use_cache: bool = False, progress=None,
          timeout: float = FILE_TIMEOUT) -> RunResult:
     run = _Run(files, settings, mode, unsafe, jobs, use_cache, progress, timeout)
-    run.prepare()
-    run.schedule()
-    run.loop()
+    try:
+        run.prepare()
+        if not run.replayed:
+            run.schedule()
+            run.loop()
+    finally:
+        if run.pool is not None:
+            run.pool.close(kill=True)  # only what an error left running
     return run.finish()
 
 
