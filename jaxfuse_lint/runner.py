@@ -10,9 +10,10 @@ The run, for `check` and `--fix` alike:
    allows, so that it is analysed with its final `external_traced` map. Each worker parses
    a file once: rules and the file's project summary come from the same model. In an
    import cycle that cannot be: a file analysed while its map may still change is analysed
-   without computing fixes (the costly part), and again, with them, only if its map did
-   change or it has findings that may have fixes. Files that never mention JAX are not
-   parsed unless another module traces their functions.
+   again only if its map did change (its fixes are computed the first time too: that costs
+   far less than the second parse that leaving them out used to force when the map turned
+   out final). Files that never mention JAX are not parsed unless another module traces
+   their functions.
 4. Results stream back as workers finish and are kept in the input order, so the output
    is the same whatever the number of workers and the order they finish in.
 
@@ -163,7 +164,6 @@ class _Task:
     want_summary: bool
     mode: str  # check | fix
     unsafe: bool = False
-    with_fixes: bool = True  # check: compute each diagnostic's fix (not while the map may change)
 
 
 @dataclass
@@ -197,7 +197,7 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
             reply.result = FileResult(task.filename, [guard])
             return reply
         try:
-            result = check_source(task.data, task.filename, settings, with_fixes=task.with_fixes,
+            result = check_source(task.data, task.filename, settings,
                                   external_traced=external, model_hook=hook)
         except Exception as exc:  # check_source catches what it expects; anything else is a bug
             result = FileResult(task.filename, errors=[f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
@@ -256,6 +256,10 @@ def _worker_main(conn, settings: Settings) -> None:
         all_rules()
     except Exception:
         pass  # reported per file by the engine, where it matters
+    try:
+        conn.send(READY)
+    except (OSError, ValueError):
+        return
     while True:
         try:
             task = conn.recv()
@@ -265,6 +269,10 @@ def _worker_main(conn, settings: Settings) -> None:
             return
         if task == PRELOAD:
             _preload_tool()
+            try:
+                conn.send(READY)
+            except (OSError, ValueError):
+                return
             continue
         started = time.perf_counter()
         try:
@@ -280,6 +288,9 @@ def _worker_main(conn, settings: Settings) -> None:
 
 
 PRELOAD = "preload"  # a message to a worker: load the whole tool now
+# A worker's message: it has loaded the tool (at start, after PRELOAD). The time limit of
+# the task it was given counts from then: loading is not the file's fault.
+READY = "ready"
 
 
 class _Worker:
@@ -389,6 +400,9 @@ class _Pool:
                     except (EOFError, OSError):
                         failure = self._death(w)
                     else:
+                        if reply == READY:
+                            w.started = time.monotonic()
+                            continue
                         self.busy.remove(w)
                         w.task = None
                         self.idle.append(w)
@@ -441,11 +455,10 @@ class _State:
     jax: bool = True
     entry: dict | None = None  # the cache entry read at the start
     # pending: never analysed; running; unsettled: has a result that may not be final (its
-    # external map may still change, or it was computed without fixes); done: final.
+    # external map may still change); done: final.
     status: str = PENDING
     first_done: bool = False
     analysed: bool = False  # parsed by a worker at least once
-    partial: bool = False  # the result was computed without fixes
     used: dict[str, str] | None = None  # the external map of the current result
     result: FileResult | None = None
     outcome: FixOutcome | None = None
@@ -645,13 +658,13 @@ class _Run:
                     task = _Task(st.index, st.filename, b"", {}, st.module, st.is_package, False, self.mode)
                     self._receive(task, _Reply(st.index, result=FileResult(st.filename, skipped=True)))
                     continue
-                return self._task(st, with_fixes=self._final(st.index))
+                return self._task(st)
             st = self._next_unsettled()
             if st is None:
                 return None
             if st.analysed:
                 self.stats["reanalysed"] += 1
-            return self._task(st, with_fixes=True)
+            return self._task(st)
 
     def _next_first_pass(self) -> _State | None:
         # Files whose map is final first; one that may still change (downstream of, or in,
@@ -688,10 +701,9 @@ class _Run:
             if not self._final(st.index):
                 keep.append(item)
                 continue
-            if st.used != self.project.external(st.index) or (st.partial and self._may_have_fixes(st)):
+            if st.used != self.project.external(st.index):
                 found = st
                 break
-            st.partial = False  # nothing in it could have had a fix
             st.status = DONE
             self._store(st)
         for item in keep:
@@ -699,16 +711,6 @@ class _Run:
         if found is None:
             self.dirty = False
         return found
-
-    @staticmethod
-    def _may_have_fixes(st: _State) -> bool:
-        from jaxfuse_lint.rules import get_rule
-
-        for d in st.result.diagnostics if st.result is not None else ():
-            rule = get_rule(d.code)
-            if rule is not None and rule.fixable != "never":
-                return True
-        return False
 
     def _cached(self, st: _State) -> bool:
         """Finish st from its cache entry if that was computed with the map it has now."""
@@ -721,7 +723,7 @@ class _Run:
         self._receive(task, _Reply(st.index, result=_result_from_json(st.filename, entry["result"])))
         return True
 
-    def _task(self, st: _State, with_fixes: bool) -> _Task:
+    def _task(self, st: _State) -> _Task:
         try:
             data = read_file(st.path)
         except OSError:
@@ -730,7 +732,7 @@ class _Run:
             self.pending -= 1
         st.status = RUNNING
         return _Task(st.index, st.filename, data, self.project.external(st.index), st.module, st.is_package,
-                     st.index not in self.project.summaries, self.mode, self.unsafe, with_fixes)
+                     st.index not in self.project.summaries, self.mode, self.unsafe)
 
     # -- running --------------------------------------------------------------------------------------------
     def loop(self) -> None:
@@ -801,12 +803,11 @@ class _Run:
                 if self.waiting[i] == 0 and self.states[i].status == PENDING:
                     heapq.heappush(self.ready, (self.pos[i], i))
         self._became_known(task.index)
-        st.partial = self.mode == "check" and not task.with_fixes and reply.parsed
         # Names in the map that are not functions of the file did nothing (a re-exported
         # variable, say): compare maps on the file's own functions only.
         used = self.project.external_of(task.index, task.external)
         self._settle(st, result, used=used)
-        if st.partial or not self._final(task.index) or self.project.external(task.index) != used:
+        if not self._final(task.index) or self.project.external(task.index) != used:
             self._unsettle(st)
         else:
             self._store(st)
@@ -833,7 +834,7 @@ class _Run:
         self.dirty = True
 
     def _store(self, st: _State) -> None:
-        if self.cache is None or st.key is None or st.result is None or self.mode != "check" or st.partial:
+        if self.cache is None or st.key is None or st.result is None or self.mode != "check":
             return
         summary = self.project.summaries.get(st.index)
         pre = self.project.files[st.index].prescan
@@ -873,7 +874,7 @@ class _Run:
             return
         record = []
         for st in self.states:
-            if st.key is None or st.result is None or st.partial or st.status != DONE:
+            if st.key is None or st.result is None or st.status != DONE:
                 return
             record.append((st.filename, st.key, _result_to_json(st.result)))
         self.cache.store_run(self._run_key(), record)
