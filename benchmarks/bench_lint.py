@@ -426,7 +426,8 @@ def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list, lsp:
             continue
         floor = floors.get(t.cores)
         ratio = f"{t.seconds / floor:.2f}" if floor else "—"
-        out.append(f"| {t.tool} | {t.cores} | {t.processes} | {t.seconds:.1f} | {len(corpus.files) / t.seconds:.0f} | "
+        wall = f"{t.seconds:.2f}" if t.seconds < 10 else f"{t.seconds:.1f}"
+        out.append(f"| {t.tool} | {t.cores} | {t.processes} | {wall} | {len(corpus.files) / t.seconds:.0f} | "
                    f"{corpus.lines / t.seconds:,.0f} | {ratio} |")
     cold = {t.cores: t.seconds for t in timings if t.tool == "jaxfuse-lint, cold" and t.seconds}
     warm = {t.cores: t.seconds for t in timings if t.tool.startswith("jaxfuse-lint, warm") and t.seconds}
