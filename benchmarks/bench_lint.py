@@ -440,7 +440,8 @@ def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list, lsp:
                    f"keystroke -> publishDiagnostics median {lsp['median_s'] * 1000:.0f} ms, "
                    f"p90 {lsp['p90_s'] * 1000:.0f} ms over 20 edits; `check_source` alone on that text (parse, "
                    f"model, rules: the floor of any full re-analysis) {lsp['floor_s'] * 1000:.0f} ms. Typing 20 "
-                   f"edits 30 ms apart: {lsp['typing_published']} version(s) analysed and published, the last "
+                   f"edits 30 ms apart: {lsp['typing_published']} version(s) got diagnostics (the others were coalesced "
+                   f"or dropped as outdated), the last "
                    f"{lsp['typing_last_s'] * 1000:.0f} ms after the last keystroke.")
     elif lsp:
         out.append(f"- Language server benchmark failed: {lsp['error'].strip().splitlines()[-1] if lsp['error'].strip() else '?'}")

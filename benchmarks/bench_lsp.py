@@ -177,7 +177,7 @@ def main() -> None:
     print(f"  edit -> diagnostics, {args.edits} edits one at a time: median {r['median_s'] * 1000:.0f} ms, "
           f"p90 {r['p90_s'] * 1000:.0f} ms")
     print(f"  typing ({args.edits} edits 30 ms apart): last keystroke -> its diagnostics "
-          f"{r['typing_last_s'] * 1000:.0f} ms; {r['typing_published']} of {r['typing_edits']} versions analysed")
+          f"{r['typing_last_s'] * 1000:.0f} ms; {r['typing_published']} of {r['typing_edits']} versions got diagnostics")
     print(f"  floor (check_source on the text, in process): {r['floor_s'] * 1000:.0f} ms")
 
 
