@@ -10,16 +10,25 @@ core (one process: the fair comparison with the parse floor), then on all cores:
   for any libcst-based tool; on all cores, a process pool);
 - jaxfuse-lint cold: `jaxfuse-lint check -j N --output-format json` with an empty cache;
 - jaxfuse-lint warm: the same command again, nothing changed (every result from the cache);
+- jaxfuse-lint warm, one file touched: a comment appended to one leaf module (one no other
+  file imports) before each run: that file is analysed, every other result is reused;
+- ruff (`ruff check --no-cache`, its default rules; skipped if not installed): the speed
+  users compare with, though it checks other things;
 - Fixit (`fixit lint`, its built-in rules; skipped if not installed);
 - flake8 (pyflakes, pycodestyle, mccabe; jaxfuse-lint's own flake8 plugin hidden from it;
   skipped if not installed).
+
+Then the language server's latency (benchmarks/bench_lsp.py) on the corpus file closest to
+2,000 lines: keystroke -> publishDiagnostics, median and p90 of 20 edits (--skip-lsp: not).
 
 Then the peak memory (RSS) of the coordinator and of the worker process of
 `check_files(..., jobs=1)` on growing subsets of the corpus: it should stay flat, set
 by the largest file rather than by the number of files.
 
-    python benchmarks/bench_lint.py [--package NAME ...] [--jobs N] [--output benchmarks/results.md]
-                                    [--skip-memory] [--skip-others]
+    python benchmarks/bench_lint.py [--package NAME ... | --corpus DIR] [--jobs N] [--repeat N]
+                                    [--output benchmarks/results.md] [--skip-memory] [--skip-others] [--skip-lsp]
+
+--corpus DIR uses the Python files under DIR (a checkout, say) instead of installed packages.
 
 Writes a Markdown table (with the machine description) to --output and stdout.
 """
@@ -62,6 +71,42 @@ class Corpus:
     files: list[Path]
     lines: int
     bytes: int
+
+
+def corpus_from_directory(src: Path, dest: Path) -> Corpus:
+    """A copy of every .py file under src (a checkout), as one package named after it."""
+    files, lines, size = [], 0, 0
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        target = dest / src.name / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes()
+        target.write_bytes(data)
+        files.append(target)
+        lines += data.count(b"\n")
+        size += len(data)
+    return Corpus(dest, [src.name], files, lines, size)
+
+
+def leaf_file(corpus: Corpus) -> Path | None:
+    """A middle-sized module that mentions JAX and that no other file of the corpus imports."""
+    sys.path.insert(0, str(ROOT))
+    from jaxfuse_lint.project import ModuleNamer, ProjectFile, ProjectIndex, prescan
+
+    namer = ModuleNamer()
+    pfiles = []
+    for f in corpus.files:
+        named = namer.name(f)
+        module, is_package = named if named else (None, False)
+        text = f.read_text(encoding="utf-8", errors="replace")
+        pfiles.append(ProjectFile(str(f), module, is_package, prescan(text, module or "", is_package)))
+    graph = ProjectIndex(pfiles).graph()
+    imported = set().union(*graph) if graph else set()
+    leaves = sorted((f.stat().st_size, str(f)) for i, f in enumerate(corpus.files)
+                    if i not in imported and f.name != "__init__.py" and b"jax" in f.read_bytes())
+    return Path(leaves[len(leaves) // 2][1]) if leaves else None
 
 
 def build_corpus(names: list[str], dest: Path) -> Corpus:
@@ -185,6 +230,8 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
     dirs = [str(corpus.root / p) for p in corpus.packages]
     have_fixit = importlib.util.find_spec("fixit") is not None
     have_flake8 = importlib.util.find_spec("flake8") is not None
+    ruff = shutil.which("ruff")
+    leaf = leaf_file(corpus)
 
     for cores, n in ((one, 1), (all_cores, jobs)):
         label = "1 core" if n == 1 else f"{len(cores)} cores"
@@ -202,9 +249,26 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
         print(f"[{label}] jaxfuse-lint warm...", file=sys.stderr)
         t, out = best_of(repeat, lint, cores, work, env)
         timings.append(Timing("jaxfuse-lint, warm (cache)", len(cores), str(n), t, out))
+        if leaf is not None:
+            print(f"[{label}] jaxfuse-lint warm, one file touched...", file=sys.stderr)
+            original = leaf.read_bytes()
+            touches = iter(range(10**6))
+            try:
+                t, out = best_of(repeat, lint, cores, work, env, before=lambda: leaf.write_bytes(
+                    original + f"# touched {next(touches)}\n".encode()))
+            finally:
+                leaf.write_bytes(original)
+            timings.append(Timing("jaxfuse-lint, warm, one leaf file touched", len(cores), str(n), t, out))
 
         if skip_others:
             continue
+        if ruff is not None:
+            print(f"[{label}] ruff...", file=sys.stderr)
+            # ruff has no worker option: it uses every core it is given.
+            t, out = best_of(repeat, [ruff, "check", "--no-cache", "--exit-zero", "--quiet", *dirs], cores, work, env)
+            timings.append(Timing("ruff (`ruff check --no-cache`, default rules)", len(cores), "threads", t, out))
+        else:
+            timings.append(Timing("ruff", len(cores), "—", None, "not installed: skipped"))
         if have_fixit:
             print(f"[{label}] fixit...", file=sys.stderr)
             # Fixit exits 1 when it reports something: that is a result, not a failure.
@@ -309,7 +373,37 @@ def machine() -> str:
             f"Python {platform.python_version()}; " + ", ".join(versions))
 
 
-def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list) -> str:
+def measure_lsp(corpus: Corpus, work: Path) -> dict | None:
+    """bench_lsp.py on the corpus file closest to 2,000 lines, in a process of its own."""
+    sized = []
+    for f in corpus.files:
+        data = f.read_bytes()
+        if b"jax" in data:
+            sized.append((abs(data.count(b"\n") - 2000), str(f)))
+    if not sized:
+        return None
+    target = min(sized)[1]
+    print(f"[lsp] {target}...", file=sys.stderr)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_lsp.py"), "--file", target, "--json"],
+                          cwd=work, env=tool_env(work), capture_output=True, text=True, timeout=900)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        return {"error": (proc.stderr or proc.stdout)[-500:]}
+
+
+def load_note() -> str:
+    """The load average while the benchmark ran: figures taken on a busy machine say so."""
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return ""
+    cores = len(os.sched_getaffinity(0))
+    busy = " — the machine was busy with other work, so every figure is inflated" if five > cores * 0.75 else ""
+    return f"Load average at the end: {one:.1f} (1 min), {five:.1f} (5 min) on {cores} cores{busy}."
+
+
+def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list, lsp: dict | None = None) -> str:
     out = [
         "# jaxfuse-lint: speed and memory",
         "",
@@ -317,8 +411,9 @@ def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list) -> s
         f"Date: {time.strftime('%Y-%m-%d')}. Command: `python benchmarks/bench_lint.py {' '.join(sys.argv[1:])}`"
         " (wall-clock; with --repeat, the fastest run of each).",
         "",
-        f"Corpus: the installed {', '.join(f'`{p}`' for p in corpus.packages)} source: {len(corpus.files)} files, "
+        f"Corpus: the {', '.join(f'`{p}`' for p in corpus.packages)} source: {len(corpus.files)} files, "
         f"{corpus.lines:,} lines, {corpus.bytes / 1e6:.1f} MB.",
+        load_note(),
         "",
         "| tool | cores | processes | wall (s) | files/s | lines/s | × parse floor |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -331,7 +426,8 @@ def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list) -> s
             continue
         floor = floors.get(t.cores)
         ratio = f"{t.seconds / floor:.2f}" if floor else "—"
-        out.append(f"| {t.tool} | {t.cores} | {t.processes} | {t.seconds:.1f} | {len(corpus.files) / t.seconds:.0f} | "
+        wall = f"{t.seconds:.2f}" if t.seconds < 10 else f"{t.seconds:.1f}"
+        out.append(f"| {t.tool} | {t.cores} | {t.processes} | {wall} | {len(corpus.files) / t.seconds:.0f} | "
                    f"{corpus.lines / t.seconds:,.0f} | {ratio} |")
     cold = {t.cores: t.seconds for t in timings if t.tool == "jaxfuse-lint, cold" and t.seconds}
     warm = {t.cores: t.seconds for t in timings if t.tool.startswith("jaxfuse-lint, warm") and t.seconds}
@@ -339,6 +435,16 @@ def table(corpus: Corpus, timings: list[Timing], stats: dict, memory: list) -> s
     for cores in sorted(cold):
         if cores in warm:
             out.append(f"- Warm re-run on {cores} core(s): {cold[cores] / warm[cores]:.0f}× faster than cold.")
+    if lsp and "error" not in lsp:
+        out.append(f"- Language server, `{Path(lsp['file']).name}` ({lsp['lines']:,} lines), full-text sync: "
+                   f"keystroke -> publishDiagnostics median {lsp['median_s'] * 1000:.0f} ms, "
+                   f"p90 {lsp['p90_s'] * 1000:.0f} ms over 20 edits; `check_source` alone on that text (parse, "
+                   f"model, rules: the floor of any full re-analysis) {lsp['floor_s'] * 1000:.0f} ms. Typing 20 "
+                   f"edits 30 ms apart: {lsp['typing_published']} version(s) got diagnostics (the others were coalesced "
+                   f"or dropped as outdated), the last "
+                   f"{lsp['typing_last_s'] * 1000:.0f} ms after the last keystroke.")
+    elif lsp:
+        out.append(f"- Language server benchmark failed: {lsp['error'].strip().splitlines()[-1] if lsp['error'].strip() else '?'}")
     if stats:
         out.append(f"- The cold run's counters (`RunResult.stats`, all cores): {json.dumps(stats)}. `reanalysed` files "
                    "are in import cycles: they were analysed before every module that traces them was, and again "
@@ -366,18 +472,25 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement, the fastest kept (Fixit: one run)")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--skip-others", action="store_true", help="only the parse floor and jaxfuse-lint")
+    ap.add_argument("--skip-lsp", action="store_true", help="no language server latency")
+    ap.add_argument("--corpus", type=Path, default=None, help="a directory of Python files (a checkout) to use "
+                    "instead of installed packages")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="jaxfuse-bench-") as tmp:
         work = Path(tmp)
-        corpus = build_corpus(args.package or list(DEFAULT_PACKAGES), work / "corpus")
+        if args.corpus is not None:
+            corpus = corpus_from_directory(args.corpus.resolve(), work / "corpus")
+        else:
+            corpus = build_corpus(args.package or list(DEFAULT_PACKAGES), work / "corpus")
         tool_copy(work)
         if not corpus.files:
             print("no corpus: jax is not installed", file=sys.stderr)
             return 1
         print(f"corpus: {', '.join(corpus.packages)}: {len(corpus.files)} files, {corpus.lines} lines", file=sys.stderr)
         timings, stats = measure_speed(corpus, args.jobs, args.skip_others, work, args.repeat)
+        lsp = None if args.skip_lsp else measure_lsp(corpus, work)
         memory = [] if args.skip_memory else measure_memory(corpus, work)
-        report = table(corpus, timings, stats, memory)
+        report = table(corpus, timings, stats, memory, lsp)
     Path(args.output).write_text(report)
     print(report)
     return 0

@@ -11,12 +11,22 @@ the diagnostics of the last check together with the `external_traced` map they w
 computed with: a result is reused only when the map is the same again, so a change in
 another module that changes what is traced here invalidates it.
 
-Entries are JSON files written atomically; a missing, unreadable or corrupt entry is a
-miss, and a cache directory that cannot be written is reported once and then left alone.
+Next to the entries, a run of `check` over a list of files leaves a record of it: each
+file's key and final result (`runs/`, one record per list of file names). When every file
+of a run has the key its record says, the project index cannot have changed either (every
+input of it is in the keys), so the results are replayed from that one file: a warm run of
+an unchanged project reads one small file instead of every file's summary.
+
+Entries are JSON files written atomically; a missing, unreadable or corrupt entry or record
+is a miss, and a cache directory that cannot be written is reported once and then left
+alone. JSON was measured against marshal, msgpack and pickle on the cache of flax (353
+files): decoding every full entry took 24, 17, 19 and 24 ms. The format matters less than
+not reading the summaries at all, so it stays JSON (stdlib, safe on a damaged file).
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -36,12 +46,10 @@ def tool_fingerprint() -> str:
     """The version plus the size and mtime of every source file of the tool."""
     h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
     roots = [Path(__file__).resolve().parent]
-    try:
-        import codemods
-
-        roots.append(Path(codemods.__file__).resolve().parent)
-    except ImportError:  # pragma: no cover - codemods ships with the package
-        pass
+    # Located, not imported: a warm run loads none of the codemods.
+    spec = importlib.util.find_spec("codemods")
+    if spec is not None and spec.submodule_search_locations:  # codemods ships with the package
+        roots.extend(Path(p).resolve() for p in spec.submodule_search_locations)
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -85,6 +93,33 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
+    @staticmethod
+    def run_key(filenames: list[str]) -> str:
+        return hashlib.sha256("\0".join(filenames).encode()).hexdigest()
+
+    def _run_path(self, run_key: str) -> Path:
+        return self.directory / "runs" / f"{run_key}.json"
+
+    def load_run(self, run_key: str) -> list[tuple[str, str, dict]] | None:
+        """The record of the last run over these files: (filename, key, result) per file."""
+        try:
+            with open(self._run_path(run_key), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), list):
+            return None
+        out = []
+        for item in data["files"]:
+            if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                    and isinstance(item[1], str) and isinstance(item[2], dict)):
+                return None
+            out.append((item[0], item[1], item[2]))
+        return out
+
+    def store_run(self, run_key: str, files: list[tuple[str, str, dict]]) -> None:
+        self._write(self._run_path(run_key), {"format": FORMAT, "files": files})
+
     def load(self, key: str) -> dict[str, Any] | None:
         try:
             with open(self._path(key), encoding="utf-8") as fh:
@@ -94,10 +129,11 @@ class Cache:
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
     def store(self, key: str, entry: dict[str, Any]) -> None:
+        self._write(self._path(key), {"format": FORMAT, **entry})
+
+    def _write(self, path: Path, entry: dict[str, Any]) -> None:
         if self.error is not None:
             return
-        entry = {"format": FORMAT, **entry}
-        path = self._path(key)
         try:
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)

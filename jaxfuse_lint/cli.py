@@ -20,13 +20,36 @@ from jaxfuse_lint.report import FORMATS, ReportContext, render
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+# Commands defined outside this module, imported only when they run (or `--help` lists
+# them): `check` on a warm cache must not pay for the verifier, the review bot or the
+# language server.
+LAZY_COMMANDS = {
+    "verify": "jaxfuse_lint.verify.command:verify_command",
+    "review": "jaxfuse_lint.review.command:review_command",
+    "server": "jaxfuse_lint.server.command:server_command",
+    "record": "jaxfuse_lint.runtime.command:record_command",
+    "explain": "jaxfuse_lint.runtime.explain_command:explain_command",
+}
+
+
 class DefaultCommandGroup(click.Group):
     """`jaxfuse-lint PATHS` and `jaxfuse-lint --fix PATHS` mean `jaxfuse-lint check ...`."""
 
     def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            import importlib
+
+            module, attr = LAZY_COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
 
 
 @click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -392,24 +415,6 @@ def rule_command(code, show_all, output_format) -> None:
                                "explanation": rule.documentation()}, indent=2))
     else:
         click.echo(rule.documentation())
-
-
-def _register_optional_commands() -> None:
-    """Commands that import what they need (pygls, unidiff, jax) only when they run."""
-    from jaxfuse_lint.review.command import review_command
-    from jaxfuse_lint.runtime.command import record_command
-    from jaxfuse_lint.runtime.explain_command import explain_command
-    from jaxfuse_lint.server.command import server_command
-    from jaxfuse_lint.verify.command import verify_command
-
-    cli.add_command(verify_command)
-    cli.add_command(review_command)
-    cli.add_command(server_command)
-    cli.add_command(record_command)
-    cli.add_command(explain_command)
-
-
-_register_optional_commands()
 
 
 def main() -> None:

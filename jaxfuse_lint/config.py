@@ -158,9 +158,9 @@ def _unknown_key_error(key: str, where: str) -> ConfigError:
 
 def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
     """Every selector must be a known code or a prefix of one ("JF", "JF2", "JF203", "ALL")."""
-    from jaxfuse_lint.rules import all_codes
+    from jaxfuse_lint.rule_codes import rule_codes
 
-    known = all_codes() | {"JF000"}
+    known = rule_codes() | {"JF000"}
     out = []
     for raw in codes:
         code = str(raw).strip().upper()

@@ -44,7 +44,7 @@ def _spec(patterns) -> pathspec.PathSpec:
 
 
 def is_source(path: Path, settings: Settings, root: Path | None = None,
-              _cache: dict = {}) -> bool:  # noqa: B006 - a per-process cache of compiled specs
+              _cache: dict = {}, *, resolved: Path | None = None) -> bool:  # noqa: B006 - a per-process cache of compiled specs
     """Whether `path` is a file this tool reads: it matches an `include` pattern (by its
     path relative to the project root, or by its name). The one place that decides it."""
     spec = _cache.get(settings.include)
@@ -52,7 +52,7 @@ def is_source(path: Path, settings: Settings, root: Path | None = None,
         spec = _cache[settings.include] = _spec(settings.include)
     if spec.match_file(path.name):
         return True
-    return root is not None and spec.match_file(_rel(path, root))
+    return root is not None and spec.match_file(_rel(path, root, resolved))
 
 
 def _is_virtualenv(path: Path) -> bool:
@@ -101,11 +101,11 @@ class _Excluder:
         self.spec = _spec(self.patterns)
         self.root = root
 
-    def matches(self, path: Path, is_dir: bool, base: Path | None = None) -> bool:
+    def matches(self, path: Path, is_dir: bool, base: Path | None = None, resolved: Path | None = None) -> bool:
         """`base`: match relative to this folder instead of the project root (used below a
         named folder that is itself excluded: only what is below it counts)."""
         suffix = "/" if is_dir else ""
-        rel = _rel(path, base if base is not None else self.root)
+        rel = _rel(path, base if base is not None else self.root, resolved)
         return self.spec.match_file(rel + suffix) or self.spec.match_file(path.name + suffix)
 
     def named_path_excluded(self, path: Path) -> bool:
@@ -191,6 +191,7 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: D
         else:
             ignore.load(top)
     visited_dirs: set[tuple[int, int]] = set()
+    start = p.resolve()
     for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
         d = Path(dirpath)
         try:
@@ -203,41 +204,56 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: D
             dirnames[:] = []
             continue
         visited_dirs.add(key)
-        if settings.respect_gitignore and d.resolve() != p.resolve():
-            ignore.load(d.resolve())
+        d_resolved = d.resolve()
+        if settings.respect_gitignore and d_resolved != start:
+            ignore.load(d_resolved)
         keep = []
         for name in sorted(dirnames):
             sub = d / name
-            if excluder.matches(sub, True, base):
+            sub_resolved = _entry_resolved(d_resolved, sub, name)
+            if excluder.matches(sub, True, base, sub_resolved):
                 found.skipped.append((str(sub), "excluded"))
                 continue
             if _is_virtualenv(sub):
                 found.skipped.append((str(sub), "a virtual environment"))
                 continue
-            if settings.respect_gitignore and ignore.ignored(sub.resolve(), True):
+            if settings.respect_gitignore and ignore.ignored(sub_resolved, True):
                 found.skipped.append((str(sub), "gitignored"))
                 continue
             keep.append(name)
         dirnames[:] = keep
         for name in sorted(filenames):
             f = d / name
-            if not is_source(f, settings, root):
+            resolved = _entry_resolved(d_resolved, f, name)
+            if not is_source(f, settings, root, resolved=resolved):
                 continue
-            if excluder.matches(f, False, base):
+            if excluder.matches(f, False, base, resolved):
                 found.skipped.append((str(f), "excluded"))
                 continue
-            if settings.respect_gitignore and ignore.ignored(f.resolve(), False):
+            if settings.respect_gitignore and ignore.ignored(resolved, False):
                 found.skipped.append((str(f), "gitignored"))
                 continue
-            resolved = f.resolve()
             if resolved in seen:
                 continue
             seen.add(resolved)
             found.files.append(f)
 
 
-def _rel(path: Path, root: Path) -> str:
+def _rel(path: Path, root: Path, resolved: Path | None = None) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return (resolved or path.resolve()).relative_to(_resolved_root(root)).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def _resolved_root(root: Path, _cache: dict = {}) -> Path:  # noqa: B006 - per-process cache
+    found = _cache.get(root)
+    if found is None:
+        found = _cache[root] = root.resolve()
+    return found
+
+
+def _entry_resolved(directory_resolved: Path, entry: Path, name: str) -> Path:
+    """An entry's real path: its directory's plus its name, unless the entry is itself a link
+    (resolving every file separately was most of a warm run's time)."""
+    return entry.resolve() if os.path.islink(entry) else directory_resolved / name

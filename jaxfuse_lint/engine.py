@@ -12,17 +12,20 @@ import os
 import re
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
-
-import libcst as cst
+import sys
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Location
-from jaxfuse_lint.fixes import FixPlan, apply_plans, is_valid_python, non_overlapping, plan_to_fix
-from jaxfuse_lint.locate import Locator
-from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.noqa import parse_suppressions
-from jaxfuse_lint.rules import Rule, Violation, all_rules
+
+# libcst, the model, the rules and the codemods are imported by the functions that parse:
+# a run whose files all come from the cache (runner.py) never pays for them.
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from jaxfuse_lint.fixes import FixPlan
+    from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.rules import Rule, Violation
 
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "JF000"
@@ -85,7 +88,8 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
         row, col, msg = _undecodable_at(exc, data)
     elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
         row, col, msg = _undecodable_at(exc, data)
-    elif isinstance(exc, cst.ParserSyntaxError):
+    elif "libcst" in sys.modules and isinstance(exc, sys.modules["libcst"].ParserSyntaxError):
+        # (libcst not imported: exc cannot be one of its errors)
         row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
     elif isinstance(exc, SyntaxError):
         row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
@@ -154,6 +158,8 @@ def runtime_facts_for(text: str, settings: Settings):
 
 
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
+    from jaxfuse_lint.rules import all_rules
+
     return [r for r in all_rules() if r.stage == "model" and settings.is_enabled(r.code, filename)]
 
 
@@ -201,6 +207,10 @@ class Analysis:
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  runtime=None) -> None:
+        from jaxfuse_lint.locate import Locator
+        from jaxfuse_lint.model import SemanticModel
+        from jaxfuse_lint.noqa import parse_suppressions
+
         self.module = module
         self.filename = filename
         self.settings = settings
@@ -272,6 +282,8 @@ class Analysis:
         return self._plans[id(v)]
 
     def diagnostic(self, rule: Rule, v: Violation, with_fix: bool = True) -> Diagnostic:
+        from jaxfuse_lint.fixes import plan_to_fix
+
         start, end = self.locator.range(v.range_node or v.node)
         fix = None
         if with_fix:
@@ -299,6 +311,8 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     `model_hook` is called with the file's model when it was parsed (the runner's project summary).
     A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
     `as_python` (the notebook's cells joined into a module)."""
+    import libcst as cst
+
     if filename.lower().endswith(".ipynb") and not as_python:
         from jaxfuse_lint.notebook import check_notebook
 
@@ -307,7 +321,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     result = FileResult(filename)
     try:
         text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
-    except (cst.ParserSyntaxError, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(
             filename, exc, data=source if isinstance(source, bytes) else None))
         return result
@@ -347,6 +361,10 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
                external_traced: dict[str, str] | None = None,
                model_hook: Callable[[SemanticModel], None] | None = None, as_python: bool = False) -> FixOutcome:
     """Apply fixes to a fixed point. Safe fixes always; unsafe ones only with `unsafe`."""
+    import libcst as cst
+    from jaxfuse_lint.fixes import is_valid_python
+    from jaxfuse_lint.fixes import non_overlapping
+
     if filename.lower().endswith(".ipynb") and not as_python:
         from jaxfuse_lint.notebook import fix_notebook
 
@@ -425,6 +443,9 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
     """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
+    from jaxfuse_lint.fixes import apply_plans
+    from jaxfuse_lint.fixes import is_valid_python
+
     new_code = apply_plans(module, [p for _, _, p in batch]).code
     if is_valid_python(new_code, filename) is None:
         return new_code, batch

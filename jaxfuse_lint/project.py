@@ -30,26 +30,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-import libcst as cst
-
-from jaxfuse_lint.model.api import CALLBACKS, CONTROL_FLOW, TRANSFORMS
-from jaxfuse_lint.model.return_shapes import PREFIX as SHAPE_PREFIX
-from jaxfuse_lint.model.return_shapes import import_spellings, local_return_shapes
-from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, MODULE_BASES, route
-from jaxfuse_lint.model.staging import staging as staging_of
-from jaxfuse_lint.model.values import Kind
-from jaxfuse_lint.model.scopes import dotted_name
-from jaxfuse_lint.model.traced import TracedAnalysis, keyword, positional
-
+# Layers 1 and 3 need no parse: libcst and the model are imported by the summarizer (layer
+# 2) only, so that a run whose files all come from the cache never loads them.
 if TYPE_CHECKING:
+    import libcst as cst
+
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.semantic import SemanticModel
 
 # How a function comes to be traced from another module, most direct first.
 KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "entry": 2, "passed": 3}
 MAX_REEXPORT_HOPS = 8
-# Entry points of framework Modules that run `__call__` (`model.apply(variables, x)`).
-_ENTRY_ATTRIBUTES = {attr: offset for entries in MODULE_BASES.values() for attr, offset in entries}
+# `shape:<callee>` entries of a file's external map carry other modules' return shapes
+# (model/return_shapes.py reads them).
+SHAPE_PREFIX = "shape:"
+
+
+def import_spellings(qualified: str, package: str) -> list[str]:
+    """How the model spells an imported name (`scopes.Binding.qualified_name`, then attributes):
+    `physics.mesh.kvec_mesh` absolutely, or relative to `package`: `.mesh.kvec_mesh` for
+    `from .mesh import kvec_mesh`, `..mesh` for `from . import mesh`."""
+    out = [qualified]
+    parts = package.split(".") if package else []
+    for level in range(1, len(parts) + 1):
+        base = ".".join(parts[: len(parts) - (level - 1)])
+        if qualified.startswith(base + "."):
+            rest = qualified[len(base) + 1:]
+            out.append("." * level + rest)
+            if "." not in rest:
+                out.append("." * (level + 1) + rest)  # `from . import rest`
+    return out
+
+
+def _entry_attributes(_cache: dict = {}) -> dict[str, int]:  # noqa: B006 - computed once
+    """Entry points of framework Modules that run `__call__` (`model.apply(variables, x)`)."""
+    if not _cache:
+        from jaxfuse_lint.model.routes import MODULE_BASES
+
+        _cache.update({attr: offset for entries in MODULE_BASES.values() for attr, offset in entries})
+    return _cache
 
 
 # -- module names --------------------------------------------------------------------------------
@@ -204,6 +223,8 @@ class Summary:
 
 class _Summarizer:
     def __init__(self, model: "SemanticModel", module: str | None, is_package: bool, label: str) -> None:
+        from jaxfuse_lint.model.traced import TracedAnalysis
+
         self.model = model
         self.module = module or label  # how messages name this module
         self.package = package_of(module, is_package) if module else ""
@@ -211,6 +232,8 @@ class _Summarizer:
 
     def ref(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
         """The absolute qualified name an imported name (or attribute of one) stands for."""
+        import libcst as cst
+
         if isinstance(expr, cst.Attribute):
             base = self.ref(expr.value, scope)
             return f"{base}.{expr.attr.value}" if base else None
@@ -225,6 +248,9 @@ class _Summarizer:
         return names.pop()
 
     def _import_target(self, node: cst.CSTNode, local: str) -> str | None:
+        import libcst as cst
+        from jaxfuse_lint.model.scopes import dotted_name
+
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = dotted_name(alias.name) or ""
@@ -248,6 +274,10 @@ class _Summarizer:
 
     def targets(self, expr: cst.BaseExpression | None, scope: "Scope") -> Iterator[str]:
         """Imported functions an argument of a transform stands for (`other.f`, `partial(f, ...)`)."""
+        from jaxfuse_lint.model.api import TRANSFORMS
+        import libcst as cst
+        from jaxfuse_lint.model.traced import positional
+
         if expr is None:
             return
         r = self.ref(expr, scope)
@@ -262,6 +292,9 @@ class _Summarizer:
         """Methods of another module's classes that calling `expr` runs: `model(x)`,
         `models.Block(3)(x)`, `model.apply(variables, x)` (a linen Module's `__call__`),
         `state.apply_fn(...)` where this module stored `model.apply` under that name."""
+        from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES
+        import libcst as cst
+
         if depth > 3:
             return
         if isinstance(expr, cst.Call):
@@ -280,8 +313,8 @@ class _Summarizer:
         cls = self.imported_instance(expr.value, scope)
         if cls is not None:
             yield f"{cls}.{attr}", 0
-            if attr in _ENTRY_ATTRIBUTES:
-                yield f"{cls}.__call__", _ENTRY_ATTRIBUTES[attr]
+            if attr in _entry_attributes():
+                yield f"{cls}.__call__", _entry_attributes()[attr]
             return
         if attr in FORWARDED_ATTRIBUTES and self.model.qn(expr, scope) is None:
             for value in self.helper._forwarded_values(attr):
@@ -290,6 +323,9 @@ class _Summarizer:
     def args_marker(self, call: cst.Call, fn: "Function", offset: int | None) -> str:
         """"\nargs=T,U" (tracer / unknown) for the positional arguments a staged caller passes
         after the entry point's own `offset` leading ones; "" when they are not known."""
+        from jaxfuse_lint.model.values import Kind
+        from jaxfuse_lint.model.staging import staging as staging_of
+
         if offset is None or any(a.star for a in call.args) or not call.args:
             return ""
         values = self.local_values()
@@ -304,6 +340,8 @@ class _Summarizer:
     def local_values(self):
         """The staged value analysis of this module on its own (no other module's facts, so the
         summary depends on the file's text alone)."""
+        from jaxfuse_lint.model.staging import staging as staging_of
+
         if "_values" not in self.__dict__:
             self._values = None
             if not self.model.external_traced:
@@ -313,6 +351,8 @@ class _Summarizer:
     def imported_instance(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
         """The qualified name of the imported class `expr` is an instance of: `model = MLP()`,
         a parameter annotated `model: MLP`, `self.layer` set to `Block(...)`."""
+        import libcst as cst
+
         m = self.model
         values: list[tuple[cst.BaseExpression, "Scope"]] = []
         if isinstance(expr, cst.Name):
@@ -338,6 +378,8 @@ class _Summarizer:
     def spread(self, fn: "Function") -> tuple[list["Function"], list[tuple[str, str]]]:
         """Where tracing goes from fn, as TracedAnalysis.run spreads it: local functions and
         imported names that fn calls or hands to other calls."""
+        from jaxfuse_lint.model.api import CALLBACKS
+
         m, helper = self.model, self.helper
         local: list[Function] = []
         refs: list[tuple[str, str]] = []
@@ -363,6 +405,13 @@ class _Summarizer:
         return local, refs
 
     def run(self) -> Summary:
+        from jaxfuse_lint.model.api import CONTROL_FLOW
+        from jaxfuse_lint.model.traced import TracedAnalysis
+        from jaxfuse_lint.model.traced import keyword
+        from jaxfuse_lint.model.return_shapes import local_return_shapes
+        from jaxfuse_lint.model.traced import positional
+        from jaxfuse_lint.model.routes import route
+
         m = self.model
         index = m.index
         keys: dict[Function, str] = {}

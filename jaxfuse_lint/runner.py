@@ -10,9 +10,10 @@ The run, for `check` and `--fix` alike:
    allows, so that it is analysed with its final `external_traced` map. Each worker parses
    a file once: rules and the file's project summary come from the same model. In an
    import cycle that cannot be: a file analysed while its map may still change is analysed
-   without computing fixes (the costly part), and again, with them, only if its map did
-   change or it has findings that may have fixes. Files that never mention JAX are not
-   parsed unless another module traces their functions.
+   again only if its map did change (its fixes are computed the first time too: that costs
+   far less than the second parse that leaving them out used to force when the map turned
+   out final). Files that never mention JAX are not parsed unless another module traces
+   their functions.
 4. Results stream back as workers finish and are kept in the input order, so the output
    is the same whatever the number of workers and the order they finish in.
 
@@ -23,7 +24,6 @@ internal error, and the run goes on. Nothing here writes source files.
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import os
 import re
 import signal
@@ -32,7 +32,6 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -62,6 +61,8 @@ from jaxfuse_lint.project import (
 
 # A file whose analysis takes longer than this is abandoned (reported, not fatal).
 FILE_TIMEOUT = 300.0
+# Workers load the whole tool up front when more files than this are to be analysed.
+PRELOAD_FROM = 8
 # Lines this long, or brackets nested this deep, are checked by CPython's parser before
 # libcst's, whose native parser can overflow its stack on such input.
 LONG_LINE = 4000
@@ -172,7 +173,6 @@ class _Task:
     want_summary: bool
     mode: str  # check | fix
     unsafe: bool = False
-    with_fixes: bool = True  # check: compute each diagnostic's fix (not while the map may change)
 
 
 @dataclass
@@ -206,7 +206,7 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
             reply.result = FileResult(task.filename, [guard])
             return reply
         try:
-            result = check_source(task.data, task.filename, settings, with_fixes=task.with_fixes,
+            result = check_source(task.data, task.filename, settings,
                                   external_traced=external, model_hook=hook)
         except Exception as exc:  # check_source catches what it expects; anything else is a bug
             result = FileResult(task.filename, errors=[f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
@@ -232,6 +232,22 @@ def analyse(task: _Task, settings: Settings) -> _Reply:
     return reply
 
 
+def _preload_tool() -> None:
+    """Load the codemods too, then take everything alive now out of the garbage collector's
+    sight: its full collections no longer walk the tool itself (about 8% of a worker's time
+    on the jax source)."""
+    try:
+        from codemods import fixers
+
+        fixers()
+    except Exception:
+        pass  # reported per file by the engine, where it matters
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _worker_main(conn, settings: Settings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles Ctrl-C
     import faulthandler
@@ -240,21 +256,19 @@ def _worker_main(conn, settings: Settings) -> None:
     # compile() of the user's code (validating fixes) must not print its SyntaxWarnings.
     warnings.simplefilter("ignore", SyntaxWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
-    # Load the rules and codemods once, then take everything alive now out of the garbage
-    # collector's sight: its full collections no longer walk the tool itself (about 8%
-    # of a worker's time on the jax source).
+    # The parser, the model and the rules, while the coordinator may still be reading the
+    # cache (a worker can be started as soon as one file needs analysis). The codemods, the
+    # heaviest import, come with PRELOAD (many files), else when a finding has a fix.
     try:
-        from codemods import fixers
         from jaxfuse_lint.rules import all_rules
 
         all_rules()
-        fixers()
     except Exception:
         pass  # reported per file by the engine, where it matters
-    import gc
-
-    gc.collect()
-    gc.freeze()
+    try:
+        conn.send(READY)
+    except (OSError, ValueError):
+        return
     while True:
         try:
             task = conn.recv()
@@ -262,6 +276,13 @@ def _worker_main(conn, settings: Settings) -> None:
             return
         if task is None:
             return
+        if task == PRELOAD:
+            _preload_tool()
+            try:
+                conn.send(READY)
+            except (OSError, ValueError):
+                return
+            continue
         started = time.perf_counter()
         try:
             reply = analyse(task, settings)
@@ -275,6 +296,12 @@ def _worker_main(conn, settings: Settings) -> None:
             return
 
 
+PRELOAD = "preload"  # a message to a worker: load the whole tool now
+# A worker's message: it has loaded the tool (at start, after PRELOAD). The time limit of
+# the task it was given counts from then: loading is not the file's fault.
+READY = "ready"
+
+
 class _Worker:
     def __init__(self, ctx, settings: Settings) -> None:
         self.conn, child = ctx.Pipe()
@@ -283,6 +310,7 @@ class _Worker:
         child.close()
         self.task: _Task | None = None
         self.started = 0.0
+        self.preloaded = False
 
     def send(self, task: _Task) -> None:
         self.task = task
@@ -312,6 +340,8 @@ class _Worker:
 def start_method() -> str:
     """fork where it is safe (fast: workers start with everything imported); with other
     threads running (an editor integration) or where fork is unsafe, a fresh interpreter."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     # Native thread pools (jax's, when a test or `verify` imported it) are invisible to
     # `threading` but make fork deadlock-prone: then start fresh interpreters instead.
@@ -326,8 +356,11 @@ class _Pool:
 
     def __init__(self, jobs: int, settings: Settings, timeout: float) -> None:
         self.jobs = jobs
+        self.preload = False  # set when many files are to be analysed
         self.settings = settings
         self.timeout = timeout
+        import multiprocessing  # here: a run whose results all come from the cache starts no process
+
         self.ctx = multiprocessing.get_context(start_method())
         self.idle: list[_Worker] = []
         self.busy: list[_Worker] = []
@@ -338,15 +371,28 @@ class _Pool:
     def submit(self, task: _Task) -> None:
         worker = self.idle.pop() if self.idle else _Worker(self.ctx, self.settings)
         try:
-            worker.send(task)
+            self._send(worker, task)
         except (OSError, ValueError):  # it died while idle: start another
             worker.kill()
             worker = _Worker(self.ctx, self.settings)
-            worker.send(task)
+            self._send(worker, task)
         self.busy.append(worker)
+
+    def _send(self, worker: _Worker, task: _Task) -> None:
+        if self.preload and not worker.preloaded:
+            worker.conn.send(PRELOAD)
+            worker.preloaded = True
+        worker.send(task)
+
+    def warm_up(self) -> None:
+        """Start a worker ahead of its first task, so that it loads the parser meanwhile."""
+        if not self.idle and not self.busy and self.jobs > 0:
+            self.idle.append(_Worker(self.ctx, self.settings))
 
     def collect(self) -> list[tuple[_Task, _Reply | str]]:
         """Wait for at least one busy worker to finish; (task, reply or why it failed)."""
+        from multiprocessing.connection import wait as wait_for
+
         out: list[tuple[_Task, _Reply | str]] = []
         while not out and self.busy:
             now = time.monotonic()
@@ -363,6 +409,9 @@ class _Pool:
                     except (EOFError, OSError):
                         failure = self._death(w)
                     else:
+                        if reply == READY:
+                            w.started = time.monotonic()
+                            continue
                         self.busy.remove(w)
                         w.task = None
                         self.idle.append(w)
@@ -415,11 +464,10 @@ class _State:
     jax: bool = True
     entry: dict | None = None  # the cache entry read at the start
     # pending: never analysed; running; unsettled: has a result that may not be final (its
-    # external map may still change, or it was computed without fixes); done: final.
+    # external map may still change); done: final.
     status: str = PENDING
     first_done: bool = False
     analysed: bool = False  # parsed by a worker at least once
-    partial: bool = False  # the result was computed without fixes
     used: dict[str, str] | None = None  # the external map of the current result
     result: FileResult | None = None
     outcome: FixOutcome | None = None
@@ -447,18 +495,49 @@ class _Run:
         self.unknown = 0  # bitmask of files whose summaries are not known yet
         self.unsettled: list[tuple[int, int]] = []
         self.dirty = False  # something changed that may settle an unsettled file
+        self.replayed = False  # every result came from the record of the last run (prepare)
+        self.pool: _Pool | None = None  # started by the first file that needs a parse
 
     # -- 1 and 2: read, prescan, index ----------------------------------------------------------------
     def prepare(self) -> None:
+        """Read and hash every file. When every file is as the last run of the same files left
+        it, its results are replayed from the run's record (cache.py) and nothing else is
+        done (`self.replayed`); otherwise the project index is built."""
         from jaxfuse_lint.cache import content_hash
 
         namer = ModuleNamer()
-        pfiles: list[ProjectFile] = []
+        pfiles: list[ProjectFile | None] = []
+        record = self.cache.load_run(self._run_key()) if self.cache is not None else None
+        if record is not None and len(record) != len(self.states):
+            record = None
+        deferred: list[_State] = []  # unchanged since the record: their entries are read only if needed
         for st in self.states:
             named = namer.name(st.path)
             if named is not None:
                 st.module, st.is_package = named
-            pfiles.append(self._prepare_one(st, content_hash))
+            try:
+                data = read_file(st.path)
+            except OSError as exc:
+                record = None
+                pfiles.append(self._unreadable(st, exc))
+                continue
+            st.digest = content_hash(data)
+            if self.cache is not None:
+                st.key = self.cache.key(st.filename, st.digest, st.module)
+            if record is not None and record[st.index][:2] == (st.filename, st.key):
+                deferred.append(st)
+                pfiles.append(None)
+                continue
+            record = None
+            for earlier in deferred:
+                pfiles[earlier.index] = self._prepare_one(earlier, None)
+            deferred = []
+            pfiles.append(self._prepare_one(st, data))
+        self.replayed = record is not None and self._replay(record)
+        if self.replayed:
+            return
+        for st in deferred:
+            pfiles[st.index] = self._prepare_one(st, None)
         self.project = ProjectIndex(pfiles)
         self.graph = self.project.graph()
         order = canonical_order(self.graph, [st.filename for st in self.states])
@@ -468,16 +547,28 @@ class _Run:
             if st.entry is not None and st.entry.get("summary") is not None:
                 self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
 
-    def _prepare_one(self, st: _State, content_hash) -> ProjectFile:
+    def _run_key(self) -> str:
+        return self.cache.run_key([st.filename for st in self.states])
+
+    def _replay(self, record: list[tuple[str, str, dict]]) -> bool:
         try:
-            data = read_file(st.path)
-        except OSError as exc:
-            st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
-            self._settle(st, None, used={})
-            return ProjectFile(st.filename, None)
-        st.digest = content_hash(data)
+            results = [_result_from_json(st.filename, item[2]) for st, item in zip(self.states, record)]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return False
+        for st, result in zip(self.states, results):
+            self.stats["cached"] += 1
+            self._settle(st, result, used={})
+        return True
+
+    def _unreadable(self, st: _State, exc: OSError) -> ProjectFile:
+        st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
+        self._settle(st, None, used={})
+        return ProjectFile(st.filename, None)
+
+    def _prepare_one(self, st: _State, data: bytes | None) -> ProjectFile:
+        """The file's prescan: from its cache entry, else from its text (`data`, read again
+        when not given)."""
         if self.cache is not None:
-            st.key = self.cache.key(st.filename, st.digest, st.module)
             entry = self.cache.load(st.key)
             if entry is not None:
                 try:
@@ -487,6 +578,11 @@ class _Run:
                     return ProjectFile(st.filename, st.module, st.is_package, pre)
                 except (KeyError, TypeError, ValueError):
                     st.entry = None
+        if data is None:
+            try:
+                data = read_file(st.path)
+            except OSError as exc:
+                return self._unreadable(st, exc)
         try:
             text, _ = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
@@ -508,6 +604,10 @@ class _Run:
             if broken is not None:
                 self._settle(st, FileResult(st.filename, [broken]), used={})
                 return ProjectFile(st.filename, None)
+        if st.jax and self.pool is None:
+            # This file will be parsed: a worker can load the parser while the rest is read.
+            self.pool = _Pool(self.jobs, self.settings, self.timeout)
+            self.pool.warm_up()
         pre = prescan(text, st.module or "", st.is_package)
         return ProjectFile(st.filename, st.module, st.is_package, pre)
 
@@ -581,13 +681,13 @@ class _Run:
                     task = _Task(st.index, st.filename, b"", {}, st.module, st.is_package, False, self.mode)
                     self._receive(task, _Reply(st.index, result=FileResult(st.filename, skipped=True)))
                     continue
-                return self._task(st, with_fixes=self._final(st.index))
+                return self._task(st)
             st = self._next_unsettled()
             if st is None:
                 return None
             if st.analysed:
                 self.stats["reanalysed"] += 1
-            return self._task(st, with_fixes=True)
+            return self._task(st)
 
     def _next_first_pass(self) -> _State | None:
         # Files whose map is final first; one that may still change (downstream of, or in,
@@ -624,10 +724,9 @@ class _Run:
             if not self._final(st.index):
                 keep.append(item)
                 continue
-            if st.used != self.project.external(st.index) or (st.partial and self._may_have_fixes(st)):
+            if st.used != self.project.external(st.index):
                 found = st
                 break
-            st.partial = False  # nothing in it could have had a fix
             st.status = DONE
             self._store(st)
         for item in keep:
@@ -635,16 +734,6 @@ class _Run:
         if found is None:
             self.dirty = False
         return found
-
-    @staticmethod
-    def _may_have_fixes(st: _State) -> bool:
-        from jaxfuse_lint.rules import get_rule
-
-        for d in st.result.diagnostics if st.result is not None else ():
-            rule = get_rule(d.code)
-            if rule is not None and rule.fixable != "never":
-                return True
-        return False
 
     def _cached(self, st: _State) -> bool:
         """Finish st from its cache entry if that was computed with the map it has now."""
@@ -657,7 +746,7 @@ class _Run:
         self._receive(task, _Reply(st.index, result=_result_from_json(st.filename, entry["result"])))
         return True
 
-    def _task(self, st: _State, with_fixes: bool) -> _Task:
+    def _task(self, st: _State) -> _Task:
         try:
             data = read_file(st.path)
         except OSError:
@@ -666,11 +755,13 @@ class _Run:
             self.pending -= 1
         st.status = RUNNING
         return _Task(st.index, st.filename, data, self.project.external(st.index), st.module, st.is_package,
-                     st.index not in self.project.summaries, self.mode, self.unsafe, with_fixes)
+                     st.index not in self.project.summaries, self.mode, self.unsafe)
 
     # -- running --------------------------------------------------------------------------------------------
     def loop(self) -> None:
-        self.pool = _Pool(self.jobs, self.settings, self.timeout)
+        if self.pool is None:
+            self.pool = _Pool(self.jobs, self.settings, self.timeout)
+        self.pool.preload = self.pending > PRELOAD_FROM
         try:
             while True:
                 while self.pool.free_slots() > 0:
@@ -735,12 +826,11 @@ class _Run:
                 if self.waiting[i] == 0 and self.states[i].status == PENDING:
                     heapq.heappush(self.ready, (self.pos[i], i))
         self._became_known(task.index)
-        st.partial = self.mode == "check" and not task.with_fixes and reply.parsed
         # Names in the map that are not functions of the file did nothing (a re-exported
         # variable, say): compare maps on the file's own functions only.
         used = self.project.external_of(task.index, task.external)
         self._settle(st, result, used=used)
-        if st.partial or not self._final(task.index) or self.project.external(task.index) != used:
+        if not self._final(task.index) or self.project.external(task.index) != used:
             self._unsettle(st)
         else:
             self._store(st)
@@ -767,7 +857,7 @@ class _Run:
         self.dirty = True
 
     def _store(self, st: _State) -> None:
-        if self.cache is None or st.key is None or st.result is None or self.mode != "check" or st.partial:
+        if self.cache is None or st.key is None or st.result is None or self.mode != "check":
             return
         summary = self.project.summaries.get(st.index)
         pre = self.project.files[st.index].prescan
@@ -796,9 +886,21 @@ class _Run:
             run.results.append(result)
             if st.outcome is not None:
                 run.fixes.append(st.outcome)
+        self._record()
         if self.cache is not None and self.cache.error:
             run.errors.append(self.cache.error)
         return run
+
+    def _record(self) -> None:
+        """Keep what this run found for every file, for the next run of the same files."""
+        if self.cache is None or self.mode != "check" or self.replayed:
+            return
+        record = []
+        for st in self.states:
+            if st.key is None or st.result is None or st.status != DONE:
+                return
+            record.append((st.filename, st.key, _result_to_json(st.result)))
+        self.cache.store_run(self._run_key(), record)
 
 
 def _text_of(path: Path) -> str | None:
@@ -833,9 +935,14 @@ def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: 
          jobs: int | None = None, use_cache: bool = False, progress=None,
          timeout: float = FILE_TIMEOUT) -> RunResult:
     run = _Run(files, settings, mode, unsafe, jobs, use_cache, progress, timeout)
-    run.prepare()
-    run.schedule()
-    run.loop()
+    try:
+        run.prepare()
+        if not run.replayed:
+            run.schedule()
+            run.loop()
+    finally:
+        if run.pool is not None:
+            run.pool.close(kill=True)  # only what an error left running
     return run.finish()
 
 

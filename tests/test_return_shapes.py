@@ -13,7 +13,8 @@ import libcst as cst
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.engine import check_source
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.model.return_shapes import PREFIX, import_spellings, shape_from_json, shape_to_json
+from jaxfuse_lint.model.return_shapes import PREFIX, shape_from_json, shape_to_json
+from jaxfuse_lint.project import import_spellings
 from jaxfuse_lint.model.shapes import Shape
 from jaxfuse_lint.project import Summary, build_project, summarize
 from jaxfuse_lint.runner import check_files

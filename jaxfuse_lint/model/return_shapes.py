@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
+# The external map's key prefix lives in project.py, which a warm run imports without libcst.
+from jaxfuse_lint.project import SHAPE_PREFIX as PREFIX
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope
     from jaxfuse_lint.model.semantic import SemanticModel
-
-PREFIX = "shape:"
 
 
 def shape_to_json(shape: Shape) -> str:
@@ -55,22 +55,6 @@ def local_return_shapes(model: "SemanticModel") -> dict[str, str]:
         shape = shapes.return_shape(fn)
         if shape is not None and (shape.left or shape.right):  # sizes are what the rules use
             out[fn.name] = shape_to_json(shape)
-    return out
-
-
-def import_spellings(qualified: str, package: str) -> list[str]:
-    """How the model spells an imported name (`scopes.Binding.qualified_name`, then attributes):
-    `physics.mesh.kvec_mesh` absolutely, or relative to `package`: `.mesh.kvec_mesh` for
-    `from .mesh import kvec_mesh`, `..mesh` for `from . import mesh`."""
-    out = [qualified]
-    parts = package.split(".") if package else []
-    for level in range(1, len(parts) + 1):
-        base = ".".join(parts[: len(parts) - (level - 1)])
-        if qualified.startswith(base + "."):
-            rest = qualified[len(base) + 1:]
-            out.append("." * level + rest)
-            if "." not in rest:
-                out.append("." * (level + 1) + rest)  # `from . import rest`
     return out
 
 

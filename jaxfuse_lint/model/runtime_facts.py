@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from jaxfuse_lint.model.shapes import Shape
+from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
@@ -263,9 +264,6 @@ def cite_evidence(model: "SemanticModel", violations: list[Any]) -> None:
         if why:
             v.message = (*v.message, f" ({why})")
 
-
-PROFILE_KEY = "profile"
-PROFILE_DIGEST_KEY = "profile-digest"
 
 
 def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:

@@ -43,6 +43,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+# Keys of Settings.extra that carry the chosen profile to the engine and its workers
+# (runtime/use.py sets them, model/runtime_facts.py reads them): its path and content digest.
+PROFILE_KEY = "profile"
+PROFILE_DIGEST_KEY = "profile-digest"
+
 FORMAT = "jaxfuse-lint-profile"
 VERSION = 1
 DEFAULT_PATH = os.path.join(".jaxfuse_lint", "profile.json")

@@ -9,8 +9,7 @@ import os
 from dataclasses import replace
 
 from jaxfuse_lint.config import ConfigError, Settings
-from jaxfuse_lint.model.runtime_facts import PROFILE_DIGEST_KEY, PROFILE_KEY
-from jaxfuse_lint.runtime.profile import ProfileError, Profile, find_default, load_profile, profile_digest
+from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, Profile, find_default, load_profile, profile_digest
 
 
 def choose_profile(settings: Settings, path: str | None, disabled: bool) -> str | None:

@@ -3,7 +3,8 @@
 Jupyter notebooks are synced cell by cell (LSP notebook document sync): each is
 checked as a whole and its diagnostics published per cell (notebooks.py).
 
-Diagnostics are published on open, change and save; code actions offer each
+Diagnostics are published on open, change and save (changes are debounced and
+analysed off the message loop, stale results dropped: scheduling.py); code actions offer each
 diagnostic's fix (safe ones preferred) and a `source.fixAll.jaxfuse-lint`
 action applying every safe fix; hovering a flagged range shows the rule's
 documentation. Settings come from the pyproject.toml above each file, re-read
@@ -25,6 +26,7 @@ from jaxfuse_lint.config import ConfigError, Settings, load_settings
 from jaxfuse_lint.diagnostics import Diagnostic
 from jaxfuse_lint.server import features, notebooks
 from jaxfuse_lint.server.positions import UTF16, document_lines
+from jaxfuse_lint.server.scheduling import LintScheduler
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,7 @@ class Linted:
     version: int | None
     text: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 class JaxFuseLanguageServer(LanguageServer):
@@ -43,6 +46,7 @@ class JaxFuseLanguageServer(LanguageServer):
         self.published_cells: dict[str, list[str]] = {}  # notebook URI -> cell URIs with diagnostics
         self._settings: dict[str, Settings] = {}
         self._reported_config_errors: set[str] = set()
+        self.scheduler = LintScheduler(self._document_now, self.analyse, self.publish)
 
     # -- helpers ---------------------------------------------------------
     @property
@@ -66,6 +70,18 @@ class JaxFuseLanguageServer(LanguageServer):
         return settings
 
     def lint(self, uri: str) -> Linted:
+        doc = self.workspace.get_text_document(uri)
+        linted = self.analyse(uri, doc.source, doc.version)
+        self.publish(uri, linted)
+        return linted
+
+    def _document_now(self, uri: str) -> tuple[int | None, str]:
+        doc = self.workspace.get_text_document(uri)
+        return doc.version, doc.source
+
+    def analyse(self, uri: str, text: str, version: int | None) -> Linted:
+        """The diagnostics of a text of the document (also run in the scheduler's thread: it
+        only reads)."""
         from jaxfuse_lint.engine import check_source
 
         notebook = self.notebook_of(uri)
@@ -74,20 +90,23 @@ class JaxFuseLanguageServer(LanguageServer):
             if linted is not None:
                 return linted
         doc = self.workspace.get_text_document(uri)
-        text = doc.source
         path = doc.path if uri.startswith("file:") else None
         settings = self.settings_for(path)
-        result = check_source(text, path or doc.filename or "untitled.py", settings)
-        for err in result.errors:
+        try:
+            result = check_source(text, path or doc.filename or "untitled.py", settings)
+        except Exception as exc:  # check_source reports what it expects; never lose the server
+            return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
+        return Linted(version, text, result.diagnostics, list(result.errors))
+
+    def publish(self, uri: str, linted: Linted) -> None:
+        for err in linted.errors:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, err))
-        linted = Linted(doc.version, text, result.diagnostics)
         self.linted[uri] = linted
-        lines = document_lines(text)
+        lines = document_lines(linted.text)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=doc.version,
-            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in result.diagnostics],
+            uri=uri, version=linted.version,
+            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics],
         ))
-        return linted
 
     def current(self, uri: str) -> Linted:
         """The diagnostics for the document as it is now (re-linted if it changed since)."""
@@ -190,7 +209,7 @@ def create_server() -> JaxFuseLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: JaxFuseLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+        ls.scheduler.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: JaxFuseLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -205,6 +224,7 @@ def create_server() -> JaxFuseLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: JaxFuseLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.scheduler.closed(uri)
         ls.linted.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 

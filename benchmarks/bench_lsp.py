@@ -1,0 +1,185 @@
+"""Language server latency: keystroke -> publishDiagnostics on a real ~2,000-line file.
+
+Starts the real server (`python -m jaxfuse_lint server`) over stdio and drives it with
+pygls's client and lsprotocol types, as an editor does with full-text sync:
+
+- open the file and wait for its first diagnostics (the server's start, imports included);
+- 20 edits, one at a time: each appends a comment to a line in the middle of the file (the
+  text stays valid, so every edit costs a full analysis) and waits for the diagnostics of
+  that version; median and p90 of the latencies;
+- typing: 20 edits sent 30 ms apart without waiting; the latency from the last keystroke to
+  the diagnostics of the last version, and how many versions got diagnostics (the rest
+  were coalesced or dropped as stale);
+- the floor: `check_source` on the same text in this process (parse, model, rules), which
+  the server pays for every analysed version.
+
+    python benchmarks/bench_lsp.py [--file PATH] [--edits 20] [--json]
+
+Without --file it picks the installed Python file (jax, flax, ...) closest to 2,000 lines.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("flax", "jax", "optax", "equinox")
+
+
+def default_file(target: int = 2000) -> Path | None:
+    best: tuple[int, str] | None = None
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        for path in sorted(Path(list(spec.submodule_search_locations)[0]).rglob("*.py")):
+            try:
+                n = path.read_text(encoding="utf-8").count("\n")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if "import jax" in path.read_text(encoding="utf-8") and (best is None or abs(n - target) < best[0]):
+                best = (abs(n - target), str(path))
+    return Path(best[1]) if best else None
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def edited(text: str, i: int) -> str:
+    lines = text.splitlines(keepends=True)
+    row = len(lines) // 2
+    while row < len(lines) - 1 and not lines[row].strip():
+        row += 1
+    line = lines[row].rstrip("\r\n")
+    lines[row] = f"{line}  # edit {i}\n"
+    return "".join(lines)
+
+
+async def drive(path: Path, edits: int, interval: float) -> dict:
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("jaxfuse-lint-bench", "1")
+    published: dict[int, float] = {}
+    arrived = asyncio.Event()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(ls, params: types.PublishDiagnosticsParams) -> None:
+        published[params.version or 0] = time.perf_counter()
+        arrived.set()
+
+    async def wait_for(version: int, timeout: float = 120.0) -> float:
+        deadline = time.perf_counter() + timeout
+        while version not in published:
+            arrived.clear()
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"no diagnostics for version {version}")
+            try:
+                await asyncio.wait_for(arrived.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+        return published[version]
+
+    uri = path.resolve().as_uri()
+    text = path.read_text(encoding="utf-8")
+    started = time.perf_counter()
+    await client.start_io(sys.executable, "-m", "jaxfuse_lint", "server", cwd=str(path.parent))
+    await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=path.parent.resolve().as_uri()))
+    client.initialized(types.InitializedParams())
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    first = await wait_for(1) - started
+
+    version = 1
+    latencies = []
+    for i in range(edits):
+        version += 1
+        new = edited(text, i)
+        sent = time.perf_counter()
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [types.TextDocumentContentChangeWholeDocument(text=new)]))
+        latencies.append(await wait_for(version) - sent)
+
+    before = len(published)
+    for i in range(edits):
+        version += 1
+        sent = time.perf_counter()
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [types.TextDocumentContentChangeWholeDocument(text=edited(text, 100 + i))]))
+        if i < edits - 1:
+            await asyncio.sleep(interval)
+    typing_latency = await wait_for(version) - sent
+    typing_published = len(published) - before
+
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return {"first": first, "latencies": latencies, "typing_latency": typing_latency,
+            "typing_published": typing_published, "typing_edits": edits}
+
+
+def floor(path: Path, repeat: int = 3) -> float:
+    sys.path.insert(0, str(ROOT))
+    from jaxfuse_lint.config import load_settings
+    from jaxfuse_lint.engine import check_source
+
+    text = path.read_text(encoding="utf-8")
+    settings = load_settings(None, start=str(path.parent))
+    check_source(text, str(path), settings)  # imports and first-use costs, which the server has paid
+    best = []
+    for i in range(repeat):
+        t = time.perf_counter()
+        check_source(edited(text, i), str(path), settings)
+        best.append(time.perf_counter() - t)
+    return statistics.median(best)
+
+
+def measure(path: Path, edits: int = 20, interval: float = 0.03) -> dict:
+    out = asyncio.run(drive(path, edits, interval))
+    lat = out["latencies"]
+    return {
+        "file": str(path), "lines": path.read_text(encoding="utf-8").count("\n"),
+        "first_diagnostics_s": out["first"],
+        "median_s": statistics.median(lat), "p90_s": percentile(lat, 0.9),
+        "typing_last_s": out["typing_latency"],
+        "typing_published": out["typing_published"], "typing_edits": out["typing_edits"],
+        "floor_s": floor(path),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--file", type=Path, default=None)
+    ap.add_argument("--edits", type=int, default=20)
+    ap.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    args = ap.parse_args()
+    path = args.file or default_file()
+    if path is None:
+        sys.exit("bench_lsp: no file given and no installed JAX library found")
+    r = measure(path, args.edits)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return
+    print(f"{r['file']} ({r['lines']} lines)")
+    print(f"  open -> first diagnostics (server start included): {r['first_diagnostics_s'] * 1000:.0f} ms")
+    print(f"  edit -> diagnostics, {args.edits} edits one at a time: median {r['median_s'] * 1000:.0f} ms, "
+          f"p90 {r['p90_s'] * 1000:.0f} ms")
+    print(f"  typing ({args.edits} edits 30 ms apart): last keystroke -> its diagnostics "
+          f"{r['typing_last_s'] * 1000:.0f} ms; {r['typing_published']} of {r['typing_edits']} versions got diagnostics")
+    print(f"  floor (check_source on the text, in process): {r['floor_s'] * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Files in an import cycle are analysed before every fact about them is known; one is analysed
+again only when its cross-module facts (its `external_traced` map) did change."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.runner import check_files
+
+# a and b import each other; each has a finding with a fix, and neither traces the other.
+A = """\
+import jax
+import numpy as np
+
+from pkg import b
+
+
+@jax.jit
+def f(x):
+    return x + np.ones(3)
+"""
+
+B = """\
+import jax
+import numpy as np
+
+from pkg import a
+
+
+@jax.jit
+def g(x):
+    return x * np.arange(3)
+"""
+
+# c traces a function of d, and d imports c: d's map changes once c's summary is known.
+C = """\
+import jax
+
+from pkg import d
+
+step = jax.jit(d.update)
+"""
+
+D = """\
+import numpy as np
+
+from pkg import c
+
+
+def update(x):
+    return x + np.ones(3)
+"""
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> list[Path]:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / f"{name}.py").write_text(text)
+    return sorted(pkg.glob("*.py"))
+
+
+def facts(run):
+    return [(d.filename, d.location, d.code, d.message, d.fix) for d in run.diagnostics]
+
+
+def test_a_cycle_whose_facts_do_not_change_is_analysed_once(tmp_path):
+    files = project(tmp_path, {"a": A, "b": B})
+    run = check_files(files, Settings(), jobs=1)
+    assert run.stats["reanalysed"] == 0
+    assert run.stats["analysed"] == 2
+    found = {(Path(d.filename).name, d.code) for d in run.diagnostics}
+    assert {("a.py", "JF201"), ("b.py", "JF201")} <= found
+    assert all(d.fix is not None for d in run.diagnostics if d.code == "JF201")
+    # The same whatever the order the files are given in, and with two workers.
+    assert facts(check_files(list(reversed(files)), Settings(), jobs=2)) == facts(run)
+
+
+def test_a_cycle_whose_facts_change_is_analysed_again(tmp_path):
+    files = project(tmp_path, {"c": C, "d": D})
+    run = check_files(files, Settings(), jobs=1)
+    flagged = [d for d in run.diagnostics if Path(d.filename).name == "d.py"]
+    assert flagged and flagged[0].code == "JF201"  # d.update is traced, from c
+    assert facts(check_files(list(reversed(files)), Settings(), jobs=2)) == facts(run)

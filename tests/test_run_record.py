@@ -1,0 +1,86 @@
+"""The record of a run (cache.py): a run over the same, unchanged files replays it without
+reading any file's entry; any change, a different list of files, or a damaged or old record
+falls back to the per-file entries with the same results."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jaxfuse_lint.cache import Cache
+from jaxfuse_lint.config import Settings
+from jaxfuse_lint.runner import check_files
+from tests.test_cache import BAD, files, settings, summary, tree  # noqa: F401  (tree is a fixture)
+
+
+def records(tree: Path) -> list[Path]:
+    return sorted((tree / "cache").rglob("runs/*.json"))
+
+
+def entries(tree: Path) -> list[Path]:
+    return sorted(p for p in (tree / "cache").rglob("*.json") if p.parent.name != "runs")
+
+
+def test_an_unchanged_run_is_replayed_from_one_record(tree):
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert len(records(tree)) == 1
+    for entry in entries(tree):  # not read: the record alone answers
+        entry.unlink()
+    warm = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert warm.stats["cached"] == len(files(tree)) and warm.stats["analysed"] == 0
+    assert warm.diagnostics == cold.diagnostics
+    assert warm.sources == cold.sources
+    assert warm.errors == cold.errors == []
+
+
+def test_a_changed_file_or_file_list_is_not_replayed(tree):
+    s = settings(tree)
+    check_files(files(tree), s, jobs=1, use_cache=True)
+    bad = tree / "src" / "bad.py"
+    bad.write_text(BAD.replace("np.ones(3)", "np.zeros(3)"))
+    run = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert run.stats["analysed"] == 1
+    assert any("np.zeros" in d.message for d in run.diagnostics)
+    assert summary(run) == summary(check_files(files(tree), replace(Settings()), jobs=1))
+    # A subset of the files is another run, with its own record.
+    subset = [p for p in files(tree) if p.name != "clean.py"]
+    part = check_files(subset, s, jobs=1, use_cache=True)
+    assert part.stats["analysed"] == 0
+    assert summary(part) == summary(run)
+    assert len(records(tree)) == 2
+
+
+@pytest.mark.parametrize("damage", [
+    "{not json",
+    "[]",
+    json.dumps({"format": 0, "files": []}),
+    json.dumps({"format": 1, "files": [["x.py", "k", {}]]}),
+    json.dumps({"format": 1}),
+])
+def test_a_damaged_or_old_record_is_a_miss(tree, damage):
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    [record] = records(tree)
+    record.write_text(damage)
+    run = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert run.diagnostics == cold.diagnostics and run.errors == []
+    assert run.stats["analysed"] == 0  # the per-file entries still answer
+
+
+def test_a_record_with_the_right_keys_but_a_broken_result_is_a_miss(tree):
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    [record] = records(tree)
+    data = json.loads(record.read_text())
+    data["files"][0][2] = {"diagnostics": [{"no": "fields"}]}
+    record.write_text(json.dumps(data))
+    run = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert run.diagnostics == cold.diagnostics and run.errors == []
+
+
+def test_run_keys_follow_the_list_of_files():
+    assert Cache.run_key(["a.py", "b.py"]) != Cache.run_key(["a.py"])
+    assert Cache.run_key(["a.py", "b.py"]) != Cache.run_key(["a.pyb.py"])

@@ -1,0 +1,96 @@
+"""The language server's change scheduling: a burst of changes costs one analysis, changes during
+an analysis are coalesced into one more, and a result for an outdated text is never published."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from jaxfuse_lint.server.scheduling import LintScheduler
+
+
+class Document:
+    def __init__(self) -> None:
+        self.version, self.text = 0, ""
+
+    def edit(self, version: int) -> None:
+        self.version, self.text = version, f"text {version}"
+
+    def now(self, uri: str) -> tuple[int, str]:
+        return self.version, self.text
+
+
+async def until(condition, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.005)
+
+
+def test_changes_are_debounced_coalesced_and_stale_results_dropped():
+    async def main() -> None:
+        doc = Document()
+        analysed: list[int] = []
+        published: list[tuple[int, str]] = []
+        gate = {6: threading.Event()}
+
+        def analyse(uri: str, text: str, version: int) -> tuple[int, str]:
+            analysed.append(version)
+            if version in gate:
+                assert gate[version].wait(30)
+            return version, text.upper()
+
+        sched = LintScheduler(doc.now, analyse, lambda uri, result: published.append(result), debounce=0.01)
+        # A burst: one analysis, of the newest text.
+        for v in range(1, 6):
+            doc.edit(v)
+            sched.changed("file:///a.py")
+        await until(lambda: published)
+        assert analysed == [5] and published == [(5, "TEXT 5")]
+
+        # Version 6 is being analysed when 7 and 8 arrive: 6 is dropped, 7 skipped, 8 analysed next.
+        doc.edit(6)
+        sched.changed("file:///a.py")
+        await until(lambda: 6 in analysed)
+        for v in (7, 8):
+            doc.edit(v)
+            sched.changed("file:///a.py")
+        gate[6].set()
+        await until(lambda: len(published) == 2)
+        assert analysed == [5, 6, 8]
+        assert published == [(5, "TEXT 5"), (8, "TEXT 8")]
+        assert sched.stats["dropped"] == 1
+        assert sched.stats["changes"] == 8
+
+        # Closing the document while a change waits: nothing is analysed or published.
+        doc.edit(9)
+        sched.changed("file:///a.py")
+        sched.closed("file:///a.py")
+        await asyncio.sleep(0.05)
+        assert analysed == [5, 6, 8] and len(published) == 2
+        sched.shutdown()
+
+    asyncio.run(main())
+
+
+def test_a_failing_analysis_publishes_nothing_and_the_next_change_is_analysed():
+    async def main() -> None:
+        doc = Document()
+        published: list[tuple[int, str]] = []
+
+        def analyse(uri: str, text: str, version: int) -> tuple[int, str]:
+            if version == 1:
+                raise RuntimeError("boom")
+            return version, text
+
+        sched = LintScheduler(doc.now, analyse, lambda uri, result: published.append(result), debounce=0.0)
+        doc.edit(1)
+        sched.changed("u")
+        await until(lambda: sched.stats["analysed"] == 1)
+        doc.edit(2)
+        sched.changed("u")
+        await until(lambda: published)
+        assert published == [(2, "text 2")]
+        sched.shutdown()
+
+    asyncio.run(main())
