@@ -35,7 +35,9 @@ class NumpyConstantInTracedCode(Rule):
 
     Static shape arithmetic is fine and is not flagged: `np.prod(x.shape)`,
     `np.pi`, `np.float32(2.0)`, dtypes, and `np.array` of a literal list (a
-    handful of numbers costs nothing to fold).
+    handful of numbers costs nothing to fold). Neither is NumPy whose result
+    goes straight into Python values — `list(set(np.arange(n)[axes]))`,
+    `int(...)`, `.tolist()` — which never reach the program as an array.
 
     ## Example
     ```python
@@ -115,6 +117,8 @@ class NumpyConstantInTracedCode(Rule):
                 continue  # a tracer handed to NumPy is an error, not a constant
             if static_argument(model, node, scope):
                 continue  # `jnp.split(x, np.cumsum(sizes))`: read as Python numbers, not folded
+            if _consumed_as_python_values(model, node, scope):
+                continue  # `list(set(np.arange(n)[axes]))`: Python numbers, never part of the program
             candidates[node] = qn
         for node, qn in candidates.items():
             # Report the outermost NumPy computation only.
@@ -152,6 +156,30 @@ def _numpy_nodes(model: SemanticModel):
                     qn = model.numpy_arrays.is_numpy_call(sub, fn)
                     if qn is not None:
                         yield sub, fn, qn
+
+
+# Builtins that turn an array into Python values (ints, floats, lists): what they return is
+# host data that tracing never sees as an array.
+_PYTHON_VALUE_BUILTINS = frozenset({"list", "set", "frozenset", "tuple", "sorted", "int", "float", "bool",
+                                    "len", "str", "repr"})
+
+
+def _consumed_as_python_values(model: SemanticModel, node: cst.CSTNode, scope) -> bool:
+    """The array (or an index of it) goes straight into `list(...)`, `int(...)`, `.tolist()`..."""
+    current = node
+    while True:
+        parent = model.parent(current)
+        if isinstance(parent, cst.Subscript) and parent.value is current:
+            current = parent  # `np.arange(n)[axes]`: still the array's elements
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is current:
+            call = model.parent(parent)
+            return parent.attr.value in ("tolist", "item") and isinstance(call, cst.Call) and call.func is parent
+        if isinstance(parent, cst.Arg) and parent.value is current and not parent.star:
+            call = model.parent(parent)
+            return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+                    and call.func.value in _PYTHON_VALUE_BUILTINS and model.lookup(call.func.value, scope) is None)
+        return False
 
 
 def _expression_ancestors(model: SemanticModel, node: cst.CSTNode):

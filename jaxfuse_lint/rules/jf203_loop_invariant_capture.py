@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -34,7 +36,9 @@ class LoopInvariantCapture(Rule):
     whole array.
 
     Values whose shape is known to be small (scalars, a few coefficients) are
-    not reported: keeping them is free.
+    not reported: keeping them is free. Nor are values the body calls
+    (`solve = self._solve` then `solve(c, t)` in a `lax.scan` body): a
+    function holds no buffer.
 
     ## Known problems
     What recomputing saves depends on the backend (see Backends). XLA:CPU runs
@@ -144,6 +148,8 @@ class LoopInvariantCapture(Rule):
                         continue
                     if _static_use(model, read.name):
                         continue
+                    if _called(model, read.name):
+                        continue  # the body calls it: a function (`solve = self._solve`), not an array
                     if any(_known_small(model, b, owner) for b in bindings):
                         continue  # a scalar or a handful of numbers: no temporary worth a diagnostic
                     seen.add(read.name)
@@ -169,6 +175,11 @@ def _known_small(model: SemanticModel, binding, owner: Function) -> bool:
     shape = model.shape(binding.value, owner)
     total = shape.total() if shape is not None else None
     return total is not None and total <= SMALL_ELEMENTS
+
+
+def _called(model: SemanticModel, name: cst.Name) -> bool:
+    parent = model.parent(name)
+    return isinstance(parent, cst.Call) and parent.func is name
 
 
 def _reads_within(body: Function):

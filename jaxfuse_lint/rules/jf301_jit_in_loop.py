@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
-from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope
+from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
@@ -33,7 +33,7 @@ def describe_callable(model: SemanticModel, target: cst.BaseExpression | None, s
         fn = model.function_named(target.value, scope)
         if fn is not None and isinstance(fn.node, cst.FunctionDef):
             if fn.parent is scope and loop is not None and _inside(model, fn.node, loop):
-                return f"`{fn.name}`, defined inside the loop", True
+                return f"`{fn.name}` (a `def` in the loop body)", True
             if fn.parent is scope and isinstance(scope, Function):
                 return f"`{fn.name}`, defined inside `{scope.display_name}`", True
             return f"the module-level function `{fn.name}`", False
@@ -57,6 +57,72 @@ def _loop_of_def(model: SemanticModel, fn: Function) -> cst.CSTNode | None:
         if isinstance(a, PYTHON_LOOPS):
             return a
     return None
+
+
+def _loops_around(model: SemanticModel, node: cst.CSTNode, scope: Scope) -> list[cst.CSTNode]:
+    """The Python loops and comprehensions around `node`, inside `scope`'s own code."""
+    out = []
+    for a in model.ancestors(node):
+        if a is scope.node:
+            break
+        if isinstance(a, PYTHON_LOOPS):
+            out.append(a)
+    return out
+
+
+def _function_reads(fn: Function) -> Iterator[tuple[str, Scope]]:
+    yield from ((r.name.value, r.scope) for r in fn.reads)
+    for inner in fn.nested:
+        yield from _function_reads(inner)
+
+
+def _expression_reads(model: SemanticModel, expr: cst.CSTNode, scope: Scope) -> Iterator[tuple[str, Scope]]:
+    """(name, scope it is read in) for every name `expr` reads, lambdas and comprehensions included."""
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(expr, None)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, cst.Name):
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue
+            yield node.value, scope
+            continue
+        inner = model.index.function_of.get(node)
+        if inner is not None and inner.node is node:  # a lambda or comprehension: its own scope
+            yield from _function_reads(inner)
+            continue
+        stack.extend((child, node) for _, child in iter_children(node))
+
+
+def _bound_in(model: SemanticModel, name: str, scope: Scope, loops: list[cst.CSTNode]) -> bool:
+    """Whether `name`, read in `scope`, refers to a binding the loops make (their targets, or an
+    assignment or def in their bodies)."""
+    found = model.lookup(name, scope)
+    if found is None:
+        return False
+    return any(any(a is loop for a in model.ancestors(b.node)) or b.node is loop
+               for b in found[1] for loop in loops)
+
+
+def varies_per_iteration(model: SemanticModel, target: cst.BaseExpression | None, scope: Scope,
+                         loops: list[cst.CSTNode]) -> bool:
+    """Whether the function being compiled is itself chosen by the loop: `jax.jit(fns[i])`,
+    `jax.jit(solver.update)` over solvers, `jax.jit(make_fn(option=i))`, or a `partial` of one.
+    Each iteration then compiles a different function whatever is done: jitting once outside
+    the loop is not possible. (A lambda, a `partial`'s bound arguments or a `def` in the loop
+    that read the loop's values are different: those values can become arguments.)"""
+    if target is None or not loops:
+        return False
+    if isinstance(target, cst.Lambda):
+        return False
+    if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
+        return varies_per_iteration(model, positional(target, 0) or keyword(target, "func"), scope, loops)
+    if isinstance(target, cst.Name):
+        fn = model.function_named(target.value, scope)
+        if fn is not None and any(_inside(model, fn.node, loop) for loop in loops):
+            return False  # a def written in the loop: a new function each time, but one that can move out
+    return any(_bound_in(model, n, sc, loops) for n, sc in _expression_reads(model, target, scope))
 
 
 class JitInLoop(Rule):
@@ -88,6 +154,13 @@ class JitInLoop(Rule):
     `cache.setdefault(key, jax.jit(...))`, and any jit inside a function
     memoised with `functools.lru_cache` / `functools.cache`. The guard must
     test the same container and key the result is stored under.
+
+    Nor is a jit of a function the loop itself chooses — `jax.jit(fns[i])`,
+    `jax.jit(solver.update)` for each solver, `jax.jit(make_fn(option=i))`,
+    or a `partial` of one: every iteration compiles a different function
+    whatever is done, so there is nothing to move out of the loop. A lambda,
+    a `partial`'s bound arguments or a `def` in the loop that read loop
+    values are still reported: those values can become arguments.
 
     ## Example
     ```python
@@ -145,6 +218,7 @@ class JitInLoop(Rule):
         "import jax\n@jax.jit\ndef g(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
         "import jax, functools\nCACHE = {}\ndef g(x, ks):\n    for k in ks:\n        if k not in CACHE:\n"
         "            CACHE[k] = jax.jit(functools.partial(pow, k))\n        x = CACHE[k](x)\n    return x\n",
+        "import jax\ndef g(x, solvers):\n    for solver in solvers:\n        x = jax.jit(solver.update)(x)\n    return x\n",
     )
     invalid = (
         "import jax\ndef g(x, n):\n    for _ in range(n):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
@@ -161,6 +235,8 @@ class JitInLoop(Rule):
             if compiled_once_per_key(model, site.call, site.scope):
                 continue  # `if key not in cache: cache[key] = jax.jit(...)`: once per key
             transform, target = found
+            if varies_per_iteration(model, target, site.scope, _loops_around(model, site.call, site.scope)):
+                continue  # a different function on every iteration: one compilation each, whatever is done
             what, fresh = describe_callable(model, target, site.scope, site.loop)
             yield self._violation(site.call, transform, what, fresh, site.loop, {"site": site, "target": target})
         for fn in model.index.functions:
@@ -172,7 +248,7 @@ class JitInLoop(Rule):
             for dec in fn.node.decorators:
                 t = TracedAnalysis(model).transform_of(dec.decorator, fn.parent)
                 if t is not None and t[0] in COMPILING:
-                    yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside the loop", True, loop,
+                    yield self._violation(dec.decorator, t[0], f"`{fn.name}` (a `def` in the loop body)", True, loop,
                                           {"decorated": fn})
 
     def _violation(self, node, transform, what, fresh, loop, data) -> Violation:
