@@ -75,7 +75,14 @@ def build_fix(violation, model, settings):
     purity = Purity.of(model)
     # The value and the local bindings it is computed from (`ix, iy, iz = jnp.indices(...)`
     # then `k2 = ix**2 + iy**2 + iz**2`): the whole chain moves into the loop body.
-    chain = _chain(model, purity, b, stmt, owner)
+    def carried(n: str) -> bool:
+        # In the body, `n` is the loop's carry initialised from that very binding: its shape
+        # (and, with a strongly typed init, its dtype) can be read there as it is (_names_agree).
+        at_body, at_owner = model.lookup(n, body), model.lookup(n, owner)
+        return (at_body is not None and at_owner is not None and at_body[0] is body
+                and all(bd.kind == "param" for bd in at_body[1]) and _is_carry_from(model, body, site, n, at_owner))
+
+    chain = _chain(model, purity, b, stmt, owner, carried)
     if chain is None:
         return None
     info = chain.info
@@ -157,9 +164,10 @@ def _own_statement(model, b, owner):
     return stmt
 
 
-def _chain(model, purity, b, stmt, owner) -> "_Chain | None":
+def _chain(model, purity, b, stmt, owner, carried=lambda n: False) -> "_Chain | None":
     """The captured value's statement and, before it, the owner's local statements its names come
-    from (each bound once, by a plain assignment in the same block); None when one cannot move."""
+    from (each bound once, by a plain assignment in the same block); None when one cannot move.
+    `carried(n)`: names whose shape the body reads from the loop's carry instead (not moved)."""
     chain = _Chain()
     order = {s: i for i, s in enumerate(owner.node.body.body)}
     todo = [stmt]
@@ -191,6 +199,8 @@ def _chain(model, purity, b, stmt, owner) -> "_Chain | None":
             bds = found[1]
             if any(bd.kind in ("param", "def", "class", "import") for bd in bds):
                 continue
+            if n not in info.value and carried(n):
+                continue  # only `rho.shape` / `rho.dtype`, read from the carry that `rho` initialises
             if len(bds) != 1 or bds[0].kind != "assign":
                 return None
             dep = _own_statement(model, bds[0], owner)

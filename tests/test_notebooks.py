@@ -121,7 +121,7 @@ def test_unreadable_notebook_is_one_error_and_nothing_is_lost(tmp_path, fusion, 
     bad_lines = [l for l in proc.stdout.splitlines() if l.startswith("bad.ipynb")]
     assert len(bad_lines) == 1 and bad_lines[0].startswith("bad.ipynb:1:1: JF000 Could not read notebook: " + why)
     assert "fusion.ipynb:cell 3:6:20" in proc.stdout  # the others are still checked
-    run("check", "--no-cache", "--fix", ".", cwd=tmp_path)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert bad.read_text() == text
 
 
@@ -135,16 +135,18 @@ def test_non_python_notebooks_are_skipped(tmp_path):
 def test_stdin_filename_reads_notebook_json(fusion):
     proc = run("check", "--no-cache", "--stdin-filename", "nb.ipynb", "-", stdin=fusion.read_text())
     assert proc.stdout.splitlines()[0].startswith("nb.ipynb:cell 3:6:20: JF101")
-    fixed = run("check", "--fix", "--stdin-filename", "nb.ipynb", "-", stdin=fusion.read_text())
+    fixed = run("check", "--fix", "--unsafe-fixes", "--stdin-filename", "nb.ipynb", "-", stdin=fusion.read_text())
     data = json.loads(fixed.stdout)  # editors get the whole fixed notebook back
     assert "jnp.sum" not in "".join(data["cells"][2]["source"])
 
 
 # -- fix --------------------------------------------------------------------------------------------------
 
+# The notebook-mechanics tests below turn unsafe fixes on: JF101's and JF201's fixes are unsafe
+# while the operand's dtype is unknown (tests/test_fix_safety.py covers when they are safe).
 def test_fix_rewrites_cells_and_leaves_everything_else(fusion):
     before_text = fusion.read_text()
-    proc = run("check", "--no-cache", "--fix", str(fusion))
+    proc = run("check", "--no-cache", "--fix", "--unsafe-fixes", str(fusion))
     assert "Fixed 5 diagnostics, 1 remaining." in proc.stderr, proc.stderr
     after_text = fusion.read_text()
     before, after = json.loads(before_text), json.loads(after_text)
@@ -168,7 +170,7 @@ def test_fix_rewrites_cells_and_leaves_everything_else(fusion):
 
 
 def test_diff_is_per_cell(fusion):
-    proc = run("check", "--no-cache", "--diff", "fusion.ipynb", cwd=fusion.parent)
+    proc = run("check", "--no-cache", "--diff", "--unsafe-fixes", "fusion.ipynb", cwd=fusion.parent)
     assert proc.returncode == 1
     headers = [l for l in proc.stdout.splitlines() if l.startswith(("--- ", "+++ "))]
     assert headers[:2] == ["--- a/fusion.ipynb:cell 3", "+++ b/fusion.ipynb:cell 3"]
@@ -185,7 +187,7 @@ def test_fix_keeps_an_unusual_json_format(tmp_path):
                     indent=2, sort_keys=False, trailing_newline=False)
     path = tmp_path / "odd.ipynb"
     path.write_text(text, encoding="utf-8")
-    outcome = fix_source(path.read_bytes(), str(path), Settings())
+    outcome = fix_source(path.read_bytes(), str(path), Settings(), unsafe=True)
     assert outcome.changed
     new = json.loads(outcome.source)
     assert outcome.source == json.dumps(new, indent=2, ensure_ascii=False)  # no newline added, order kept
@@ -197,7 +199,7 @@ def test_fix_keeps_an_unusual_json_format(tmp_path):
 def test_fix_into_a_cell_without_a_final_newline_adds_none(tmp_path):
     text = notebook([("code", "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n"
                               "    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)")])
-    outcome = fix_source(text, "nb.ipynb", Settings())
+    outcome = fix_source(text, "nb.ipynb", Settings(), unsafe=True)
     source = json.loads(outcome.source)["cells"][0]["source"]
     assert not source[-1].endswith("\n") and "jnp.sum" not in "".join(source)
     # The per-cell edit of the check, applied to the cell, gives the same text.
@@ -296,7 +298,7 @@ def test_fixed_notebook_executes_with_the_same_outputs(fusion):
     before = _printed(fusion)
     assert before[0] == ["['hello']"] and before[2][-1] == "[[0.0, 2.0], [9.0, 11.0], [26.0, 28.0], " \
         "[51.0, 53.0], [84.0, 86.0], [125.0, 127.0], [174.0, 176.0], [231.0, 233.0]]"
-    run("check", "--no-cache", "--fix", str(fusion))
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", str(fusion))
     assert "jnp.sum" not in fusion.read_text()
     assert _printed(fusion) == before
 
@@ -315,7 +317,7 @@ def test_review_maps_a_notebook_change_to_cells(tmp_path):
     # with a new finding.
     head["cells"].append({"cell_type": "code", "execution_count": None, "id": "c3", "metadata": {},
                           "outputs": [], "source": split_lines(
-                              "def new(x):\n    w = jnp.stack([x, 2 * x], axis=-1)\n    return jnp.sum(w * w, axis=-1)\n"
+                              "def new(x):\n    w = jnp.stack([x, 2 * x], axis=-1).astype(jnp.float32)\n    return jnp.sum(w * w, axis=-1)\n"
                               "\n\nnew_jit, old_jit = jax.jit(new), jax.jit(old)\n")})
     head_text = json.dumps(head, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     commit(repo, {"model.ipynb": head_text}, "new cell")
@@ -389,7 +391,9 @@ def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
     result = CliRunner().invoke(cli, entry + ["--no-cache", fusion.name])
     assert result.exit_code == 1, result.output  # JF206 has no fix: it remains
     cells = json.loads(fusion.read_text())["cells"]
-    assert "jnp.sum" not in "".join(cells[2]["source"]) and cells[8]["source"][0] == "%%time\n"
+    # Safe fixes only (JF103's unroll); JF101's is unsafe while the dtype is unknown.
+    assert "unroll=True" in "".join(cells[7]["source"]) and cells[8]["source"][0] == "%%time\n"
+    assert "jnp.sum" in "".join(cells[2]["source"])
 
 
 def test_a_fix_that_adds_an_import_edits_the_first_cell():
@@ -397,7 +401,7 @@ def test_a_fix_that_adds_an_import_edits_the_first_cell():
                      ("code", "@jax.jit\ndef f(x):\n    return x + np.arange(4) ** 2.3\n")])
     (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
     assert [(e.cell, e.location.row) for e in d.fix.edits] == [(1, 3), (3, 3)]
-    outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF201",)))
+    outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF201",)), unsafe=True)
     cells = ["".join(c["source"]) for c in json.loads(outcome.source)["cells"]]
     assert cells == ["import jax\nimport numpy as np\nimport jax.numpy as jnp\n", "below",
                      "@jax.jit\ndef f(x):\n    return x + jnp.arange(4) ** 2.3\n"]
@@ -428,7 +432,7 @@ def test_time_magic_statements_are_analysed_and_fixed_in_place():
     edit = found[1].fix.edits[0]
     assert edit.cell == 2 and edit.content.startswith("%time jax.jit(lambda y: ")
     assert "jaxfuse-lint" not in edit.content
-    cells = ["".join(c["source"]) for c in json.loads(fix_source(text, "nb.ipynb", settings).source)["cells"]]
+    cells = ["".join(c["source"]) for c in json.loads(fix_source(text, "nb.ipynb", settings, unsafe=True).source)["cells"]]
     assert cells[1].splitlines()[1] == "%timeit jax.jit(f)(x).block_until_ready()"
     assert cells[1].splitlines()[2].startswith("%time jax.jit(lambda y: ") and "jnp.sum" not in cells[1]
     assert "jnp.sum" not in cells[0]
