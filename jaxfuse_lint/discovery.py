@@ -16,7 +16,9 @@ Rules (ruff's):
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -49,10 +51,34 @@ def is_source(path: Path, settings: Settings, root: Path | None = None,
     path relative to the project root, or by its name). The one place that decides it."""
     spec = _cache.get(settings.include)
     if spec is None:
-        spec = _cache[settings.include] = _spec(settings.include)
+        spec = _cache[settings.include] = _suffixes(settings.include) or _spec(settings.include)
+    if isinstance(spec, tuple):  # only `*.py`-like patterns: a name's suffix decides
+        return path.name.endswith(spec)
     if spec.match_file(path.name):
         return True
     return root is not None and spec.match_file(_rel(path, root, resolved))
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.+-]+/?")
+_SUFFIX_GLOB = re.compile(r"\*(\.[A-Za-z0-9_+-]+)+")
+
+
+def _suffixes(patterns) -> tuple[str, ...] | None:
+    """`("*.py", "*.ipynb")` -> `(".py", ".ipynb")`: patterns that a suffix test matches exactly
+    as gitignore matching would (no slash: the name at any depth); None for any other pattern."""
+    if patterns and all(_SUFFIX_GLOB.fullmatch(p) for p in patterns):
+        return tuple(p[1:] for p in patterns)
+    return None
+
+
+def _plain_names(patterns) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(names, folder-only names) when every pattern is a bare name (`build`, `.venv/`): such a
+    gitignore pattern matches any path with a component of that name (a folder for `name/`), so
+    set lookups decide it; None when any pattern needs pathspec (globs, slashes, negation)."""
+    if not all(_PLAIN_NAME.fullmatch(p) and p not in (".", "..", "./", "../") for p in patterns):
+        return None
+    return (frozenset(p for p in patterns if not p.endswith("/")),
+            frozenset(p[:-1] for p in patterns if p.endswith("/")))
 
 
 def _is_virtualenv(path: Path) -> bool:
@@ -98,14 +124,26 @@ class _Excluder:
 
     def __init__(self, settings: Settings, root: Path) -> None:
         self.patterns = list(settings.exclude) + list(settings.extend_exclude)
-        self.spec = _spec(self.patterns)
+        # The default patterns are bare names: matched with set lookups (pathspec per entry, and
+        # compiling its patterns, was a large part of a warm run).
+        self.plain = _plain_names(self.patterns)
         self.root = root
+
+    @functools.cached_property
+    def spec(self) -> pathspec.PathSpec:
+        return _spec(self.patterns)
 
     def matches(self, path: Path, is_dir: bool, base: Path | None = None, resolved: Path | None = None) -> bool:
         """`base`: match relative to this folder instead of the project root (used below a
         named folder that is itself excluded: only what is below it counts)."""
         suffix = "/" if is_dir else ""
         rel = _rel(path, base if base is not None else self.root, resolved)
+        if self.plain is not None:
+            names, folders = self.plain
+            parts = rel.split("/")
+            folder_parts = parts if is_dir else parts[:-1]
+            return (not names.isdisjoint(parts) or not folders.isdisjoint(folder_parts)
+                    or path.name in names or (is_dir and path.name in folders))
         return self.spec.match_file(rel + suffix) or self.spec.match_file(path.name + suffix)
 
     def named_path_excluded(self, path: Path) -> bool:

@@ -78,6 +78,7 @@ class ModuleNamer:
 
     def __init__(self) -> None:
         self._is_package_dir: dict[Path, bool] = {}
+        self._prefixes: dict[str, tuple[str, ...]] = {}
 
     def _package_dir(self, d: Path) -> bool:
         found = self._is_package_dir.get(d)
@@ -88,21 +89,32 @@ class ModuleNamer:
 
     def name(self, path: str | os.PathLike) -> tuple[str, bool] | None:
         """(dotted name, is a package `__init__`), or None for a file that is no module."""
-        p = Path(os.path.abspath(path))
-        if p.suffix != ".py" or not p.stem.isidentifier():
+        directory, _, filename = os.path.abspath(path).rpartition(os.sep)
+        stem, dot, suffix = filename.rpartition(".")
+        if not dot or suffix != "py" or not stem.isidentifier():
             return None
-        is_package = p.stem == "__init__"
-        parts: list[str] = [] if is_package else [p.stem]
-        d = p.parent
-        if is_package:
-            parts.insert(0, d.name)
-            d = d.parent
-        while self._package_dir(d) and d.name.isidentifier() and d.parent != d:
-            parts.insert(0, d.name)
-            d = d.parent
+        is_package = stem == "__init__"
+        if is_package:  # a package's `__init__.py` is named by its folder
+            head, _, folder = directory.rpartition(os.sep)
+            parts = [*self._prefix(head or os.sep), folder]
+        else:
+            parts = [*self._prefix(directory), stem]
         if not parts or not all(x.isidentifier() for x in parts):
             return None
         return ".".join(parts), is_package
+
+    def _prefix(self, directory: str) -> tuple[str, ...]:
+        """The dotted package path of a folder (its name and its parents' while each holds an
+        `__init__.py` and is an identifier); () when it is no package. Cached per folder."""
+        found = self._prefixes.get(directory)
+        if found is None:
+            d = Path(directory)
+            if d.parent != d and d.name.isidentifier() and self._package_dir(d):
+                found = (*self._prefix(str(d.parent)), d.name)
+            else:
+                found = ()
+            self._prefixes[directory] = found
+        return found
 
 
 def package_of(module: str, is_package: bool) -> str:

@@ -396,3 +396,28 @@ def test_junit_and_pylint_formats(project):
     (project / "broken.py").unlink()
     clean = ET.fromstring(run("check", "--no-cache", "--output-format", "junit", ".", cwd=project).stdout)
     assert clean.get("failures") == "0" and clean[0][0].get("name") == "No errors found"
+
+
+def test_bare_name_excludes_match_as_pathspec_does():
+    """discovery's set-lookup fast path for bare-name patterns agrees with gitignore matching."""
+    import random
+    from dataclasses import replace
+
+    from jaxfuse_lint.config import DEFAULT_EXCLUDE, Settings
+    from jaxfuse_lint.discovery import _Excluder, _plain_names, _suffixes
+
+    settings = replace(Settings(), extend_exclude=("out/", "notes.txt"))
+    root = Path("/nonexistent-root")
+    fast = _Excluder(settings, root)
+    slow = _Excluder(settings, root)
+    slow.plain = None  # pathspec, as for any pattern that is not a bare name
+    assert fast.plain is not None
+    pool = ["a", "build", "out", "x.py", "dist", ".venv", "site-packages", "pkg", "__pycache__", "notes.txt", "out.py"]
+    rng = random.Random(0)
+    for _ in range(3000):
+        path = root.joinpath(*[rng.choice(pool) for _ in range(rng.randint(1, 4))])
+        for is_dir in (False, True):
+            assert fast.matches(path, is_dir, resolved=path) == slow.matches(path, is_dir, resolved=path), (path, is_dir)
+    assert _plain_names(["*.egg-info"]) is None and _plain_names(["docs/build"]) is None and _plain_names(["!keep"]) is None
+    assert _plain_names(DEFAULT_EXCLUDE) is not None
+    assert _suffixes(("*.py", "*.ipynb")) == (".py", ".ipynb") and _suffixes(("*.py", "scripts/run")) is None
