@@ -82,9 +82,9 @@ def build_fix(violation, model, settings):
 
 
 def _static_read(model, name: cst.Name) -> bool:
-    from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
+    from jaxfuse_lint.model.captures import static_use
 
-    return _static_use(model, name)
+    return static_use(model, name)
 
 
 def _as_jnp(model, value, scope, jnp):

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxfuse_lint.model.api import JNP_CREATORS, JNP_STATIC_FUNCTIONS
+from jaxfuse_lint.model.numpy_values import MemoizedArrays
 from jaxfuse_lint.model.traced import keyword, positional
 from jaxfuse_lint.model.values import ARRAY_NAMESPACES
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
 
 _KEYS = frozenset({
     "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in", "jax.random.key_data",
@@ -41,19 +41,7 @@ _NOT_ARRAY_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_
 _VIEWS = frozenset({"T", "mT", "real", "imag", "at"})
 
 
-class DeviceArrays:
-    def __init__(self, model: "SemanticModel") -> None:
-        self.model = model
-        self._memo: dict[tuple[int, int], bool] = {}
-
-    def is_array(self, e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
-        key = (id(e), id(scope))
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = False  # cycles: not an array
-        result = depth < 30 and self._is_array(e, scope, depth + 1)
-        self._memo[key] = result
-        return result
+class DeviceArrays(MemoizedArrays):
 
     def _is_array(self, e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
         m = self.model

@@ -140,7 +140,10 @@ def static_argument(model: "SemanticModel", node: cst.CSTNode, scope: "Scope") -
     return False
 
 
-class NumpyArrays:
+class MemoizedArrays:
+    """`is_array(expression, scope)`, memoised per (node, scope) and bounded in depth; a cycle
+    (`a = b; b = a`) is not an array. Subclasses say what an array is (`_is_array`)."""
+
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
         self._memo: dict[tuple[int, int], bool] = {}
@@ -153,6 +156,12 @@ class NumpyArrays:
         result = depth < 30 and self._is_array(e, scope, depth + 1)
         self._memo[key] = result
         return result
+
+    def _is_array(self, e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
+        raise NotImplementedError
+
+
+class NumpyArrays(MemoizedArrays):
 
     def is_numpy_call(self, e: cst.CSTNode, scope: "Scope") -> str | None:
         """The numpy function a call (or `np.mgrid[...]`) makes, if any."""

@@ -3,13 +3,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
-
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
-from jaxfuse_lint.model.numpy_values import static_argument
+from jaxfuse_lint.model.captures import captured_reads
 from jaxfuse_lint.model.scopes import Function
-from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
 
@@ -103,49 +99,19 @@ class CapturedNumpyArray(Rule):
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
-        arrays = model.numpy_arrays
-        st = staging(model)
-        for fn in model.traced.reasons:
-            if model.is_kernel(fn):
-                continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
-            if not st.is_compiled(fn):
-                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
-            for read in fn.reads:
-                name = read.name
-                found = model.lookup(name.value, fn)
-                if found is None:
-                    continue
-                owner, bindings = found
-                if isinstance(owner, Function) and model.is_traced(owner):
-                    continue  # a value of traced code: JF201/JF203 territory
-                if not arrays.binding_is_array(bindings, owner):
-                    continue
-                if _static_use(model, name):
-                    continue
-                where = "at module level" if not isinstance(owner, Function) else f"in `{owner.display_name}`"
-                first = bindings[0]
-                yield Violation(
-                    name,
-                    message(
-                        f"`{name.value}` is a NumPy array bound {where} (line ", LineOf(first.node),
-                        f") and read in traced `{fn.display_name}` (", *reason_parts(model.trace_reason(fn)),
-                        "): it is baked into the compiled program as a constant; pass it as an argument "
-                        "or build it with `jax.numpy` inside",
-                    ),
-                    data={"binding": first, "owner": owner},
-                )
-
-
-def _static_use(model: SemanticModel, name: cst.Name) -> bool:
-    parent = model.parent(name)
-    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in STATIC_ATTRIBUTES:
-        return True
-    if isinstance(parent, cst.Arg):
-        call = model.parent(parent)
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
-            return True
-    # A shape, axis or split point: jax reads it as Python numbers (`jnp.split(x, SPLITS)`).
-    return static_argument(model, name, model.scope_of(name))
+        for c in captured_reads(model, model.numpy_arrays.binding_is_array):
+            where = "at module level" if not isinstance(c.owner, Function) else f"in `{c.owner.display_name}`"
+            first = c.bindings[0]
+            yield Violation(
+                c.name,
+                message(
+                    f"`{c.name.value}` is a NumPy array bound {where} (line ", LineOf(first.node),
+                    f") and read in traced `{c.fn.display_name}` (", *reason_parts(model.trace_reason(c.fn)),
+                    "): it is baked into the compiled program as a constant; pass it as an argument "
+                    "or build it with `jax.numpy` inside",
+                ),
+                data={"binding": first, "owner": c.owner},
+            )
 
 
 RULE = CapturedNumpyArray

@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
-from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
+from jaxfuse_lint.model.captures import static_use
 from jaxfuse_lint.targets import CPU_MEASURED, NOTEBOOK_GPU, WHILE_LOOP_LICM, Claim, Evidence
 
 
@@ -146,7 +146,7 @@ class LoopInvariantCapture(Rule):
                         continue
                     if any(model.values.binding_kind(b, owner) is not Kind.TRACED for b in bindings):
                         continue
-                    if _static_use(model, read.name):
+                    if static_use(model, read.name):
                         continue
                     if _called(model, read.name):
                         continue  # the body calls it: a function (`solve = self._solve`), not an array

@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.captures import captured_reads
 from jaxfuse_lint.model.scopes import Function
-from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
-from jaxfuse_lint.rules.jf202_captured_numpy_array import _static_use
 from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
@@ -106,38 +105,24 @@ class CapturedJaxArray(Rule):
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
-        arrays = model.device_arrays
-        numpy_arrays = model.numpy_arrays
-        st = staging(model)
-        for fn in model.traced.reasons:
-            if model.is_kernel(fn):
-                continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
-            if not st.is_compiled(fn):
-                continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
-            for read in fn.reads:
-                name = read.name
-                found = model.lookup(name.value, fn)
-                if found is None:
-                    continue
-                owner, bindings = found
-                if owner is fn or (isinstance(owner, Function) and model.is_traced(owner)):
-                    continue  # a value of traced code: JF203 territory
-                if not arrays.binding_is_array(bindings, owner) or numpy_arrays.binding_is_array(bindings, owner):
-                    continue
-                if _static_use(model, name):
-                    continue
-                where = "at module level" if not isinstance(owner, Function) else f"in `{owner.display_name}`"
-                first = bindings[0]
-                yield Violation(
-                    name,
-                    message(
-                        f"`{name.value}` is a jax array bound {where} (line ", LineOf(first.node),
-                        f") and read in traced `{fn.display_name}` (", *reason_parts(model.trace_reason(fn)),
-                        "): jit folds it into the compiled program as a constant instead of taking it as an "
-                        "input; pass it as an argument, or build it inside from shapes",
-                    ),
-                    data={"binding": first, "owner": owner},
-                )
+        device, host = model.device_arrays, model.numpy_arrays
+
+        def jax_array(bindings, owner) -> bool:  # a NumPy array is JF202's
+            return device.binding_is_array(bindings, owner) and not host.binding_is_array(bindings, owner)
+
+        for c in captured_reads(model, jax_array):
+            where = "at module level" if not isinstance(c.owner, Function) else f"in `{c.owner.display_name}`"
+            first = c.bindings[0]
+            yield Violation(
+                c.name,
+                message(
+                    f"`{c.name.value}` is a jax array bound {where} (line ", LineOf(first.node),
+                    f") and read in traced `{c.fn.display_name}` (", *reason_parts(model.trace_reason(c.fn)),
+                    "): jit folds it into the compiled program as a constant instead of taking it as an "
+                    "input; pass it as an argument, or build it inside from shapes",
+                ),
+                data={"binding": first, "owner": c.owner},
+            )
 
 
 RULE = CapturedJaxArray
