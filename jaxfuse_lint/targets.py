@@ -72,6 +72,13 @@ def tracing(how: str) -> Evidence:
     return Evidence(True, how)
 
 
+def recorded_claim(statement: str) -> Claim:
+    """A claim that is a measurement of the user's own recorded run (JF5xx): it holds on whatever
+    backend the profile was recorded on."""
+    run = Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement")
+    return Claim(statement, gpu=run, cpu=run, tpu=run)
+
+
 # --- Backend facts that change what a rule or fix does ----------------------------------------
 
 WHILE_LOOP_LICM = Claim(

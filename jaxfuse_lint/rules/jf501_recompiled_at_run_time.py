@@ -7,7 +7,7 @@ from typing import Any, Iterator
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import matched_entries, name_node
-from jaxfuse_lint.targets import Claim, Evidence
+from jaxfuse_lint.targets import recorded_claim
 
 _ADVICE = {
     "static": "a static argument that takes many values recompiles for each: pass it as a traced array "
@@ -97,14 +97,7 @@ class RecompiledAtRunTime(Rule):
     No automatic fix: whether a static argument can be traced depends on how
     the function uses it.
     """
-    backends = (
-        Claim(
-            "The entry point compiled this many times in the recorded run",
-            gpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            cpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            tpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-        ),
-    )
+    backends = (recorded_claim("The entry point compiled this many times in the recorded run"),)
     valid = (
         "import jax\n\n@jax.jit\ndef f(x):\n    return x + 1\n\nf(jax.numpy.ones(3))\n",
     )

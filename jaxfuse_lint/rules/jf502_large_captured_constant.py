@@ -6,7 +6,7 @@ from typing import Iterator
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import nbytes
-from jaxfuse_lint.targets import Claim, Evidence
+from jaxfuse_lint.targets import recorded_claim
 
 
 class LargeCapturedConstant(Rule):
@@ -62,14 +62,7 @@ class LargeCapturedConstant(Rule):
     No automatic fix: turning a captured value into an argument changes every
     call site.
     """
-    backends = (
-        Claim(
-            "The compiled program carried a folded constant of this size in the recorded run",
-            gpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            cpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            tpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-        ),
-    )
+    backends = (recorded_claim("The compiled program carried a folded constant of this size in the recorded run"),)
     valid = (
         "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x, table):\n    return x @ table\n\n\n"
         "f(jnp.ones((4, 4)), jnp.ones((4, 4)))\n",

@@ -6,7 +6,7 @@ from typing import Iterator
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import entry_names, nbytes
-from jaxfuse_lint.targets import Claim, Evidence
+from jaxfuse_lint.targets import recorded_claim
 
 
 class LargeTemporary(Rule):
@@ -63,14 +63,7 @@ class LargeTemporary(Rule):
     No automatic fix here; the rules that explain the line (JF101, JF102, JF104)
     carry their own fixes.
     """
-    backends = (
-        Claim(
-            "The compiled program allocated a temporary of this size for this line in the recorded run",
-            gpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            cpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-            tpu=Evidence(True, "recorded on the backend the profile was made on: the finding is that run's measurement"),
-        ),
-    )
+    backends = (recorded_claim("The compiled program allocated a temporary of this size for this line in the recorded run"),)
     valid = (
         "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    return jnp.sin(x) + 1\n\n\n"
         "f(jnp.ones(8))\n",
