@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import click
 
+from jaxfuse_lint.verify.command import argument_options
 from jaxfuse_lint.verify.errors import VerifyError
 
 # Where `jaxfuse-lint record` writes its profile by default.
@@ -43,12 +44,7 @@ code you trust.
 @click.command("explain", help=HELP,
                short_help="Per-source-line account of a compiled function: kernels, temporaries (runs your code).")
 @click.argument("target", metavar="PATH::FUNC | PATH")
-@click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
-              help="Shape of one array argument, in order: f32[131072,2], c64[8], i32[], bf16[n,4], bool[3].")
-@click.option("--static", "statics", multiple=True, metavar="NAME=VALUE",
-              help="A static argument, passed by keyword (value is a Python literal): --static n=5.")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=SIZE",
-              help="Size of a named dimension in specs or jaxtyping annotations: --dim n=1024.")
+@argument_options
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Read the accounts stored by `jaxfuse-lint record` for PATH instead of compiling.")
 @click.option("--graph", "graph_dir", type=click.Path(file_okay=False), metavar="DIR",

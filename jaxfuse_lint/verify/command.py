@@ -36,17 +36,23 @@ does; only `verify` does. Run it on code you trust.
 """
 
 
+def argument_options(command):
+    """--arg / --static / --dim: the arguments a function is compiled with (verify, explain)."""
+    command = click.option("--dim", "dims", multiple=True, metavar="NAME=SIZE",
+                           help="Size of a named dimension in specs or jaxtyping annotations: --dim n=1024.")(command)
+    command = click.option("--static", "statics", multiple=True, metavar="NAME=VALUE",
+                           help="A static argument, passed by keyword (value is a Python literal): --static n=5.")(command)
+    return click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
+                        help="Shape of one array argument, in order: f32[131072,2], c64[8], i32[], bf16[n,4], "
+                             "bool[3].")(command)
+
+
 @click.command("verify", help=HELP,
                short_help="Compile before/after versions of a function and compare them (runs your code).")
 @click.argument("targets", nargs=-1, metavar="PATH::FUNC | --profile FILE [PATHS]")
 @click.option("--against", metavar="PATH::FUNC",
               help="Compare with this version instead of with the fixed file.")
-@click.option("--arg", "arg_specs", multiple=True, metavar="SPEC",
-              help="Shape of one array argument, in order: f32[131072,2], c64[8], i32[], bf16[n,4], bool[3].")
-@click.option("--static", "statics", multiple=True, metavar="NAME=VALUE",
-              help="A static argument, passed by keyword (value is a Python literal): --static n=5.")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=SIZE",
-              help="Size of a named dimension in specs or jaxtyping annotations: --dim n=1024.")
+@argument_options
 @click.option("--call", "call", is_flag=True,
               help="Also call FUNC eagerly as a driver, twice, and count the compilations of the second call "
                    "(for recompilation costs such as jax.jit inside a loop).")
