@@ -1,4 +1,5 @@
-"""Smoke test of a plain `pip install .` (no extras): `review` and `server` must run.
+"""Smoke test of a plain `pip install .` (no extras): the README's first command
+(`jaxfuse-lint check fixtures/`, notebooks included), `review` and `server` must run.
 
 Run with the fresh environment's Python; `jaxfuse-lint` must be on PATH. Exits non-zero,
 saying why, when a command fails (a dependency missing from the core set, typically).
@@ -100,11 +101,20 @@ def server(tmp: Path) -> None:
         fail(f"the server exited {code}: {proc.stderr.read().decode()[-2000:]}")
 
 
+def readme_check() -> None:
+    """The README's set-up command on the bundled sample: findings (exit 1), no internal error."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(["jaxfuse-lint", "check", "--no-cache", "fixtures/"], cwd=root, capture_output=True, text=True)
+    if proc.returncode != 1 or "internal error" in proc.stderr or ".ipynb:cell" not in proc.stdout:
+        fail(f"`jaxfuse-lint check fixtures/` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+
+
 def main() -> None:
+    readme_check()
     with tempfile.TemporaryDirectory() as tmp:
         review(Path(tmp))
         server(Path(tmp))
-    print("plain-install smoke: review and server run on a plain install")
+    print("plain-install smoke: check (the README's sample), review and server run on a plain install")
 
 
 if __name__ == "__main__":
