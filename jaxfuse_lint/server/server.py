@@ -276,4 +276,11 @@ def create_server() -> JaxFuseLanguageServer:
 
 
 def serve(**_: Any) -> None:
+    import sys
+
+    # Analyses run in a worker thread (scheduling.py) and hold the GIL for ~0.2 s each. With
+    # CPython's default 5 ms switch interval the thread reading messages got the GIL so rarely
+    # that a burst of keystrokes queued up behind them: typing 20 edits 30 ms apart, the last
+    # one's diagnostics came 2.2 s after it; with 1 ms, 0.2 s (benchmarks/bench_lsp.py).
+    sys.setswitchinterval(0.001)
     create_server().start_io()
