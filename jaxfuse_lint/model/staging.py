@@ -231,9 +231,13 @@ class Staging:
             return r.transform in COMPILING or self.is_compiled(self.model.function_of(r.node))
         if r.kind == "control-flow":
             return self.is_compiled(self.model.function_of(r.node))
-        if r.kind in ("called", "passed"):
+        if r.kind in ("called", "passed", "entry"):
             return self.is_compiled(r.caller)
-        return r.kind == "external"  # another module traces it, as a rule under jit
+        if r.kind == "driver":  # `diffeqsolve(ODETerm(f), ...)`: compiled when the code calling it is
+            return self.is_compiled(self.model.function_of(r.node))
+        # external: another module traces it, as a rule under jit; assumed: the configuration says
+        # its callers trace it under jit (library mode)
+        return r.kind in ("external", "assumed")
 
     def staging_transform(self, fn: "Function") -> str | None:
         """The staging transform applied to fn directly (decorator or `jax.jit(fn)`), if any."""
