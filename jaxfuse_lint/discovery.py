@@ -45,18 +45,20 @@ def _spec(patterns) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(list(patterns))
 
 
-def is_source(path: Path, settings: Settings, root: Path | None = None,
-              _cache: dict = {}, *, resolved: Path | None = None) -> bool:  # noqa: B006 - a per-process cache of compiled specs
+def is_source(path: Path, settings: Settings, root: Path | None = None, *, resolved: Path | None = None) -> bool:
     """Whether `path` is a file this tool reads: it matches an `include` pattern (by its
     path relative to the project root, or by its name). The one place that decides it."""
-    spec = _cache.get(settings.include)
-    if spec is None:
-        spec = _cache[settings.include] = _suffixes(settings.include) or _spec(settings.include)
+    spec = _include_matcher(settings.include)
     if isinstance(spec, tuple):  # only `*.py`-like patterns: a name's suffix decides
         return path.name.endswith(spec)
     if spec.match_file(path.name):
         return True
     return root is not None and spec.match_file(_rel(path, root, resolved))
+
+
+@functools.cache
+def _include_matcher(include: tuple[str, ...]) -> tuple[str, ...] | pathspec.PathSpec:
+    return _suffixes(include) or _spec(include)
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.+-]+/?")
@@ -284,11 +286,9 @@ def _rel(path: Path, root: Path, resolved: Path | None = None) -> str:
         return path.as_posix()
 
 
-def _resolved_root(root: Path, _cache: dict = {}) -> Path:  # noqa: B006 - per-process cache
-    found = _cache.get(root)
-    if found is None:
-        found = _cache[root] = root.resolve()
-    return found
+@functools.cache
+def _resolved_root(root: Path) -> Path:
+    return root.resolve()
 
 
 def _entry_resolved(directory_resolved: Path, entry: Path, name: str) -> Path:

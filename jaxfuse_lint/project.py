@@ -23,6 +23,7 @@ were known (an import cycle) is analysed again.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import os
 import re
@@ -62,13 +63,12 @@ def import_spellings(qualified: str, package: str) -> list[str]:
     return out
 
 
-def _entry_attributes(_cache: dict = {}) -> dict[str, int]:  # noqa: B006 - computed once
+@functools.cache
+def _entry_attributes() -> dict[str, int]:
     """Entry points of framework Modules that run `__call__` (`model.apply(variables, x)`)."""
-    if not _cache:
-        from jaxfuse_lint.model.routes import MODULE_BASES
+    from jaxfuse_lint.model.routes import MODULE_BASES
 
-        _cache.update({attr: offset for entries in MODULE_BASES.values() for attr, offset in entries})
-    return _cache
+    return {attr: offset for entries in MODULE_BASES.values() for attr, offset in entries}
 
 
 # -- module names --------------------------------------------------------------------------------

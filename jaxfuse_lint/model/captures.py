@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import libcst as cst
 
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
-from jaxfuse_lint.model.numpy_values import static_argument
+from jaxfuse_lint.model.numpy_values import consumed_as_python_values, static_argument
 from jaxfuse_lint.model.scopes import Binding, Function, Scope
 from jaxfuse_lint.model.staging import staging
 
@@ -48,13 +48,10 @@ def captured_reads(model: "SemanticModel", is_array: Callable[[list[Binding], Sc
 
 
 def static_use(model: "SemanticModel", name: cst.Name) -> bool:
-    """The read uses the array only as Python values: `.shape`/`.ndim`..., `len(...)`, or an
-    argument jax reads as Python numbers (`jnp.split(x, SPLITS)`)."""
+    """The read uses the array only as Python values: `.shape`/`.ndim`..., `len(...)`,
+    `list(...)`, `.tolist()`, or an argument jax reads as Python numbers (`jnp.split(x, SPLITS)`)."""
     parent = model.parent(name)
     if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in STATIC_ATTRIBUTES:
         return True
-    if isinstance(parent, cst.Arg):
-        call = model.parent(parent)
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
-            return True
-    return static_argument(model, name, model.scope_of(name))
+    scope = model.scope_of(name)
+    return consumed_as_python_values(model, name, scope) or static_argument(model, name, scope)

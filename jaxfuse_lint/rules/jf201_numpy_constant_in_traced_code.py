@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
-from jaxfuse_lint.model.numpy_values import static_argument
+from jaxfuse_lint.model.numpy_values import consumed_as_python_values, static_argument
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
@@ -117,7 +117,7 @@ class NumpyConstantInTracedCode(Rule):
                 continue  # a tracer handed to NumPy is an error, not a constant
             if static_argument(model, node, scope):
                 continue  # `jnp.split(x, np.cumsum(sizes))`: read as Python numbers, not folded
-            if _consumed_as_python_values(model, node, scope):
+            if consumed_as_python_values(model, node, scope):
                 continue  # `list(set(np.arange(n)[axes]))`: Python numbers, never part of the program
             candidates[node] = qn
         for node, qn in candidates.items():
@@ -156,30 +156,6 @@ def _numpy_nodes(model: SemanticModel):
                     qn = model.numpy_arrays.is_numpy_call(sub, fn)
                     if qn is not None:
                         yield sub, fn, qn
-
-
-# Builtins that turn an array into Python values (ints, floats, lists): what they return is
-# host data that tracing never sees as an array.
-_PYTHON_VALUE_BUILTINS = frozenset({"list", "set", "frozenset", "tuple", "sorted", "int", "float", "bool",
-                                    "len", "str", "repr"})
-
-
-def _consumed_as_python_values(model: SemanticModel, node: cst.CSTNode, scope) -> bool:
-    """The array (or an index of it) goes straight into `list(...)`, `int(...)`, `.tolist()`..."""
-    current = node
-    while True:
-        parent = model.parent(current)
-        if isinstance(parent, cst.Subscript) and parent.value is current:
-            current = parent  # `np.arange(n)[axes]`: still the array's elements
-            continue
-        if isinstance(parent, cst.Attribute) and parent.value is current:
-            call = model.parent(parent)
-            return parent.attr.value in ("tolist", "item") and isinstance(call, cst.Call) and call.func is parent
-        if isinstance(parent, cst.Arg) and parent.value is current and not parent.star:
-            call = model.parent(parent)
-            return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
-                    and call.func.value in _PYTHON_VALUE_BUILTINS and model.lookup(call.func.value, scope) is None)
-        return False
 
 
 def _expression_ancestors(model: SemanticModel, node: cst.CSTNode):
