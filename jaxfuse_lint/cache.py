@@ -12,14 +12,20 @@ computed with: a result is reused only when the map is the same again, so a chan
 another module that changes what is traced here invalidates it.
 
 Next to the entries, a run of `check` over a list of files leaves a record of it: each
-file's key and final result (`runs/`, one record per list of file names). When every file
-of a run has the key its record says, the project index cannot have changed either (every
-input of it is in the keys), so the results are replayed from that one file: a warm run of
-an unchanged project reads one small file instead of every file's summary.
+file's key, final result and stat signature (`runs/`, one record per list of file names).
+When every file of a run has the key its record says, the project index cannot have changed
+either (every input of it is in the keys), so the results are replayed from that one file: a
+warm run of an unchanged project reads one small file instead of every file's summary.
+A file whose stat signature (size, mtime, ctime, inode, device) is the one recorded is not
+read or hashed again: its key is the recorded one. That holds only for files last changed
+well before the recorded run looked at them (`trusted_signature`): a file written within
+the clock's granularity of the stat could change again without its times changing (git's
+"racily clean" entries), so it is hashed.
 
 Entries are JSON files written atomically; a missing, unreadable or corrupt entry or record
 is a miss, and a cache directory that cannot be written is reported once and then left
-alone. JSON was measured against marshal, msgpack and pickle on the cache of flax (353
+alone. The folder walks of discovery are remembered here too (`walks/`, see
+discovery._walk_remembered). JSON was measured against marshal, msgpack and pickle on the cache of flax (353
 files): decoding every full entry took 24, 17, 19 and 24 ms. The format matters less than
 not reading the summaries at all, so it stays JSON (stdlib, safe on a damaged file).
 """
@@ -29,16 +35,47 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxfuse_lint import __version__
 from jaxfuse_lint.config import Settings
 
 DEFAULT_DIR = ".jaxfuse_lint_cache"
-FORMAT = 1
+FORMAT = 2
+# A file changed less than this before a stat may change again without its times changing:
+# filesystems keep times at 1 ns (ext4, tmpfs; set from a coarse clock) to 2 s (FAT) steps.
+RACY_NS = 2_000_000_000
+
+
+def file_signature(path: str | os.PathLike) -> list[int] | None:
+    """What stat says about a file (size, mtime, ctime, inode, device); None if it cannot say."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def trusted_signature(recorded: list[int] | None, now: list[int] | None, stat_time_ns: int) -> bool:
+    """Whether a file is unchanged since a run that took its signature `recorded` at
+    `stat_time_ns`: the same signature, and last changed well before that stat."""
+    return (recorded is not None and recorded == now
+            and max(recorded[1], recorded[2]) < stat_time_ns - RACY_NS)
+
+
+class RecordedFile(NamedTuple):
+    filename: str
+    key: str  # its cache key (Cache.key)
+    result: dict  # its final result (runner._result_to_json)
+    signature: list[int] | None  # file_signature, taken before the file was read
+    module: str | None  # the module name it had (part of the key; re-derived, then compared)
+
+
+class RunRecord(NamedTuple):
+    stat_time_ns: int  # when the run started taking signatures (time.time_ns)
+    files: list[RecordedFile]
 
 
 @lru_cache(maxsize=1)
@@ -100,25 +137,43 @@ class Cache:
     def _run_path(self, run_key: str) -> Path:
         return self.directory / "runs" / f"{run_key}.json"
 
-    def load_run(self, run_key: str) -> list[tuple[str, str, dict]] | None:
-        """The record of the last run over these files: (filename, key, result) per file."""
+    def load_run(self, run_key: str) -> RunRecord | None:
+        """The record of the last run over these files (None: none, or unreadable)."""
         try:
             with open(self._run_path(run_key), encoding="utf-8") as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), list):
+        if (not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), list)
+                or not isinstance(data.get("stat_time_ns"), int)):
             return None
         out = []
         for item in data["files"]:
-            if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
-                    and isinstance(item[1], str) and isinstance(item[2], dict)):
+            if not (isinstance(item, list) and len(item) == 5 and isinstance(item[0], str)
+                    and isinstance(item[1], str) and isinstance(item[2], dict)
+                    and (item[3] is None or isinstance(item[3], list)) and (item[4] is None or isinstance(item[4], str))):
                 return None
-            out.append((item[0], item[1], item[2]))
-        return out
+            out.append(RecordedFile(*item))
+        return RunRecord(data["stat_time_ns"], out)
 
-    def store_run(self, run_key: str, files: list[tuple[str, str, dict]]) -> None:
-        self._write(self._run_path(run_key), {"format": FORMAT, "files": files})
+    def store_run(self, run_key: str, record: RunRecord) -> None:
+        self._write(self._run_path(run_key), {"format": FORMAT, "stat_time_ns": record.stat_time_ns,
+                                              "files": [list(f) for f in record.files]})
+
+    def _walk_path(self, key: str) -> Path:
+        return self.directory / "walks" / f"{key}.json"
+
+    def load_walk(self, key: str) -> dict[str, Any] | None:
+        """The last walk of a folder (discovery._walk_remembered), None if there is none."""
+        try:
+            with open(self._walk_path(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+    def store_walk(self, key: str, walk: dict[str, Any]) -> None:
+        self._write(self._walk_path(key), {"format": FORMAT, **walk})
 
     def load(self, key: str) -> dict[str, Any] | None:
         try:
@@ -134,13 +189,18 @@ class Cache:
     def _write(self, path: Path, entry: dict[str, Any]) -> None:
         if self.error is not None:
             return
+        import tempfile  # writing is the exception on a warm run
+
         try:
+            # dumps, not dump: dump streams through json's pure-Python encoder (40 ms for the
+            # record of flax's run, against 4 ms for the C encoder of dumps).
+            text = json.dumps(entry, separators=(",", ":"))
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(entry, fh, separators=(",", ":"))
+                    fh.write(text)
                 os.replace(tmp, path)
             except BaseException:
                 try:

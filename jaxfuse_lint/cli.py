@@ -7,7 +7,6 @@ import jax and never import or run the code they lint.
 """
 from __future__ import annotations
 
-import difflib
 import sys
 from pathlib import Path
 
@@ -166,7 +165,12 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         _fail(f"{missing[0]}: no such file or directory")
-    found = discover_files(list(paths), settings, force_exclude=force_exclude)
+    walk_cache = None
+    if not no_cache and not (fix or diff or add_noqa):
+        from jaxfuse_lint.cache import Cache, default_directory
+
+        walk_cache = Cache(default_directory(settings), settings)
+    found = discover_files(list(paths), settings, force_exclude=force_exclude, cache=walk_cache)
     files = found.files
     out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
     for path, why in found.skipped:
@@ -356,6 +360,8 @@ def _add_noqa(files, settings, jobs, out) -> None:
 
 def _unified_diff(original: str, fixed: str, name: str) -> str:
     """What `--diff` prints for one file; a notebook's is one diff per changed cell (ruff's)."""
+    import difflib
+
     from jaxfuse_lint.notebook import is_notebook
     from jaxfuse_lint.report.notebooks import unified_diff
 

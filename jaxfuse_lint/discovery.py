@@ -17,15 +17,20 @@ Rules (ruff's):
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
-
-import pathspec
+from typing import TYPE_CHECKING, Iterator
 
 from jaxfuse_lint.config import Settings
+
+if TYPE_CHECKING:
+    import pathspec
+
+    from jaxfuse_lint.cache import Cache
 
 
 @dataclass
@@ -42,6 +47,8 @@ class Discovery:
 
 
 def _spec(patterns) -> pathspec.PathSpec:
+    import pathspec  # only for patterns that set lookups cannot decide, and .gitignore files
+
     return pathspec.GitIgnoreSpec.from_lines(list(patterns))
 
 
@@ -93,14 +100,16 @@ class _Ignore:
     def __init__(self) -> None:
         self.specs: list[tuple[Path, pathspec.PathSpec]] = []
 
-    def load(self, directory: Path) -> None:
+    def load(self, directory: Path, observed: _Observations | None = None) -> None:
         gi = directory / ".gitignore"
+        if observed is not None:
+            observed.ignore_file(gi)
         if gi.is_file():
             try:
                 lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return
-            self.specs.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
+            self.specs.append((directory, _spec(lines)))
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         for base, spec in self.specs:
@@ -113,11 +122,68 @@ class _Ignore:
         return False
 
 
-def _git_root(start: Path) -> Path | None:
+def _git_root(start: Path, observed: _Observations | None = None) -> Path | None:
     for d in (start, *start.parents):
-        if (d / ".git").exists():
+        found = (d / ".git").exists()
+        if observed is not None:
+            observed.existence(d / ".git", found)
+        if found:
             return d
     return None
+
+
+class _Observations:
+    """What a walk's result depends on besides the settings, as stat can re-check it: the
+    modification time of every folder it listed or looked into (adding, removing or renaming an
+    entry changes it), the signature of every .gitignore it read (one edited in place does not
+    change its folder's time), and which `.git` markers exist above it."""
+
+    def __init__(self) -> None:
+        self.items: list[list] = []
+
+    def folder(self, path: Path) -> None:
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            mtime = None
+        self.items.append(["d", str(path), mtime])
+
+    def ignore_file(self, path: Path) -> None:
+        from jaxfuse_lint.cache import file_signature
+
+        self.items.append(["f", str(path), file_signature(path)])
+
+    def existence(self, path: Path, exists: bool) -> None:
+        self.items.append(["e", str(path), exists])
+
+    def settled_before(self, time_ns: int) -> bool:
+        """No folder or .gitignore changed so close to `time_ns` that a later change could keep
+        its time (cache.RACY_NS)."""
+        from jaxfuse_lint.cache import RACY_NS
+
+        for kind, _, value in self.items:
+            changed = value if kind == "d" else max(value[1], value[2]) if kind == "f" and value else None
+            if changed is not None and changed >= time_ns - RACY_NS:
+                return False
+        return True
+
+    @staticmethod
+    def still_hold(items: list) -> bool:
+        from jaxfuse_lint.cache import file_signature
+
+        for kind, path, value in items:
+            if kind == "d":
+                try:
+                    now = os.stat(path).st_mtime_ns
+                except OSError:
+                    now = None
+            elif kind == "f":
+                now = file_signature(path)
+            else:
+                now = os.path.exists(path)
+            if now != value:
+                return False
+        return True
 
 
 class _Excluder:
@@ -160,8 +226,11 @@ class _Excluder:
         return any(self.spec.match_file(part + "/") for part in parts)
 
 
-def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool = False) -> Discovery:
-    """Every source file under `paths` (see the module docstring for the rules)."""
+def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool = False,
+                   cache: Cache | None = None) -> Discovery:
+    """Every source file under `paths` (see the module docstring for the rules). With a
+    `cache`, a folder's walk is replayed from the last one when stat says that nothing it
+    depended on changed (`_Observations`)."""
     root = Path(settings.project_root) if settings.project_root else Path.cwd()
     excluder = _Excluder(settings, root)
     found = Discovery()
@@ -187,7 +256,13 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
             found.not_sources.append(raw)
             found.skipped.append((raw, "not a regular file"))
             continue
-        _walk(p, settings, root, excluder, found, seen)
+        walked = _walk_remembered(p, settings, root, excluder, cache) if cache is not None else \
+            _walk(p, settings, root, excluder)
+        for f, resolved in walked.files:
+            if resolved not in seen:
+                seen.add(resolved)
+                found.files.append(f)
+        found.skipped.extend(walked.skipped)
     return found
 
 
@@ -209,31 +284,67 @@ def discover(paths: list[str], settings: Settings, *, force_exclude: bool = Fals
     yield from discover_files(paths, settings, force_exclude=force_exclude).files
 
 
-def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: Discovery, seen: set[Path]) -> None:
+@dataclass
+class _Walked:
+    files: list[tuple[Path, Path]] = field(default_factory=list)  # (as found, resolved)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _walk_remembered(p: Path, settings: Settings, root: Path, excluder: _Excluder, cache: Cache) -> _Walked:
+    """`_walk`, or its last result when stat says it still holds. A warm run of an unchanged
+    project spends its time here otherwise (listing and matching every entry, and importing
+    pathspec for .gitignore files): on flax, 35 ms of 140 ms, against ~3 ms to re-check."""
+    key = hashlib.sha256(repr((
+        str(p), str(p.resolve()), str(root.resolve()), settings.include, settings.exclude, settings.extend_exclude,
+        settings.respect_gitignore,
+    )).encode()).hexdigest()
+    memo = cache.load_walk(key)
+    if memo is not None:
+        try:
+            if _Observations.still_hold(memo["observed"]):
+                return _Walked([(Path(f), Path(r)) for f, r in memo["files"]],
+                               [(a, b) for a, b in memo["skipped"]])
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged memo is a miss
+    started = time.time_ns()
+    observed = _Observations()
+    walked = _walk(p, settings, root, excluder, observed)
+    if observed.settled_before(started):
+        cache.store_walk(key, {"observed": observed.items,
+                               "files": [[str(f), str(r)] for f, r in walked.files],
+                               "skipped": walked.skipped})
+    return walked
+
+
+def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
+          observed: _Observations | None = None) -> _Walked:
+    walked = _Walked()
     # A named folder inside an excluded one (`build/pkg`) is checked: the patterns then
     # apply to what is below it only, not to the part of the path the user typed.
     base = p if p.resolve() != root.resolve() and excluder.matches(p, True) else None
     ignore = _Ignore()
     if settings.respect_gitignore:
         top = p.resolve()
-        git_root = _git_root(top)
+        git_root = _git_root(top, observed)
         if git_root is not None:
             # .gitignore files between the repository root and the starting directory apply too,
             # unless they ignore the named folder itself (the user asked for it by name).
             stack = _Ignore()
             for d in reversed([top, *top.parents]):
                 if d == git_root or git_root in d.parents:
-                    stack.load(d)
+                    stack.load(d, observed)
             if not stack.ignored(top, True):
                 ignore = stack
             else:
-                ignore.load(top)
+                ignore.load(top, observed)
         else:
-            ignore.load(top)
+            ignore.load(top, observed)
     visited_dirs: set[tuple[int, int]] = set()
     start = p.resolve()
     for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
         d = Path(dirpath)
+        if observed is not None:
+            observed.folder(d)
         try:
             st = os.stat(d)
             key = (st.st_dev, st.st_ino)
@@ -246,19 +357,21 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: D
         visited_dirs.add(key)
         d_resolved = d.resolve()
         if settings.respect_gitignore and d_resolved != start:
-            ignore.load(d_resolved)
+            ignore.load(d_resolved, observed)
         keep = []
         for name in sorted(dirnames):
             sub = d / name
             sub_resolved = _entry_resolved(d_resolved, sub, name)
             if excluder.matches(sub, True, base, sub_resolved):
-                found.skipped.append((str(sub), "excluded"))
+                walked.skipped.append((str(sub), "excluded"))
                 continue
+            if observed is not None:
+                observed.folder(sub)  # whether it is a virtual environment depends on what is in it
             if _is_virtualenv(sub):
-                found.skipped.append((str(sub), "a virtual environment"))
+                walked.skipped.append((str(sub), "a virtual environment"))
                 continue
             if settings.respect_gitignore and ignore.ignored(sub_resolved, True):
-                found.skipped.append((str(sub), "gitignored"))
+                walked.skipped.append((str(sub), "gitignored"))
                 continue
             keep.append(name)
         dirnames[:] = keep
@@ -268,15 +381,13 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder, found: D
             if not is_source(f, settings, root, resolved=resolved):
                 continue
             if excluder.matches(f, False, base, resolved):
-                found.skipped.append((str(f), "excluded"))
+                walked.skipped.append((str(f), "excluded"))
                 continue
             if settings.respect_gitignore and ignore.ignored(resolved, False):
-                found.skipped.append((str(f), "gitignored"))
+                walked.skipped.append((str(f), "gitignored"))
                 continue
-            if resolved in seen:
-                continue
-            seen.add(resolved)
-            found.files.append(f)
+            walked.files.append((f, resolved))
+    return walked
 
 
 def _rel(path: Path, root: Path, resolved: Path | None = None) -> str:

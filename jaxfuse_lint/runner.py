@@ -33,7 +33,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.diagnostics import Diagnostic
@@ -58,6 +58,9 @@ from jaxfuse_lint.project import (
     summarize,
     upstream_masks,
 )
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.cache import RecordedFile
 
 # A file whose analysis takes longer than this is abandoned (reported, not fatal).
 FILE_TIMEOUT = 300.0
@@ -461,6 +464,7 @@ class _State:
     is_package: bool = False
     digest: str | None = None
     key: str | None = None
+    signature: list[int] | None = None  # cache.file_signature, taken before reading
     jax: bool = True
     entry: dict | None = None  # the cache entry read at the start
     # pending: never analysed; running; unsettled: has a result that may not be final (its
@@ -484,6 +488,7 @@ class _Run:
         self.progress = progress
         self.timeout = timeout
         self.states = [_State(i, Path(p), str(p)) for i, p in enumerate(files)]
+        self.stat_time_ns = time.time_ns()  # before any file's signature is taken
         self.cache = None
         if use_cache and mode == "check":
             from jaxfuse_lint.cache import Cache, default_directory
@@ -503,18 +508,28 @@ class _Run:
         """Read and hash every file. When every file is as the last run of the same files left
         it, its results are replayed from the run's record (cache.py) and nothing else is
         done (`self.replayed`); otherwise the project index is built."""
-        from jaxfuse_lint.cache import content_hash
+        from jaxfuse_lint.cache import content_hash, file_signature, trusted_signature
 
         namer = ModuleNamer()
         pfiles: list[ProjectFile | None] = []
         record = self.cache.load_run(self._run_key()) if self.cache is not None else None
-        if record is not None and len(record) != len(self.states):
+        if record is not None and len(record.files) != len(self.states):
             record = None
         deferred: list[_State] = []  # unchanged since the record: their entries are read only if needed
         for st in self.states:
             named = namer.name(st.path)
             if named is not None:
                 st.module, st.is_package = named
+            if self.cache is not None:
+                # Before reading: a change made while the file is read shows in the next stat.
+                st.signature = file_signature(st.path)
+            recorded = record.files[st.index] if record is not None else None
+            if (recorded is not None and recorded.filename == st.filename and recorded.module == st.module
+                    and trusted_signature(recorded.signature, st.signature, record.stat_time_ns)):
+                st.key = recorded.key  # unchanged since the record's run: not read or hashed
+                deferred.append(st)
+                pfiles.append(None)
+                continue
             try:
                 data = read_file(st.path)
             except OSError as exc:
@@ -524,7 +539,7 @@ class _Run:
             st.digest = content_hash(data)
             if self.cache is not None:
                 st.key = self.cache.key(st.filename, st.digest, st.module)
-            if record is not None and record[st.index][:2] == (st.filename, st.key):
+            if recorded is not None and (recorded.filename, recorded.key) == (st.filename, st.key):
                 deferred.append(st)
                 pfiles.append(None)
                 continue
@@ -533,7 +548,7 @@ class _Run:
                 pfiles[earlier.index] = self._prepare_one(earlier, None)
             deferred = []
             pfiles.append(self._prepare_one(st, data))
-        self.replayed = record is not None and self._replay(record)
+        self.replayed = record is not None and self._replay(record.files)
         if self.replayed:
             return
         for st in deferred:
@@ -550,9 +565,9 @@ class _Run:
     def _run_key(self) -> str:
         return self.cache.run_key([st.filename for st in self.states])
 
-    def _replay(self, record: list[tuple[str, str, dict]]) -> bool:
+    def _replay(self, record: list[RecordedFile]) -> bool:
         try:
-            results = [_result_from_json(st.filename, item[2]) for st, item in zip(self.states, record)]
+            results = [_result_from_json(st.filename, item.result) for st, item in zip(self.states, record)]
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             return False
         for st, result in zip(self.states, results):
@@ -895,12 +910,14 @@ class _Run:
         """Keep what this run found for every file, for the next run of the same files."""
         if self.cache is None or self.mode != "check" or self.replayed:
             return
+        from jaxfuse_lint.cache import RecordedFile, RunRecord
+
         record = []
         for st in self.states:
             if st.key is None or st.result is None or st.status != DONE:
                 return
-            record.append((st.filename, st.key, _result_to_json(st.result)))
-        self.cache.store_run(self._run_key(), record)
+            record.append(RecordedFile(st.filename, st.key, _result_to_json(st.result), st.signature, st.module))
+        self.cache.store_run(self._run_key(), RunRecord(self.stat_time_ns, record))
 
 
 def _text_of(path: Path) -> str | None:

@@ -1,9 +1,11 @@
 """The record of a run (cache.py): a run over the same, unchanged files replays it without
-reading any file's entry; any change, a different list of files, or a damaged or old record
-falls back to the per-file entries with the same results."""
+reading any file's entry, nor the text of a file that stat says is unchanged; any change, a
+different list of files, or a damaged or old record falls back to the per-file entries with the
+same results."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -84,3 +86,82 @@ def test_a_record_with_the_right_keys_but_a_broken_result_is_a_miss(tree):
 def test_run_keys_follow_the_list_of_files():
     assert Cache.run_key(["a.py", "b.py"]) != Cache.run_key(["a.py"])
     assert Cache.run_key(["a.py", "b.py"]) != Cache.run_key(["a.pyb.py"])
+
+
+# -- files unchanged since the record are not read again ------------------------------------------
+
+def count_reads(monkeypatch) -> list[str]:
+    import jaxfuse_lint.runner as runner
+
+    reads: list[str] = []
+    real = runner.read_file
+
+    def reading(path):
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(runner, "read_file", reading)
+    return reads
+
+
+def test_files_unchanged_well_before_the_record_are_not_read(tree, monkeypatch):
+    # No racy window: every file was written before the first run took its signature.
+    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    reads = count_reads(monkeypatch)
+    warm = check_files(files(tree), s, jobs=1, use_cache=True)
+    # Only the text of files with findings is read, for the report to show their lines.
+    assert sorted(reads) == sorted({d.filename for d in cold.diagnostics})
+    assert len(reads) < len(files(tree))
+    assert warm.stats["analysed"] == 0 and summary(warm) == summary(cold)
+
+
+def test_files_changed_just_before_the_record_are_hashed(tree, monkeypatch):
+    # The default window: the files were written within it, so their times prove nothing.
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    reads = count_reads(monkeypatch)
+    warm = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert set(reads) == {str(p) for p in files(tree)}
+    assert warm.stats["analysed"] == 0 and summary(warm) == summary(cold)
+
+
+def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(tree, monkeypatch):
+    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    s = settings(tree)
+    check_files(files(tree), s, jobs=1, use_cache=True)
+    bad = tree / "src" / "bad.py"
+    before = bad.stat()
+    bad.write_text(BAD.replace("np.ones(3)", "np.full(3)"))  # as many bytes
+    os.utime(bad, ns=(before.st_atime_ns, before.st_mtime_ns))  # the change time still moves
+    assert bad.stat().st_size == before.st_size and bad.stat().st_mtime_ns == before.st_mtime_ns
+    run = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert run.stats["analysed"] == 1
+    assert any("np.full" in d.message for d in run.diagnostics)
+
+
+def test_a_file_moved_into_place_is_seen(tree, monkeypatch):
+    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    s = settings(tree)
+    check_files(files(tree), s, jobs=1, use_cache=True)
+    bad = tree / "src" / "bad.py"
+    before = bad.stat()
+    other = tree / "bad.new"
+    other.write_text(BAD.replace("np.ones(3)", "np.full(3)"))
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(other, bad)  # an editor's save: another inode, the same size and mtime
+    run = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert any("np.full" in d.message for d in run.diagnostics)
+
+
+def test_trusted_signature():
+    from jaxfuse_lint.cache import RACY_NS, trusted_signature
+
+    old = [10, 1_000, 1_000, 5, 1]
+    later = 1_000 + RACY_NS + 1
+    assert trusted_signature(old, list(old), later)
+    assert not trusted_signature(old, list(old), 1_000 + RACY_NS)  # changed within the window
+    assert not trusted_signature(old, [10, 1_000, 1_001, 5, 1], later)
+    assert not trusted_signature(None, None, later)
+    assert not trusted_signature(old, None, later)

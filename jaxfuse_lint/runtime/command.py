@@ -18,7 +18,8 @@ from pathlib import Path
 
 import click
 
-from jaxfuse_lint.runtime.profile import DEFAULT_PATH, ProfileError, load_profile, merge, read_parts, write_profile
+from jaxfuse_lint.runtime.profile import ProfileError, load_profile, merge, read_parts, write_profile
+from jaxfuse_lint.runtime.use import DEFAULT_PATH
 
 HELP = """Run COMMAND and record what JAX traces and compiles into a profile.
 

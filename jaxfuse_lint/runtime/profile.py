@@ -50,7 +50,6 @@ PROFILE_DIGEST_KEY = "profile-digest"
 
 FORMAT = "jaxfuse-lint-profile"
 VERSION = 1
-DEFAULT_PATH = os.path.join(".jaxfuse_lint", "profile.json")
 # Where recording processes leave their parts, next to the profile, until `record` merges them.
 PARTS_DIR_SUFFIX = ".parts"
 
@@ -218,17 +217,6 @@ def cached_profile(path: str, digest: str) -> Profile:
 def profile_digest(path: str | os.PathLike) -> str:
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
-
-
-def find_default(start: Iterable[str | os.PathLike | None]) -> str | None:
-    """`.jaxfuse_lint/profile.json` in the first of these directories that has one."""
-    for d in start:
-        if d is None:
-            continue
-        candidate = Path(d) / DEFAULT_PATH
-        if candidate.is_file():
-            return str(candidate)
-    return None
 
 
 # -- writing and merging ---------------------------------------------------------------------------

@@ -7,9 +7,27 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
 from jaxfuse_lint.config import ConfigError, Settings
-from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, Profile, find_default, load_profile, profile_digest
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.runtime.profile import Profile
+
+# Where `record` writes, and where `check`, `verify` and `explain` look, by default.
+DEFAULT_PATH = os.path.join(".jaxfuse_lint", "profile.json")
+
+
+def find_default(start: Iterable[str | os.PathLike | None]) -> str | None:
+    """`.jaxfuse_lint/profile.json` in the first of these directories that has one."""
+    for d in start:
+        if d is None:
+            continue
+        candidate = Path(d) / DEFAULT_PATH
+        if candidate.is_file():
+            return str(candidate)
+    return None
 
 
 def choose_profile(settings: Settings, path: str | None, disabled: bool) -> str | None:
@@ -24,7 +42,9 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
     """Settings that make the engine use the chosen profile (and the profile), or unchanged."""
     chosen = choose_profile(settings, path, disabled)
     if chosen is None:
-        return settings, None
+        return settings, None  # the common case, and a warm `check`: the profile format is not loaded
+    from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, load_profile, profile_digest
+
     try:
         profile = load_profile(chosen)
         digest = profile_digest(chosen)
@@ -39,8 +59,6 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
 
 def stale_note(profile: Profile) -> str | None:
     """One line naming the recorded files that changed since the run (their facts are ignored)."""
-    from pathlib import Path
-
     path = Path(profile.path).resolve()
     # Paths in a profile are relative to where `record` ran: the folder holding .jaxfuse_lint/.
     root = path.parent.parent if path.parent.name == ".jaxfuse_lint" else Path.cwd()
