@@ -8,6 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.numpy_values import consumed_as_python_values, static_argument
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
 
@@ -38,6 +39,13 @@ class NumpyConstantInTracedCode(Rule):
     handful of numbers costs nothing to fold). Neither is NumPy whose result
     goes straight into Python values — `list(set(np.arange(n)[axes]))`,
     `int(...)`, `.tolist()` — which never reach the program as an array.
+    Nor is code traced only eagerly, outside any jit: the body of a lax loop
+    called from plain Python, or a function differentiated with `jax.grad` /
+    `jacrev` on the host. There the array is an *operand* of the operations
+    JAX dispatches one by one, not part of a compiled program (measured: an
+    eager `fori_loop` whose body adds `np.full(c.shape, 2.0)` compiles a
+    `scan` that takes the array as its parameter `args_0`; the same loop under
+    `jax.jit` has it as an HLO constant).
 
     ## Example
     ```python
@@ -139,14 +147,15 @@ class NumpyConstantInTracedCode(Rule):
 
 
 def _numpy_nodes(model: SemanticModel):
+    compiled = staging(model).is_compiled  # traced eagerly, the array is an operand, not a constant
     for site in model.index.calls:
         scope = site.scope
-        if isinstance(scope, Function) and model.is_xla_traced(scope):
+        if isinstance(scope, Function) and model.is_xla_traced(scope) and compiled(scope):
             qn = model.numpy_arrays.is_numpy_call(site.call, scope)
             if qn is not None:
                 yield site.call, scope, qn
     for fn in model.traced.reasons:
-        if model.is_kernel(fn):
+        if model.is_kernel(fn) or not compiled(fn):
             continue
         for read in fn.reads:
             parent = model.parent(read.name)
