@@ -544,10 +544,10 @@ class _Run:
                 pfiles.append(None)
                 continue
             record = None
+            pfiles.append(self._prepare_one(st, data))  # first: a file to parse starts a worker
             for earlier in deferred:
                 pfiles[earlier.index] = self._prepare_one(earlier, None)
             deferred = []
-            pfiles.append(self._prepare_one(st, data))
         self.replayed = record is not None and self._replay(record.files)
         if self.replayed:
             return
