@@ -234,7 +234,7 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
     root = Path(settings.project_root) if settings.project_root else Path.cwd()
     excluder = _Excluder(settings, root)
     found = Discovery()
-    seen: set[Path] = set()
+    seen: set[str] = set()  # real paths: a file named twice, or through a link, is checked once
     for raw in paths:
         p = Path(raw)
         if force_exclude and p.exists() and (excluder.named_path_excluded(p) or (
@@ -247,7 +247,7 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
                 found.not_sources.append(raw)
                 found.skipped.append((raw, f"not a source file (include: {', '.join(settings.include)})"))
                 continue
-            resolved = p.resolve() if p.exists() else p
+            resolved = str(p.resolve() if p.exists() else p)
             if resolved not in seen:
                 seen.add(resolved)
                 found.files.append(p)  # named explicitly: always checked (a missing one is reported by the caller)
@@ -286,7 +286,7 @@ def discover(paths: list[str], settings: Settings, *, force_exclude: bool = Fals
 
 @dataclass
 class _Walked:
-    files: list[tuple[Path, Path]] = field(default_factory=list)  # (as found, resolved)
+    files: list[tuple[Path, str]] = field(default_factory=list)  # (as found, real path)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -302,7 +302,7 @@ def _walk_remembered(p: Path, settings: Settings, root: Path, excluder: _Exclude
     if memo is not None:
         try:
             if _Observations.still_hold(memo["observed"]):
-                return _Walked([(Path(f), Path(r)) for f, r in memo["files"]],
+                return _Walked([(Path(f), r) for f, r in memo["files"]],
                                [(a, b) for a, b in memo["skipped"]])
         except (KeyError, TypeError, ValueError):
             pass  # a damaged memo is a miss
@@ -311,7 +311,7 @@ def _walk_remembered(p: Path, settings: Settings, root: Path, excluder: _Exclude
     walked = _walk(p, settings, root, excluder, observed)
     if observed.settled_before(started):
         cache.store_walk(key, {"observed": observed.items,
-                               "files": [[str(f), str(r)] for f, r in walked.files],
+                               "files": [[str(f), r] for f, r in walked.files],
                                "skipped": walked.skipped})
     return walked
 
@@ -386,7 +386,7 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
             if settings.respect_gitignore and ignore.ignored(resolved, False):
                 walked.skipped.append((str(f), "gitignored"))
                 continue
-            walked.files.append((f, resolved))
+            walked.files.append((f, str(resolved)))
     return walked
 
 

@@ -501,6 +501,9 @@ class _Run:
         self.unsettled: list[tuple[int, int]] = []
         self.dirty = False  # something changed that may settle an unsettled file
         self.replayed = False  # every result came from the record of the last run (prepare)
+        # A file of the record was read and hashed (its stat signature could not vouch for it):
+        # a replayed run then writes the record again, with signatures that now can.
+        self.rehashed = False
         self.pool: _Pool | None = None  # started by the first file that needs a parse
 
     # -- 1 and 2: read, prescan, index ----------------------------------------------------------------
@@ -540,6 +543,7 @@ class _Run:
             if self.cache is not None:
                 st.key = self.cache.key(st.filename, st.digest, st.module)
             if recorded is not None and (recorded.filename, recorded.key) == (st.filename, st.key):
+                self.rehashed = True
                 deferred.append(st)
                 pfiles.append(None)
                 continue
@@ -908,7 +912,7 @@ class _Run:
 
     def _record(self) -> None:
         """Keep what this run found for every file, for the next run of the same files."""
-        if self.cache is None or self.mode != "check" or self.replayed:
+        if self.cache is None or self.mode != "check" or (self.replayed and not self.rehashed):
             return
         from jaxfuse_lint.cache import RecordedFile, RunRecord
 

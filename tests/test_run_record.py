@@ -165,3 +165,25 @@ def test_trusted_signature():
     assert not trusted_signature(old, [10, 1_000, 1_001, 5, 1], later)
     assert not trusted_signature(None, None, later)
     assert not trusted_signature(old, None, later)
+
+
+def test_a_replay_that_had_to_hash_writes_the_record_again(tree, monkeypatch):
+    """Files hashed because they had changed just before the recorded run: once the replay has
+    vouched for them by content, their signatures are recorded again, and the next run trusts
+    them (without this, a fresh checkout would be hashed on every run)."""
+    import time
+
+    s = settings(tree)
+    cold = check_files(files(tree), s, jobs=1, use_cache=True)
+    [record] = records(tree)
+    first = json.loads(record.read_text())["stat_time_ns"]
+    time.sleep(0.5)
+    check_files(files(tree), s, jobs=1, use_cache=True)  # within the window: hashes, then re-records
+    second = json.loads(record.read_text())["stat_time_ns"]
+    assert second > first
+    # A window the first record's times fall in, but the second's do not.
+    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 300_000_000)
+    reads = count_reads(monkeypatch)
+    warm = check_files(files(tree), s, jobs=1, use_cache=True)
+    assert sorted(reads) == sorted({d.filename for d in cold.diagnostics})
+    assert summary(warm) == summary(cold)
