@@ -5,13 +5,16 @@ pygls's client and lsprotocol types, as an editor does with full-text sync:
 
 - open the file and wait for its first diagnostics (the server's start, imports included);
 - 20 edits, one at a time: each appends a comment to a line in the middle of the file (the
-  text stays valid, so every edit costs a full analysis) and waits for the diagnostics of
-  that version; median and p90 of the latencies;
+  text stays valid, so every edit costs an analysis) and waits for the diagnostics of that
+  version; median and p90 of the latencies;
+- 20 more that change code: each inserts a statement into the function body nearest the
+  middle of the file (`_edit_<i> = <i>`, at that body's indentation);
 - typing: 20 edits sent 30 ms apart without waiting; the latency from the last keystroke to
   the diagnostics of the last version, and how many versions got diagnostics (the rest
   were coalesced or dropped as stale);
-- the floor: `check_source` on the same text in this process (parse, model, rules), which
-  the server pays for every analysed version.
+- the floors, in this process: `check_source` on an edited text with a full parse (parse,
+  model, rules), and with the server's incremental parser (reparse.py) after the previous
+  version, for both kinds of edit.
 
     python benchmarks/bench_lsp.py [--file PATH] [--edits 20] [--json]
 
@@ -63,6 +66,23 @@ def edited(text: str, i: int) -> str:
     return "".join(lines)
 
 
+def code_edited(text: str, i: int) -> str:
+    """`_edit_<i> = <i>` inserted before the statement of a function body nearest the middle."""
+    import ast
+
+    lines = text.splitlines(keepends=True)
+    middle = len(lines) // 2
+    body_statements = [node for node in ast.walk(ast.parse(text))
+                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in node.body]
+    target = min(body_statements, key=lambda n: abs(n.lineno - middle))
+    row = target.lineno - 1
+    if hasattr(target, "decorator_list") and target.decorator_list:
+        row = target.decorator_list[0].lineno - 1
+    indent = " " * target.col_offset
+    lines.insert(row, f"{indent}_edit_{i} = {i}\n")
+    return "".join(lines)
+
+
 async def drive(path: Path, edits: int, interval: float) -> dict:
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -101,15 +121,16 @@ async def drive(path: Path, edits: int, interval: float) -> dict:
     first = await wait_for(1) - started
 
     version = 1
-    latencies = []
-    for i in range(edits):
-        version += 1
-        new = edited(text, i)
-        sent = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            [types.TextDocumentContentChangeWholeDocument(text=new)]))
-        latencies.append(await wait_for(version) - sent)
+    latencies: dict[str, list[float]] = {"comment": [], "code": []}
+    for kind, edit in (("comment", edited), ("code", code_edited)):
+        for i in range(edits):
+            version += 1
+            new = edit(text, i)
+            sent = time.perf_counter()
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=new)]))
+            latencies[kind].append(await wait_for(version) - sent)
 
     before = len(published)
     for i in range(edits):
@@ -130,32 +151,49 @@ async def drive(path: Path, edits: int, interval: float) -> dict:
             "typing_published": typing_published, "typing_edits": edits}
 
 
-def floor(path: Path, repeat: int = 3) -> float:
+def floors(path: Path, repeat: int = 5) -> dict[str, float]:
+    """Median seconds of `check_source` on edited texts: with a full parse, and with the
+    incremental parser after the previous version (per kind of edit)."""
     sys.path.insert(0, str(ROOT))
     from jaxfuse_lint.config import load_settings
     from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.reparse import IncrementalParser
 
     text = path.read_text(encoding="utf-8")
     settings = load_settings(None, start=str(path.parent))
     check_source(text, str(path), settings)  # imports and first-use costs, which the server has paid
-    best = []
+    out = {}
+    full = []
     for i in range(repeat):
         t = time.perf_counter()
         check_source(edited(text, i), str(path), settings)
-        best.append(time.perf_counter() - t)
-    return statistics.median(best)
+        full.append(time.perf_counter() - t)
+    out["full"] = statistics.median(full)
+    for kind, edit in (("comment", edited), ("code", code_edited)):
+        parser = IncrementalParser()
+        check_source(text, str(path), settings, parse=parser.parse)
+        times = []
+        for i in range(repeat):
+            new = edit(text, i)
+            t = time.perf_counter()
+            check_source(new, str(path), settings, parse=parser.parse)
+            times.append(time.perf_counter() - t)
+        out[kind] = statistics.median(times)
+    return out
 
 
 def measure(path: Path, edits: int = 20, interval: float = 0.03) -> dict:
     out = asyncio.run(drive(path, edits, interval))
     lat = out["latencies"]
+    f = floors(path)
     return {
         "file": str(path), "lines": path.read_text(encoding="utf-8").count("\n"),
         "first_diagnostics_s": out["first"],
-        "median_s": statistics.median(lat), "p90_s": percentile(lat, 0.9),
+        "median_s": statistics.median(lat["comment"]), "p90_s": percentile(lat["comment"], 0.9),
+        "code_median_s": statistics.median(lat["code"]), "code_p90_s": percentile(lat["code"], 0.9),
         "typing_last_s": out["typing_latency"],
         "typing_published": out["typing_published"], "typing_edits": out["typing_edits"],
-        "floor_s": floor(path),
+        "floor_s": f["full"], "incremental_floor_s": f["comment"], "incremental_code_floor_s": f["code"],
     }
 
 
@@ -174,11 +212,15 @@ def main() -> None:
         return
     print(f"{r['file']} ({r['lines']} lines)")
     print(f"  open -> first diagnostics (server start included): {r['first_diagnostics_s'] * 1000:.0f} ms")
-    print(f"  edit -> diagnostics, {args.edits} edits one at a time: median {r['median_s'] * 1000:.0f} ms, "
+    print(f"  edit -> diagnostics, {args.edits} comment edits one at a time: median {r['median_s'] * 1000:.0f} ms, "
           f"p90 {r['p90_s'] * 1000:.0f} ms")
+    print(f"  edit -> diagnostics, {args.edits} code edits one at a time: median {r['code_median_s'] * 1000:.0f} ms, "
+          f"p90 {r['code_p90_s'] * 1000:.0f} ms")
     print(f"  typing ({args.edits} edits 30 ms apart): last keystroke -> its diagnostics "
           f"{r['typing_last_s'] * 1000:.0f} ms; {r['typing_published']} of {r['typing_edits']} versions got diagnostics")
-    print(f"  floor (check_source on the text, in process): {r['floor_s'] * 1000:.0f} ms")
+    print(f"  floors, in process: check_source with a full parse {r['floor_s'] * 1000:.0f} ms; with the incremental "
+          f"parser {r['incremental_floor_s'] * 1000:.0f} ms (comment edit), {r['incremental_code_floor_s'] * 1000:.0f} ms "
+          f"(code edit)")
 
 
 if __name__ == "__main__":

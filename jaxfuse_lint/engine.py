@@ -206,12 +206,15 @@ class Analysis:
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
-                 runtime=None) -> None:
+                 runtime=None, source: str | None = None) -> None:
+        """`source`: the module's code when the caller has it (`module.code` generates it
+        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`)."""
         from jaxfuse_lint.locate import Locator
         from jaxfuse_lint.model import SemanticModel
         from jaxfuse_lint.noqa import parse_suppressions
 
         self.module = module
+        self._source = source
         self.filename = filename
         self.settings = settings
         self.errors: list[str] = []
@@ -228,9 +231,9 @@ class Analysis:
         for _, v in self.violations:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
-        self.locator = Locator(module, nodes)
-        check_noqa = apply_noqa and settings.is_enabled(UNUSED_NOQA, filename) and "noqa" in module.code.lower()
-        suppress = parse_suppressions(module.code) if (self.violations or check_noqa) and apply_noqa else None
+        self.locator = Locator(module, nodes, source=self._source, parent=self.model.parent)
+        check_noqa = apply_noqa and settings.is_enabled(UNUSED_NOQA, filename) and "noqa" in self.source.lower()
+        suppress = parse_suppressions(self.source) if (self.violations or check_noqa) and apply_noqa else None
         if suppress is not None:
             self.violations = [
                 (r, v) for r, v in self.violations
@@ -239,6 +242,12 @@ class Analysis:
         self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
         self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
         self._plans: dict[int, FixPlan | None] = {}
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = self.module.code
+        return self._source
 
     def _unused_noqa(self, suppress) -> list[Diagnostic]:
         """JF901: `# noqa: JF...` directives that suppressed nothing (noqa.unused_directives)."""
@@ -250,7 +259,7 @@ class Analysis:
         rules = [r for r in all_rules() if r.stage == "model"]
         known = {r.code for r in all_rules()}
         enabled = {r.code for r in rules if self.settings.is_enabled(r.code, self.filename)}
-        lines = split_lines(self.module.code)
+        lines = split_lines(self.source)
         out = []
         for d, unused, unknown in unused_directives(suppress, lines, lambda c: c in enabled, known):
             parts = []
@@ -289,7 +298,7 @@ class Analysis:
         if with_fix:
             plan = self.plan(rule, v)
             if plan is not None:
-                fix = plan_to_fix(self.module, plan)
+                fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
         return Diagnostic(
             code=rule.code, name=rule.name, message=v.render(self.locator.line), filename=self.filename,
             location=start, end_location=end, fix=fix, noqa_row=start.row,
@@ -306,11 +315,13 @@ class Analysis:
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  model_hook: Callable[[SemanticModel], None] | None = None,
-                 runtime=None, as_python: bool = False) -> FileResult:
+                 runtime=None, as_python: bool = False,
+                 parse: Callable[[str], cst.Module] | None = None) -> FileResult:
     """Check one file. `external_traced`: its functions that other modules trace (see project.py);
     `model_hook` is called with the file's model when it was parsed (the runner's project summary).
     A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
-    `as_python` (the notebook's cells joined into a module)."""
+    `as_python` (the notebook's cells joined into a module). `parse`: what parses the text
+    (default `libcst.parse_module`; the language server's reparse.IncrementalParser)."""
     import libcst as cst
 
     if filename.lower().endswith(".ipynb") and not as_python:
@@ -338,12 +349,12 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
             result.diagnostics.append(broken)
         return result
     try:
-        module = cst.parse_module(text)
+        module = (parse or cst.parse_module)(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
     try:
-        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime)
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text)
         result.diagnostics = analysis.diagnostics(with_fixes)
         if model_hook is not None:
             model_hook(analysis.model)

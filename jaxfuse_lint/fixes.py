@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Callable, Iterable, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -43,9 +43,14 @@ class FixPlan:
 
 
 class _Replacer(cst.CSTTransformer):
-    def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
+    def __init__(self, replacements: dict[cst.CSTNode, Replacement],
+                 paths: set[cst.CSTNode] | None = None) -> None:
         super().__init__()
         self.replacements = replacements
+        self.paths = paths  # the targets and their ancestors: nothing else needs visiting
+
+    def on_visit(self, node) -> bool:  # type: ignore[override]
+        return self.paths is None or node in self.paths
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         replacement = self.replacements.get(original_node)
@@ -54,19 +59,40 @@ class _Replacer(cst.CSTTransformer):
         return replacement
 
 
-def apply_plans(module: cst.Module, plans: Iterable[FixPlan]) -> cst.Module:
+def apply_plans(module: cst.Module, plans: Iterable[FixPlan],
+                parent: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None) -> cst.Module:
+    """The module with the plans applied. `parent` (the model's parent links): only the paths
+    from the module to the replaced nodes are visited, instead of every node (a fix in a
+    1,500-line file took ~0.3 s to apply, most of it visiting what it does not change)."""
     replacements: dict[cst.CSTNode, Replacement] = {}
     imports: list[ImportSpec] = []
     for plan in plans:
         replacements.update(plan.replacements)
         imports.extend(plan.imports)
-    new = module.visit(_Replacer(replacements)) if replacements else module
+    paths = _paths_to(replacements, parent, module) if parent is not None else None
+    new = module.visit(_Replacer(replacements, paths)) if replacements else module
     if imports:
         context = CodemodContext()
         for imp in imports:
             AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)
         new = AddImportsVisitor(context).transform_module(new)
     return new
+
+
+def _paths_to(targets: Iterable[cst.CSTNode], parent, module: cst.Module) -> set[cst.CSTNode] | None:
+    """The targets and their ancestors; None when a target is not linked up to `module`."""
+    paths: set[cst.CSTNode] = set()
+    for node in targets:
+        n = node
+        while n is not None and n not in paths:
+            paths.add(n)
+            if n is module:
+                break
+            n = parent(n)
+        else:
+            if n is None:
+                return None
+    return paths if module in paths else None
 
 
 def non_overlapping(plans: list[FixPlan], parents: dict[cst.CSTNode, cst.CSTNode]) -> list[FixPlan]:
@@ -99,12 +125,14 @@ def non_overlapping(plans: list[FixPlan], parents: dict[cst.CSTNode, cst.CSTNode
     return chosen
 
 
-def is_valid_python(code: str, filename: str = "<fixed>") -> str | None:
-    """None when the code parses (libcst) and compiles (CPython); else the error, on one line."""
-    try:
-        cst.parse_module(code)
-    except cst.ParserSyntaxError as exc:
-        return " ".join(str(exc).split())
+def is_valid_python(code: str, filename: str = "<fixed>", *, with_libcst: bool = True) -> str | None:
+    """None when the code parses (libcst, unless not `with_libcst`) and compiles (CPython);
+    else the error, on one line."""
+    if with_libcst:
+        try:
+            cst.parse_module(code)
+        except cst.ParserSyntaxError as exc:
+            return " ".join(str(exc).split())
     try:
         compile(code, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -126,11 +154,18 @@ def edits_between(before: str, after: str) -> tuple[Edit, ...]:
     return tuple(edits)
 
 
-def plan_to_fix(module: cst.Module, plan: FixPlan) -> Fix | None:
+def plan_to_fix(module: cst.Module, plan: FixPlan, source: str | None = None,
+                parent: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None) -> Fix | None:
+    """The edits of one fix. `source`: the module's code, when the caller has it; `parent`:
+    see apply_plans."""
     try:
-        after = apply_plans(module, [plan]).code
+        after = apply_plans(module, [plan], parent).code
     except Exception:  # a codemod bug must not take the report down
         return None
-    if after == module.code or is_valid_python(after) is not None:
+    before = module.code if source is None else source
+    # A fix offered with a diagnostic is checked by CPython's compiler alone: parsing the whole
+    # result with libcst as well cost ~0.25 s per fix in a 1,500-line file, on every edit in an
+    # editor. `--fix` checks what it writes with both (engine.fix_source).
+    if after == before or is_valid_python(after, with_libcst=False) is not None:
         return None
-    return Fix(plan.applicability, plan.message, edits_between(module.code, after))
+    return Fix(plan.applicability, plan.message, edits_between(before, after))

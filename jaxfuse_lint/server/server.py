@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -27,6 +27,9 @@ from jaxfuse_lint.diagnostics import Diagnostic
 from jaxfuse_lint.server import features, notebooks
 from jaxfuse_lint.server.positions import UTF16, document_lines
 from jaxfuse_lint.server.scheduling import LintScheduler
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.reparse import IncrementalParser
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,8 @@ class JaxFuseLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("jaxfuse-lint", __version__, notebook_document_sync=notebooks.sync_options())
         self.linted: dict[str, Linted] = {}
+        # Per open document: the last parse, to re-parse only what an edit touched (reparse.py).
+        self.parsers: dict[str, IncrementalParser] = {}
         self.published_cells: dict[str, list[str]] = {}  # notebook URI -> cell URIs with diagnostics
         self._settings: dict[str, Settings] = {}
         self._reported_config_errors: set[str] = set()
@@ -81,7 +86,7 @@ class JaxFuseLanguageServer(LanguageServer):
 
     def analyse(self, uri: str, text: str, version: int | None) -> Linted:
         """The diagnostics of a text of the document (also run in the scheduler's thread: it
-        only reads)."""
+        reads the workspace, and the document's parser takes a lock)."""
         from jaxfuse_lint.engine import check_source
 
         notebook = self.notebook_of(uri)
@@ -92,8 +97,13 @@ class JaxFuseLanguageServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path = doc.path if uri.startswith("file:") else None
         settings = self.settings_for(path)
+        parser = self.parsers.get(uri)
+        if parser is None:
+            from jaxfuse_lint.reparse import IncrementalParser
+
+            parser = self.parsers[uri] = IncrementalParser()
         try:
-            result = check_source(text, path or doc.filename or "untitled.py", settings)
+            result = check_source(text, path or doc.filename or "untitled.py", settings, parse=parser.parse)
         except Exception as exc:  # check_source reports what it expects; never lose the server
             return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
         return Linted(version, text, result.diagnostics, list(result.errors))
@@ -226,6 +236,7 @@ def create_server() -> JaxFuseLanguageServer:
         uri = params.text_document.uri
         ls.scheduler.closed(uri)
         ls.linted.pop(uri, None)
+        ls.parsers.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
