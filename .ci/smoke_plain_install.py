@@ -1,5 +1,6 @@
 """Smoke test of a plain `pip install .` (no extras): the README's first command
-(`jaxfuse-lint check fixtures/`, notebooks included), `review` and `server` must run.
+(`jaxfuse-lint check fixtures/`, notebooks included), `review`, `server` and a check
+forwarded to `jaxfuse-lint daemon` through the installed executable must run.
 
 Run with the fresh environment's Python; `jaxfuse-lint` must be on PATH. Exits non-zero,
 saying why, when a command fails (a dependency missing from the core set, typically).
@@ -109,12 +110,41 @@ def readme_check() -> None:
         fail(f"`jaxfuse-lint check fixtures/` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
 
 
+def daemon(tmp: Path) -> None:
+    """The installed `jaxfuse-lint` hands a check to a running daemon: same output."""
+    import os
+
+    sockets = tmp / "daemon"
+    sockets.mkdir(mode=0o700)
+    env = {**os.environ, "JAXFUSE_LINT_DAEMON_DIR": str(sockets)}
+    env.pop("JAXFUSE_LINT_DAEMON", None)
+    (tmp / "model.py").write_text(MODULE)
+    local = subprocess.run(["jaxfuse-lint", "check", "--no-cache", "--no-daemon", "model.py"], cwd=tmp, env=env,
+                           capture_output=True, text=True)
+    started = subprocess.run(["jaxfuse-lint", "daemon", "start", "--idle-timeout", "60"], cwd=tmp, env=env,
+                             capture_output=True, text=True)
+    if started.returncode != 0:
+        fail(f"`jaxfuse-lint daemon start` exited {started.returncode}: {started.stderr.strip()}")
+    try:
+        remote = subprocess.run(["jaxfuse-lint", "check", "--no-cache", "model.py"], cwd=tmp, env=env,
+                                capture_output=True, text=True)
+        served = subprocess.run(["jaxfuse-lint", "daemon", "status"], cwd=tmp, env=env, capture_output=True, text=True)
+    finally:
+        subprocess.run(["jaxfuse-lint", "daemon", "stop"], cwd=tmp, env=env, capture_output=True)
+    if (remote.returncode, remote.stdout) != (local.returncode, local.stdout) or "JF101" not in remote.stdout:
+        fail(f"a check through the daemon differs from a local one: {remote.stdout!r} {remote.stderr!r}")
+    if "1 runs" not in served.stdout:
+        fail(f"the daemon did not serve the check: {served.stdout.strip()}")
+
+
 def main() -> None:
     readme_check()
     with tempfile.TemporaryDirectory() as tmp:
         review(Path(tmp))
         server(Path(tmp))
-    print("plain-install smoke: check (the README's sample), review and server run on a plain install")
+    with tempfile.TemporaryDirectory(prefix="jf-") as tmp:
+        daemon(Path(tmp))
+    print("plain-install smoke: check (the README's sample), review, server and daemon run on a plain install")
 
 
 if __name__ == "__main__":

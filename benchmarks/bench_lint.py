@@ -12,6 +12,8 @@ core (one process: the fair comparison with the parse floor), then on all cores:
 - jaxfuse-lint warm: the same command again, nothing changed (every result from the cache);
 - jaxfuse-lint warm, one file touched: a comment appended to one leaf module (one no other
   file imports) before each run: that file is analysed, every other result is reused;
+- the same two warm runs forked from a `jaxfuse-lint daemon` (started for the run, pinned to
+  the same cores): no imports left to pay;
 - ruff (`ruff check --no-cache`, its default rules; skipped if not installed): the speed
   users compare with, though it checks other things;
 - Fixit (`fixit lint`, its built-in rules; skipped if not installed);
@@ -214,6 +216,9 @@ def tool_env(work: Path) -> dict:
     src = work / "tool"
     env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # No daemon of the user's serves these runs (only measure_daemon's own, in this folder).
+    env["JAXFUSE_LINT_DAEMON"] = "0"
+    env["JAXFUSE_LINT_DAEMON_DIR"] = str(work / "daemon")
     return env
 
 
@@ -270,6 +275,7 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
             finally:
                 leaf.write_bytes(original)
             timings.append(Timing("jaxfuse-lint, warm, one leaf file touched", len(cores), str(n), t, out))
+        timings.extend(measure_daemon(lint, leaf, cores, n, work, env, repeat, label))
 
         if skip_others:
             continue
@@ -304,6 +310,40 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
     except (ValueError, IndexError):
         stats = {"error": probe.stderr[-500:]}
     return timings, stats
+
+
+def measure_daemon(lint: list[str], leaf: Path | None, cores: set[int], n: int, work: Path, env: dict, repeat: int,
+                   label: str) -> list[Timing]:
+    """The warm runs again, forked from a `jaxfuse-lint daemon` (pinned to the same cores)."""
+    daemon_env = {**env, "JAXFUSE_LINT_DAEMON": ""}
+    server = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint.daemon.server", "--idle-timeout", "600"],
+                              env=daemon_env, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              preexec_fn=lambda: os.sched_setaffinity(0, cores))
+    try:
+        status = [sys.executable, "-m", "jaxfuse_lint", "daemon", "status"]
+        deadline = time.monotonic() + 60
+        while subprocess.run(status, env=daemon_env, cwd=work, capture_output=True).returncode != 0:
+            if time.monotonic() > deadline or server.poll() is not None:
+                return [Timing("jaxfuse-lint daemon", len(cores), str(n), None, "the daemon did not start")]
+            time.sleep(0.1)
+        out: list[Timing] = []
+        print(f"[{label}] jaxfuse-lint warm, daemon...", file=sys.stderr)
+        t, note = best_of(repeat, lint, cores, work, daemon_env)
+        out.append(Timing("jaxfuse-lint daemon, warm (cache)", len(cores), str(n), t, note))
+        if leaf is not None:
+            print(f"[{label}] jaxfuse-lint warm, one file touched, daemon...", file=sys.stderr)
+            original = leaf.read_bytes()
+            touches = iter(range(10**6))
+            try:
+                t, note = best_of(repeat, lint, cores, work, daemon_env, before=lambda: leaf.write_bytes(
+                    original + f"# touched by the daemon run {next(touches)}\n".encode()))
+            finally:
+                leaf.write_bytes(original)
+            out.append(Timing("jaxfuse-lint daemon, warm, one leaf file touched", len(cores), str(n), t, note))
+        return out
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 # -- memory ------------------------------------------------------------------------------------------

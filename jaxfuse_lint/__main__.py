@@ -1,3 +1,3 @@
-from jaxfuse_lint.cli import main
+from jaxfuse_lint.launch import main
 
 main()

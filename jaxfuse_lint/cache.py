@@ -32,15 +32,14 @@ not reading the summaries at all, so it stays JSON (stdlib, safe on a damaged fi
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jaxfuse_lint import __version__
 from jaxfuse_lint.config import Settings
+from jaxfuse_lint.fingerprint import source_fingerprint
 
 DEFAULT_DIR = ".jaxfuse_lint_cache"
 FORMAT = 2
@@ -80,25 +79,8 @@ class RunRecord(NamedTuple):
 
 @lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
-    """The version plus the size and mtime of every source file of the tool."""
-    h = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
-    roots = [Path(__file__).resolve().parent]
-    # Located, not imported: a warm run loads none of the codemods.
-    spec = importlib.util.find_spec("codemods")
-    if spec is not None and spec.submodule_search_locations:  # codemods ships with the package
-        roots.extend(Path(p).resolve() for p in spec.submodule_search_locations)
-    for root in roots:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    p = os.path.join(dirpath, name)
-                    try:
-                        st = os.stat(p)
-                    except OSError:
-                        continue
-                    h.update(f"{os.path.relpath(p, root)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()[:16]
+    """The tool's source fingerprint (fingerprint.py) and this cache format."""
+    return hashlib.sha256(f"{source_fingerprint()}:{FORMAT}".encode()).hexdigest()[:16]
 
 
 def default_directory(settings: Settings) -> Path:

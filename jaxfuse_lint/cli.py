@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "server": "jaxfuse_lint.server.command:server_command",
     "record": "jaxfuse_lint.runtime.command:record_command",
     "explain": "jaxfuse_lint.runtime.explain_command:explain_command",
+    "daemon": "jaxfuse_lint.daemon.command:daemon_command",
 }
 
 
@@ -117,11 +118,12 @@ def _fail(message: str) -> None:
 @click.option("--no-fix", is_flag=True, help="Do not apply fixes (overrides --fix).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing is left.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments to every line with a diagnostic.")
+@click.option("--no-daemon", is_flag=True, help="Run here even if a `jaxfuse-lint daemon` runs.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, verify_fixes,
                   profile_path, no_profile, force_exclude,
                   show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
-                  no_fix, exit_non_zero_on_fix, add_noqa) -> None:
+                  no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
 
     Paths named here are always checked, even inside excluded or gitignored folders
