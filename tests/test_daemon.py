@@ -310,3 +310,30 @@ def test_without_a_daemon_the_client_imports_nothing(socket_dir):
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_daemon_that_cannot_start_the_run_leaves_it_to_the_client(socket_dir, monkeypatch):
+    """No `pid` line (the fork failed, say): nothing ran, so the client runs the check itself."""
+    import socket
+    import threading
+
+    monkeypatch.setenv(daemon.ENV_DIR, str(socket_dir))
+    monkeypatch.setenv(daemon.ENV_MODE, "")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(daemon.socket_path(str(socket_dir)))
+    listener.listen(1)
+
+    def refuse():
+        conn, _ = listener.accept()
+        _data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+    thread = threading.Thread(target=refuse)
+    thread.start()
+    try:
+        assert daemon.forward(["check", "."]) is None
+    finally:
+        thread.join(10)
+        listener.close()

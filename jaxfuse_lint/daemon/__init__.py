@@ -193,8 +193,7 @@ def _run_remotely(sock, argv: list[str]) -> int | None:
             except OSError:
                 pass
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, pass_on)
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         for line in replies:
             word, _, value = line.decode().strip().partition(" ")
@@ -204,8 +203,13 @@ def _run_remotely(sock, argv: list[str]) -> int | None:
                 return int(value)
     except (OSError, ValueError):
         pass
-    print(f"jaxfuse-lint: error: the daemon's run ended without an exit status"
-          f"{f' (pid {child})' if child else ''}; run with {ENV_MODE}=0 to check locally", file=sys.stderr)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if child is None:
+        return None  # the daemon could not start the run (out of processes, say): nothing ran yet
+    print(f"jaxfuse-lint: error: the daemon's run (pid {child}) ended without an exit status; "
+          f"run with {ENV_MODE}=0 to check locally", file=sys.stderr)
     return 2
 
 

@@ -124,6 +124,10 @@ class Daemon:
                     elif kind == "stop":
                         self._reply(conn, {"stopping": True, "pid": os.getpid()})
                         return
+                except OSError:
+                    # fork failed (no memory, process limit): the client sees no `pid` line and
+                    # runs the check itself; the daemon stays up for the next one.
+                    pass
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -162,7 +166,10 @@ class Daemon:
                     raise ValueError("truncated request")
                 chunks.append(more)
                 have += len(more)
-            return json.loads(b"".join(chunks)), list(fds)
+            request = json.loads(b"".join(chunks))
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object")
+            return request, list(fds)
         except BaseException:
             for fd in fds:
                 os.close(fd)
