@@ -262,19 +262,7 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
         print(f"[{label}] jaxfuse-lint cold...", file=sys.stderr)
         t, out = best_of(repeat, lint, cores, work, env, before=lambda: shutil.rmtree(cache, ignore_errors=True))
         timings.append(Timing("jaxfuse-lint, cold", len(cores), str(n), t, out))
-        print(f"[{label}] jaxfuse-lint warm...", file=sys.stderr)
-        t, out = best_of(repeat, lint, cores, work, env)
-        timings.append(Timing("jaxfuse-lint, warm (cache)", len(cores), str(n), t, out))
-        if leaf is not None:
-            print(f"[{label}] jaxfuse-lint warm, one file touched...", file=sys.stderr)
-            original = leaf.read_bytes()
-            touches = iter(range(10**6))
-            try:
-                t, out = best_of(repeat, lint, cores, work, env, before=lambda: leaf.write_bytes(
-                    original + f"# touched {next(touches)}\n".encode()))
-            finally:
-                leaf.write_bytes(original)
-            timings.append(Timing("jaxfuse-lint, warm, one leaf file touched", len(cores), str(n), t, out))
+        timings.extend(measure_warm("jaxfuse-lint", lint, leaf, cores, n, work, env, repeat, label))
         timings.extend(measure_daemon(lint, leaf, cores, n, work, env, repeat, label))
 
         if skip_others:
@@ -312,6 +300,26 @@ def measure_speed(corpus: Corpus, jobs: int, skip_others: bool, work: Path, repe
     return timings, stats
 
 
+def measure_warm(tool: str, lint: list[str], leaf: Path | None, cores: set[int], n: int, work: Path, env: dict,
+                 repeat: int, label: str) -> list[Timing]:
+    """The warm run (nothing changed), then warm runs with a comment appended to one leaf file."""
+    print(f"[{label}] {tool} warm...", file=sys.stderr)
+    t, out = best_of(repeat, lint, cores, work, env)
+    timings = [Timing(f"{tool}, warm (cache)", len(cores), str(n), t, out)]
+    if leaf is not None:
+        print(f"[{label}] {tool} warm, one file touched...", file=sys.stderr)
+        original = leaf.read_bytes()
+        touches = iter(range(10**6))
+        try:
+            t, out = best_of(repeat, lint, cores, work, env, before=lambda: leaf.write_bytes(
+                # Never a text an earlier run cached (results are keyed by content).
+                original + f"# touched by {tool}: {next(touches)}\n".encode()))
+        finally:
+            leaf.write_bytes(original)
+        timings.append(Timing(f"{tool}, warm, one leaf file touched", len(cores), str(n), t, out))
+    return timings
+
+
 def measure_daemon(lint: list[str], leaf: Path | None, cores: set[int], n: int, work: Path, env: dict, repeat: int,
                    label: str) -> list[Timing]:
     """The warm runs again, forked from a `jaxfuse-lint daemon` (pinned to the same cores)."""
@@ -326,21 +334,7 @@ def measure_daemon(lint: list[str], leaf: Path | None, cores: set[int], n: int, 
             if time.monotonic() > deadline or server.poll() is not None:
                 return [Timing("jaxfuse-lint daemon", len(cores), str(n), None, "the daemon did not start")]
             time.sleep(0.1)
-        out: list[Timing] = []
-        print(f"[{label}] jaxfuse-lint warm, daemon...", file=sys.stderr)
-        t, note = best_of(repeat, lint, cores, work, daemon_env)
-        out.append(Timing("jaxfuse-lint daemon, warm (cache)", len(cores), str(n), t, note))
-        if leaf is not None:
-            print(f"[{label}] jaxfuse-lint warm, one file touched, daemon...", file=sys.stderr)
-            original = leaf.read_bytes()
-            touches = iter(range(10**6))
-            try:
-                t, note = best_of(repeat, lint, cores, work, daemon_env, before=lambda: leaf.write_bytes(
-                    original + f"# touched by the daemon run {next(touches)}\n".encode()))
-            finally:
-                leaf.write_bytes(original)
-            out.append(Timing("jaxfuse-lint daemon, warm, one leaf file touched", len(cores), str(n), t, note))
-        return out
+        return measure_warm("jaxfuse-lint daemon", lint, leaf, cores, n, work, daemon_env, repeat, label)
     finally:
         server.terminate()
         server.wait(30)
