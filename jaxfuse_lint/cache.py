@@ -22,6 +22,10 @@ well before the recorded run looked at them (`trusted_signature`): a file writte
 the clock's granularity of the stat could change again without its times changing (git's
 "racily clean" entries), so it is hashed.
 
+Each version of the tool has its own folder (`<root>/<tool fingerprint>/<settings key>/`);
+when a new version first writes, the folders of other versions that no run wrote to for a
+day are removed.
+
 Entries are JSON files written atomically; a missing, unreadable or corrupt entry or record
 is a miss, and a cache directory that cannot be written is reported once and then left
 alone. The folder walks of discovery are remembered here too (`walks/`, see
@@ -34,6 +38,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -46,6 +52,10 @@ FORMAT = 2
 # A file changed less than this before a stat may change again without its times changing:
 # filesystems keep times at 1 ns (ext4, tmpfs; set from a coarse clock) to 2 s (FAT) steps.
 RACY_NS = 2_000_000_000
+# The cache folders of other versions of the tool are removed when no run wrote to them for
+# this long (checked when a new version first writes).
+PRUNE_AFTER_S = 24 * 3600
+VERSION_DIR = re.compile(r"[0-9a-f]{16}")
 
 
 def file_signature(path: str | os.PathLike) -> list[int] | None:
@@ -168,6 +178,27 @@ class Cache:
     def store(self, key: str, entry: dict[str, Any]) -> None:
         self._write(self._path(key), {"format": FORMAT, **entry})
 
+    def _prune_other_versions(self) -> None:
+        """A new version of the tool (an upgrade, an edited checkout) starts a new folder: the
+        folders of other versions that no run has written to for PRUNE_AFTER_S go, or every
+        upgrade would leave a full cache behind. One still in use by another version's runs
+        is written to by them (or, if only read, is at worst rebuilt once)."""
+        import shutil
+
+        now = time.time()
+        try:
+            siblings = list(os.scandir(self.root))
+        except OSError:
+            return
+        for entry in siblings:
+            if not (entry.is_dir(follow_symlinks=False) and VERSION_DIR.fullmatch(entry.name)):
+                continue
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime > PRUNE_AFTER_S:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+            except OSError:
+                continue
+
     def _write(self, path: Path, entry: dict[str, Any]) -> None:
         if self.error is not None:
             return
@@ -198,6 +229,11 @@ class Cache:
         if self._prepared:
             return
         self.root.mkdir(parents=True, exist_ok=True)
+        version_dir = self.directory.parent
+        if version_dir.is_dir():
+            os.utime(version_dir)  # "last written by a run": what pruning goes by
+        else:
+            self._prune_other_versions()
         tag = self.root / "CACHEDIR.TAG"
         if not tag.exists():
             tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n"

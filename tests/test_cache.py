@@ -135,6 +135,30 @@ def test_cache_directory_layout(tree):
     assert len([p for p in root.iterdir() if p.is_dir()]) == 1
 
 
+def test_other_versions_caches_go_when_unused_for_a_day(tree):
+    """An upgrade (or an edited checkout) starts a new folder; the old ones must not pile up."""
+    from jaxfuse_lint.cache import PRUNE_AFTER_S, tool_fingerprint
+
+    root = tree / "cache"
+    stale, recent, other = root / ("a" * 16), root / ("b" * 16), root / "notes"
+    for d in (stale, recent, other):
+        (d / "settings").mkdir(parents=True)
+        (d / "settings" / "entry.json").write_text("{}")
+    long_ago = os.stat(recent).st_mtime - PRUNE_AFTER_S - 60
+    for d in (stale, other):
+        os.utime(d, (long_ago, long_ago))
+    check_files(files(tree), settings(tree), jobs=1, use_cache=True)
+    assert not stale.exists()
+    assert recent.exists() and other.exists()  # in use lately; not a version's folder
+    assert (root / tool_fingerprint()).is_dir()
+    # A later run of the same version writes to its own folder and keeps it fresh.
+    mine = root / tool_fingerprint()
+    os.utime(mine, (long_ago, long_ago))
+    (tree / "src" / "bad.py").write_text(BAD + "# changed\n")
+    check_files(files(tree), settings(tree), jobs=1, use_cache=True)
+    assert os.stat(mine).st_mtime > long_ago + 60
+
+
 def test_default_directory():
     assert default_directory(Settings()) == Path(".jaxfuse_lint_cache")
     assert default_directory(replace(Settings(), cache_dir="/x/y")) == Path("/x/y")
