@@ -43,7 +43,13 @@ def test_hook_manifest_has_what_pre_commit_requires():
         assert hook["language"] == "python"
         assert set(hook["types_or"]) == {"python", "pyi", "jupyter"}  # notebooks too
         assert shlex.split(hook["entry"])[0] == "jaxfuse-lint"  # the console script pyproject installs
-    assert "jaxfuse-lint = \"jaxfuse_lint.cli:main\"" in (ROOT / "pyproject.toml").read_text()
+    # The entry names a console script that pyproject installs, and that script resolves to a callable.
+    import importlib
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module_name, _, attribute = scripts["jaxfuse-lint"].partition(":")
+    assert callable(getattr(importlib.import_module(module_name), attribute))
 
 
 def _run_hook(hook_id: str, files: list[Path]):
