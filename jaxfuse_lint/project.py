@@ -213,15 +213,19 @@ class Summary:
 
     defs: list[str] = field(default_factory=list)  # top-level functions and `Class.method`s
     base: list[Ref] = field(default_factory=list)  # traced whatever other modules do
-    # key -> (local keys it makes traced, refs it makes traced), for keys not traced locally
+    # key -> (local keys it makes traced, refs it makes traced), for keys not compiled locally
     edges: dict[str, tuple[list[str], list[Ref]]] = field(default_factory=dict)
     # Return shapes of its top-level functions (model/return_shapes.py).
     shapes: dict[str, str] = field(default_factory=dict)
+    # The base refs whose route ends in a program this module compiles (`jax.jit(other.f)`, or a
+    # call from a function under jit); the others are traced eagerly here (`jax.jacrev`,
+    # `jax.vmap`, a lax loop outside jit). An edge ref is compiled when its key is.
+    compiled: list[Ref] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"defs": self.defs, "base": [list(r) for r in self.base],
                 "edges": {k: [loc, [list(r) for r in refs]] for k, (loc, refs) in self.edges.items()},
-                "shapes": self.shapes}
+                "shapes": self.shapes, "compiled": [list(r) for r in self.compiled]}
 
     @classmethod
     def from_json(cls, data: dict) -> "Summary":
@@ -230,6 +234,7 @@ class Summary:
             base=[tuple(r) for r in data["base"]],
             edges={k: (list(v[0]), [tuple(r) for r in v[1]]) for k, v in data["edges"].items()},
             shapes=dict(data.get("shapes", {})),
+            compiled=[tuple(r) for r in data.get("compiled", ())],
         )
 
 
@@ -423,6 +428,8 @@ class _Summarizer:
         from jaxfuse_lint.model.return_shapes import local_return_shapes
         from jaxfuse_lint.model.traced import positional
         from jaxfuse_lint.model.routes import route
+        from jaxfuse_lint.model.api import COMPILING
+        from jaxfuse_lint.model.staging import CompiledFunctions
 
         m = self.model
         index = m.index
@@ -433,6 +440,8 @@ class _Summarizer:
         local_traced = m.traced.reasons if not m.external_traced else TracedAnalysis(m).run(None).reasons
         out = Summary(defs=sorted(set(keys.values())))
         base: set[Ref] = set()
+        compiled: set[Ref] = set()
+        compiled_here = CompiledFunctions(m, local_traced)
 
         # Transforms and lax control flow applied to imported functions, anywhere in the module.
         for site in index.calls:
@@ -442,7 +451,10 @@ class _Summarizer:
                 target = positional(call, 0) or keyword(call, "fun") or keyword(call, "f")
                 for r in self.targets(target, site.scope):
                     direct = self.ref(target, site.scope) == r
-                    base.add((r, "transform", t[0] + transform_marker(t[0], t[1], call, direct)))
+                    ref = (r, "transform", t[0] + transform_marker(t[0], t[1], call, direct))
+                    base.add(ref)
+                    if t[0] in COMPILING or compiled_here(m.function_of(call)):
+                        compiled.add(ref)
                 continue
             qn = m.qn(call.func, site.scope)
             if qn in CONTROL_FLOW:
@@ -450,18 +462,26 @@ class _Summarizer:
                 marker = PARAMS_TRACED if rt is None or rt.traced_params is None else ""
                 for arg in self.helper.control_flow_functions(call, qn):
                     for r in self.targets(arg, site.scope):
-                        base.add((r, "control-flow", qn + (marker if self.ref(arg, site.scope) == r else "")))
+                        ref = (r, "control-flow", qn + (marker if self.ref(arg, site.scope) == r else ""))
+                        base.add(ref)
+                        if compiled_here(m.function_of(call)):
+                            compiled.add(ref)
 
         # Imported functions that this module's traced code calls or passes on.
         for fn in local_traced:
             _, refs = self.spread(fn)
             caller = self.caller_name(fn, keys)
-            base.update(_with_marker(r, kind, caller) for r, kind in refs)
+            made = {_with_marker(r, kind, caller) for r, kind in refs}
+            base.update(made)
+            if compiled_here(fn):
+                compiled.update(made)
         out.base = sorted(base)
+        out.compiled = sorted(compiled)
 
-        # What each top-level function not traced here would trace if another module traced it.
+        # What each top-level function not compiled here would trace if another module traced it
+        # (or compiled it: a function this module only differentiates can be jitted elsewhere).
         for fn, key in keys.items():
-            if fn in local_traced:
+            if compiled_here(fn):
                 continue
             caller = f"{self.module}.{key}"
             seen = {fn}
@@ -473,7 +493,7 @@ class _Summarizer:
                 callees, refs = self.spread(cur)
                 refs_out.update(_with_marker(r, kind, caller) for r, kind in refs)
                 for callee in callees:
-                    if callee in seen or callee in local_traced:
+                    if callee in seen or compiled_here(callee):
                         continue
                     seen.add(callee)
                     if callee in keys:
@@ -515,6 +535,10 @@ def summarize(model: "SemanticModel", module: str | None, is_package: bool = Fal
 # without a default is a tracer: `jax.jit(other.f)`, `lax.scan(other.body, ...)`), with the
 # transform's literal `static=1,2` / `names=a,b`. SemanticModel reads it (model/traced.py).
 PARAMS_TRACED = "\nparams-traced"
+# The word added to the marker line of a function whose route from some module ends in a
+# compiled program (`jax.jit`, or called from code under it); without it the other modules
+# only trace it eagerly (`jax.jacrev`, `jax.vmap`, `custom_vjp` outside jit).
+COMPILED_MARKER = "compiled"
 
 
 def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, direct: bool) -> str:
@@ -535,6 +559,11 @@ def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, d
     if names | s2:
         out += " names=" + ",".join(sorted(names | s2))
     return out
+
+
+def _with_compiled(phrase: str) -> str:
+    """The phrase with COMPILED_MARKER on its marker line."""
+    return phrase + (" " if "\n" in phrase else "\n") + COMPILED_MARKER
 
 
 def describe(kind: str, detail: str, origin: str) -> str:
@@ -578,6 +607,8 @@ class ProjectIndex:
         self.summaries: dict[int, Summary] = {}
         self._defs: dict[int, frozenset[str]] = {}
         self.marked: dict[int, set[str]] = {}
+        # file -> its marked keys whose route from some module ends in a compiled program
+        self.compiled: dict[int, set[str]] = {}
         # key -> reasons, each (kind order, rank of the file it comes from, phrase)
         self.reasons: dict[int, dict[str, set[tuple[int, int, str]]]] = {}
         # Where each file comes in the analysis order: of two equally direct reasons, the one
@@ -634,8 +665,11 @@ class ProjectIndex:
         changed: set[int] = set()
         work: list[tuple[int, str]] = []
         origin = self.files[i].module or self.files[i].path
-        for r, kind, detail in summary.base:
-            self._reach(r, (KIND_ORDER[kind], self.rank[i], describe(kind, detail, origin)), changed, work)
+        compiled = set(summary.compiled)
+        for ref in summary.base:
+            r, kind, detail = ref
+            self._reach(r, (KIND_ORDER[kind], self.rank[i], describe(kind, detail, origin)), changed, work,
+                        ref in compiled)
         # Keys marked before this summary was known now spread.
         work.extend((i, k) for k in sorted(self.marked.get(i, ())))
         self._drain(work, changed)
@@ -683,7 +717,7 @@ class ProjectIndex:
                     break
         return users
 
-    def _reach(self, ref: str, reason: tuple[int, int, str], changed: set[int], work: list) -> None:
+    def _reach(self, ref: str, reason: tuple[int, int, str], changed: set[int], work: list, compiled: bool) -> None:
         found = self.resolve(ref)
         if found is None:
             return
@@ -692,14 +726,19 @@ class ProjectIndex:
         if reason not in reasons:
             reasons.add(reason)
             changed.add(j)
-        self._mark(j, key, work)
+        self._mark(j, key, work, compiled, changed)
 
-    def _mark(self, j: int, key: str, work: list) -> None:
+    def _mark(self, j: int, key: str, work: list, compiled: bool, changed: set[int]) -> None:
         marked = self.marked.setdefault(j, set())
-        if key not in marked:
-            marked.add(key)
-            if j in self.summaries:
-                work.append((j, key))
+        spread = key not in marked
+        marked.add(key)
+        if compiled and key not in self.compiled.setdefault(j, set()):
+            # Known compiled only now (first reached eagerly): what it traces is compiled too.
+            self.compiled[j].add(key)
+            changed.add(j)
+            spread = True
+        if spread and j in self.summaries:
+            work.append((j, key))
 
     def _drain(self, work: list[tuple[int, str]], changed: set[int]) -> None:
         while work:
@@ -708,11 +747,13 @@ class ProjectIndex:
             if edge is None:
                 continue
             local, refs = edge
+            compiled = key in self.compiled.get(j, ())
             for k in local:
-                self._mark(j, k, work)
+                self._mark(j, k, work, compiled, changed)
             origin = self.files[j].module or self.files[j].path
             for r, kind, detail in refs:
-                self._reach(r, (KIND_ORDER[kind], self.rank[j], describe(kind, detail, origin)), changed, work)
+                self._reach(r, (KIND_ORDER[kind], self.rank[j], describe(kind, detail, origin)), changed, work,
+                            compiled)
 
     def external_of(self, i: int, mapping: dict[str, str]) -> dict[str, str]:
         """`mapping` without the names that are not functions of file i (once that is known)."""
@@ -728,7 +769,9 @@ class ProjectIndex:
         if not reasons:
             return shapes
         defs = self._defs.get(i)
-        traced = {key: min(rs)[2] for key, rs in sorted(reasons.items()) if defs is None or key in defs}
+        compiled = self.compiled.get(i, ())
+        traced = {key: _with_compiled(min(rs)[2]) if key in compiled else min(rs)[2]
+                  for key, rs in sorted(reasons.items()) if defs is None or key in defs}
         return {**traced, **shapes}
 
 

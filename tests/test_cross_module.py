@@ -205,8 +205,9 @@ def test_fixpoint_follows_reexports_and_chains():
     for i, s in enumerate(sums):
         index.add_summary(i, s)
     assert index.external(0) == {}
-    assert index.external(1) == {"entry": "passed to `jax.jit` in `main`\nparams-traced"}
-    assert index.external(2) == {"step": "called from traced `app.core.entry`"}
+    # jit compiles the route: every function along it carries the compiled marker.
+    assert index.external(1) == {"entry": "passed to `jax.jit` in `main`\nparams-traced compiled"}
+    assert index.external(2) == {"step": "called from traced `app.core.entry`\ncompiled"}
     assert index.external(3) == {}
 
 
@@ -218,7 +219,41 @@ def test_fixpoint_does_not_depend_on_arrival_order(order):
         changed |= index.add_summary(i, sums[i])
     assert changed == {1, 2}
     assert [index.external(i) for i in range(4)] == [
-        {}, {"entry": "passed to `jax.jit` in `main`\nparams-traced"}, {"step": "called from traced `app.core.entry`"}, {}]
+        {}, {"entry": "passed to `jax.jit` in `main`\nparams-traced compiled"},
+        {"step": "called from traced `app.core.entry`\ncompiled"}, {}]
+
+
+EAGER = {
+    "ops": "def scaled(w):\n    return w\ndef late(w):\n    return w\n",
+    "train": ("import jax\nimport ops\ndef loss(w):\n    return ops.scaled(w)\ndef loss2(w):\n    return ops.late(w)\n"
+              "jac = jax.jacrev(loss)\ng = jax.grad(loss2)\n"),
+    "step": "import jax\nimport train\nfast = jax.jit(train.loss2)\n",
+}
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]])
+def test_fixpoint_tells_compiled_routes_from_eager_ones(order):
+    """`jax.jacrev`/`jax.grad` trace eagerly; a function they reach is compiled only if some
+    route jits it, even when that route is found after the eager one."""
+    index, sums = _index(EAGER)
+    assert ("ops.late", "called", "train.loss2") in sums[1].base
+    assert ("ops.late", "called", "train.loss2") not in sums[1].compiled  # eager in train.py alone
+    assert "loss2" in sums[1].edges  # ... so its route is kept for a module that jits it
+    for i in order:
+        index.add_summary(i, sums[i])
+    assert index.external(0) == {"scaled": "called from traced `train.loss`",
+                                 "late": "called from traced `train.loss2`\ncompiled"}
+    assert index.external(1) == {"loss2": "passed to `jax.jit` in `step`\nparams-traced compiled"}
+
+
+def test_external_reason_reads_the_compiled_marker():
+    from jaxfuse_lint.model.traced import external_reason
+
+    fn = SemanticModel(cst.parse_module("def f(x, n):\n    return x\n")).index.functions[0]
+    r = external_reason(fn, "passed to `jax.jit` in `main`\nparams-traced static=1 compiled")
+    assert (r.compiled, r.params_traced, r.static_argnums) == (True, True, frozenset({1}))
+    r = external_reason(fn, "called from traced `a.g`")
+    assert (r.compiled, r.description) == (False, "called from traced `a.g`")
 
 
 def test_analysis_order_puts_importers_first():

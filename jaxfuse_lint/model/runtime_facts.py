@@ -164,7 +164,7 @@ class RuntimeFacts:
                 continue
             why = self.evidence(model, fn)
             if why:
-                regions.add(fn, TraceReason("external", "", fn.node, description=why))
+                regions.add(fn, TraceReason("external", "", fn.node, description=why, compiled=True))
 
     # -- lines ----------------------------------------------------------------------------------------
     def statement_at(self, model: "SemanticModel", line: int) -> cst.CSTNode | None:

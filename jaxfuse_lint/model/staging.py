@@ -211,33 +211,9 @@ class Staging:
         from code that is. A concrete array fn reads from outside is then folded into that
         program as a constant; run eagerly (`vmap`, or a lax loop called outside jit), the
         array is an operand instead."""
-        if fn is None:
-            return False
-        key = (id(fn), "compiled", False)
-        if key in self._memo:
-            return self._memo[key]
-        if key in self._active:
-            return False
-        self._active.add(key)
-        try:
-            result = any(self._reason_compiled(r) for r in self.model.traced.reasons.get(fn, ()))
-        finally:
-            self._active.discard(key)
-        self._memo[key] = result
-        return result
-
-    def _reason_compiled(self, r: "TraceReason") -> bool:
-        if r.kind in ("decorator", "transform"):
-            return r.transform in COMPILING or self.is_compiled(self.model.function_of(r.node))
-        if r.kind == "control-flow":
-            return self.is_compiled(self.model.function_of(r.node))
-        if r.kind in ("called", "passed", "entry"):
-            return self.is_compiled(r.caller)
-        if r.kind == "driver":  # `diffeqsolve(ODETerm(f), ...)`: compiled when the code calling it is
-            return self.is_compiled(self.model.function_of(r.node))
-        # external: another module traces it, as a rule under jit; assumed: the configuration says
-        # its callers trace it under jit (library mode)
-        return r.kind in ("external", "assumed")
+        if "_compiled" not in self.__dict__:
+            self._compiled = CompiledFunctions(self.model, self.model.traced.reasons)
+        return self._compiled(fn)
 
     def staging_transform(self, fn: "Function") -> str | None:
         """The staging transform applied to fn directly (decorator or `jax.jit(fn)`), if any."""
@@ -248,6 +224,48 @@ class Staging:
 
     def is_loop_body(self, fn: "Function") -> bool:
         return any(r.kind == "control-flow" and r.transform in LOOPS for r in self.model.traced.reasons.get(fn, ()))
+
+
+class CompiledFunctions:
+    """Which traced functions end up in a compiled program, from a map of trace reasons (the
+    model's own, or the ones a module finds without other modules' facts: project.py)."""
+
+    def __init__(self, model: "SemanticModel", reasons) -> None:
+        self.model = model
+        self.reasons = reasons
+        self._memo: dict[int, bool] = {}
+        self._active: set[int] = set()
+
+    def __call__(self, fn: "Function | None") -> bool:
+        if fn is None:
+            return False
+        key = id(fn)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            return False  # a cycle of calls: compiled only through a reason outside it
+        self._active.add(key)
+        try:
+            result = any(self._reason_compiled(r) for r in self.reasons.get(fn, ()))
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _reason_compiled(self, r: "TraceReason") -> bool:
+        if r.kind in ("decorator", "transform"):
+            return r.transform in COMPILING or self(self.model.function_of(r.node))
+        if r.kind in ("control-flow", "driver"):  # `diffeqsolve(ODETerm(f), ...)`: compiled when its caller is
+            return self(self.model.function_of(r.node))
+        if r.kind in ("called", "passed", "entry"):
+            return self(r.caller)
+        if r.kind == "external":
+            # Another module traces it: the project index says whether that module's route is
+            # compiled (`jax.jit`, or called from compiled code) or eager (`jax.jacrev`,
+            # `custom_vjp` run outside jit); a run-time record is a compilation.
+            return r.compiled
+        # assumed: the configuration says its callers trace it under jit (library mode)
+        return r.kind == "assumed"
 
 
 class StagedValues(ValueAnalysis):

@@ -47,6 +47,8 @@ class TraceReason:
     arg_kinds: tuple[str, ...] = ()
     # called: the partial the callee was bound with (`g = partial(f, n); g(x)`)
     partial: cst.Call | None = None
+    # external: the other module's route ends in a compiled program (not only eager transforms)
+    compiled: bool = False
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
@@ -175,7 +177,12 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
     by project.py's "params-traced [static=..] [names=..]" line."""
     phrase, _, marker = why.partition("\n")
     reason = TraceReason("external", "", fn.node, description=phrase)
+    from jaxfuse_lint.project import COMPILED_MARKER
+
     words = marker.split()
+    if COMPILED_MARKER in words:
+        reason.compiled = True
+        words.remove(COMPILED_MARKER)
     if words and words[0] == "params-traced":
         reason.params_traced = True
         for w in words[1:]:

@@ -45,7 +45,10 @@ class NumpyConstantInTracedCode(Rule):
     JAX dispatches one by one, not part of a compiled program (measured: an
     eager `fori_loop` whose body adds `np.full(c.shape, 2.0)` compiles a
     `scan` that takes the array as its parameter `args_0`; the same loop under
-    `jax.jit` has it as an HLO constant).
+    `jax.jit` has it as an HLO constant). Across modules the same holds: a
+    helper another module only differentiates or vmaps on the host is not
+    flagged, and one that any module jits (directly or through its callers)
+    is.
 
     ## Example
     ```python
