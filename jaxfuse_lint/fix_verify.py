@@ -76,8 +76,10 @@ def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callab
     echo("jaxfuse-lint: --verify imports and runs the changed modules to measure them")
     for outcome in outcomes:
         if outcome.filename.lower().endswith(".ipynb"):
-            # Its functions live in cells that run in a kernel, with magics: not importable.
-            echo(f"jaxfuse-lint: {outcome.filename}: --verify does not run notebooks; its fixes are not verified")
+            # Rolling a function back would mean rewriting cells; one function at a time,
+            # `verify nb.ipynb::FUNC` runs the cells as a module and proves it.
+            echo(f"jaxfuse-lint: {outcome.filename}: --verify does not run notebooks; its fixes are not verified "
+                 f"(prove one with `jaxfuse-lint verify {outcome.filename}::FUNC`)")
             continue
         rollback = []
         unspecified = []

@@ -86,6 +86,8 @@ def test_regression_exits_1():
     [
         (["nope.py::f", "--arg", "f32[3]"], "nope.py: file not found"),
         ([f"{SUM}::nope", "--against", f"{SUM}::f_sum_explicit", "--arg", "f32[3,2]"], "no function `nope`"),
+        # Fix mode: a misspelt FUNC is an error even where no fix would apply.
+        ([f"{SUM}::f_sum_jaxx", "--arg", "f32[3,2]"], "no function `f_sum_jaxx` (functions defined there: "),
         ([f"{SUM}::f_sum_jax", "--against", f"{SUM}::f_sum_explicit", "--arg", "f32[3,"], "bad argument spec"),
         ([f"{SUM}::f_sum_jax", "--against", f"{SUM}::f_sum_explicit", "--arg", "q8[3]"], "unknown dtype `q8`"),
         ([f"{SUM}::f_sum_jax", "--against", f"{SUM}::f_sum_explicit"], "no argument shapes for `f_sum_jax`"),

@@ -134,8 +134,7 @@ class Explanation:
             account = self.attribution.line(file, int(number))
             if not text and account is not None:
                 text = account.text
-            prefix = f"L{number}" if _same_file(file, self.file) else f"{os.path.basename(file)}:{number}"
-            label = f"{prefix} {text}"
+            label = f"{self._short_key(key)} {text}"
             out.append(label if len(label) <= LABEL_WIDTH else label[: LABEL_WIDTH - 1] + "…")
         if len(chosen) > 6:
             out.append(f"(+{len(chosen) - 6} more lines)")
@@ -175,14 +174,31 @@ class Explanation:
 
     def _short_key(self, key: str) -> str:
         file, _, number = key.rpartition(":")
-        return f"L{number}" if _same_file(file, self.file) else f"{os.path.basename(file)}:{number}"
+        if not _same_file(file, self.file):
+            return f"{os.path.basename(file)}:{row_label(file, int(number))}"
+        found = cell_row(file, int(number))
+        if found is not None and found[0] != self.focus_cell():
+            return f"cell {found[0]}:L{found[1]}"
+        return f"L{self.focus_row(int(number))}"
+
+    def focus_cell(self) -> int | None:
+        """The notebook cell FUNC is defined in (None outside notebooks)."""
+        found = cell_row(self.file, self.first_line)
+        return found[0] if found else None
+
+    def focus_row(self, number: int) -> int:
+        """How the table numbers a row of FUNC's file: in a notebook, counted in its cell."""
+        found = cell_row(self.file, number)
+        return found[1] if found else number
 
     def headline(self) -> str:
         args = ", ".join(self.args)
         static = ", ".join(f"{k}={v}" for k, v in self.static.items())
         inside = ", ".join(part for part in (args, static) if part)
         backend = str(self.environment.get("backend") or self.attribution.backend or "?").upper()
-        return f"{self.target}({inside}) on {backend}"
+        cell = self.focus_cell()
+        where = f", cell {cell}" if cell is not None else ""
+        return f"{self.target}({inside}) on {backend}{where}"
 
     def summary(self) -> str:
         a = self.attribution
@@ -200,12 +216,16 @@ class Explanation:
         for number, _, account in rows:
             for k in account.kernels if account else []:
                 on_lines.setdefault(k, []).append(number)
+        cell = self.focus_cell()
+        # Rows count in the file's module; in a notebook, "cell" and each line's "cell_line" say where.
+        in_cell = {"cell": cell} if cell is not None else {}
         return {
             "target": self.target,
             "file": self.file,
             "function": self.func,
             "first_line": self.first_line,
             "last_line": self.last_line,
+            **in_cell,
             "args": self.args,
             "static": self.static,
             "environment": self.environment,
@@ -214,7 +234,8 @@ class Explanation:
             "kernel_ids": ids,
             "lines": [
                 {
-                    "line": number, "source": text, "kernels": [ids[k] for k in account.kernels],
+                    "line": number, **({"cell_line": self.focus_row(number)} if in_cell else {}),
+                    "source": text, "kernels": [ids[k] for k in account.kernels],
                     "shared_with": {ids[k]: [n for n in on_lines[k] if n != number] for k in account.kernels},
                     "temp_bytes": account.temp_bytes, "temp_buffers": [ids[k] for k in account.temp_buffers],
                     "constant_bytes": account.constant_bytes, "copies": [ids[k] for k in account.copies],
@@ -331,6 +352,19 @@ def describe_arg(value: Any) -> str:
 # --- rendering -------------------------------------------------------------------------------
 
 
+def cell_row(file: str, number: int) -> tuple[int, int] | None:
+    """(cell, row in cell) when FILE is a notebook the loader read; else None."""
+    from jaxfuse_lint.verify.loader import cell_row as loader_cell_row
+
+    return loader_cell_row(file, number)
+
+
+def row_label(file: str, number: int) -> str:
+    """`12`, or `cell 3:4` for a row of a notebook's module."""
+    found = cell_row(file, number)
+    return f"cell {found[0]}:{found[1]}" if found else str(number)
+
+
 def _display_path(path: str) -> str:
     try:
         rel = os.path.relpath(path)
@@ -348,6 +382,7 @@ def render_text(explanation: Explanation) -> str:
     header = f"{'Line':>5}  {'Kernels':<{kernel_col}}  {'Temp':>9}  {'Const':>9}  {'Copies':<7}  Source"
     out += [header, "-" * len(header)]
     for number, text, acc in rows:
+        number = explanation.focus_row(number)
         if acc is None:
             out.append(f"{number:>5}  {'':<{kernel_col}}  {'':>9}  {'':>9}  {'':<7}  {text}")
             continue
@@ -360,7 +395,7 @@ def render_text(explanation: Explanation) -> str:
     if others:
         out += ["", "Lines it calls into:"]
         for acc in others:
-            where = f"{_display_path(acc.file)}:{acc.line}"
+            where = f"{_display_path(acc.file)}:{row_label(acc.file, acc.line)}"
             kernels = " ".join(ids[k] for k in acc.kernels)
             extra = []
             if acc.temp_bytes:
@@ -417,6 +452,7 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
     parts.append(f"<table style=\"{style}\"><tr>" + "".join(
         f"<th style=\"{cell}\">{h}</th>" for h in ("Line", "Kernels", "Temp", "Const", "Copies", "Source")) + "</tr>")
     for number, text, acc in explanation.focus_lines():
+        number = explanation.focus_row(number)
         kernels = " ".join(ids[k] for k in acc.kernels) if acc else ""
         temp = format_bytes(acc.temp_bytes) if acc and acc.temp_bytes else ""
         const = format_bytes(acc.constant_bytes) if acc and acc.constant_bytes else ""
@@ -432,7 +468,8 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
             f"<th style=\"{cell}\">{h}</th>" for h in ("Where", "Kernels", "Temp", "Const", "Source")) + "</tr>")
         for acc in others:
             parts.append("<tr>" + "".join(f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (
-                f"{_display_path(acc.file)}:{acc.line} {acc.function}", " ".join(ids[k] for k in acc.kernels),
+                f"{_display_path(acc.file)}:{row_label(acc.file, acc.line)} {acc.function}",
+                " ".join(ids[k] for k in acc.kernels),
                 format_bytes(acc.temp_bytes) if acc.temp_bytes else "",
                 format_bytes(acc.constant_bytes) if acc.constant_bytes else "", acc.text)) + "</tr>")
         parts.append("</table>")

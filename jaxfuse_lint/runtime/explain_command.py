@@ -145,6 +145,10 @@ def explain_target(target: str, *, arg_specs: tuple[str, ...] = (), statics: tup
     explanation = explain_function(func, specs, resolved.static, target=str(parsed), device=device)
     if resolved.origin not in ("--arg", "no array arguments"):
         explanation.notes.insert(0, f"argument shapes from {resolved.origin}")
+    from jaxfuse_lint.verify.loader import notebook_note
+
+    if (note := notebook_note(parsed.path)) is not None:
+        explanation.notes.append(note)
     return explanation
 
 

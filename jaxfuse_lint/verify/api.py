@@ -224,15 +224,12 @@ def verify_fixed_file(
     are `verify_pair`'s keyword arguments.
     """
     try:
+        _require_binding(source, func_name, filename)
         fixed = apply_fixes(source, filename, settings, unsafe=unsafe)
     except VerifyError as exc:
         return VerifyResult(verdict="error", func=func_name, error=str(exc), static=dict(static or {}))
     lines = _function_lines(source, func_name)
-    fixes = [
-        {"code": d.code, "row": d.location.row, "column": d.location.column, "message": d.message,
-         "in_function": lines is not None and lines[0] <= d.location.row <= lines[1]}
-        for d in getattr(fixed, "fixed", [])
-    ]
+    fixes = [_fix_entry(d, filename, lines) for d in getattr(fixed, "fixed", [])]
     # What the engine could not do is part of the evidence (e.g. a fix dropped as invalid).
     engine_notes = [*getattr(fixed, "errors", []), *getattr(fixed, "dropped", [])]
     if fixed.source == source:
@@ -248,6 +245,50 @@ def verify_fixed_file(
         # Helpers FUNC calls may still have changed, so the comparison is still made.
         result.notes.append(f"no fix is inside `{func_name}` itself ({len(fixes)} elsewhere in the file)")
     return result
+
+
+def _require_binding(source: str, func: str, filename: str) -> None:
+    """VerifyError when nothing in the file could bind FUNC's first name, so that a typo is
+    an error even where no fix applies (and nothing is run to find it out)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return  # loading the module reports it with its line
+    bound: set[str] = set()
+    defined: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if node in tree.body and not node.name.startswith("_"):
+                defined.append(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return  # a star import may bind anything
+            bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "globals", "exec", "setattr", "vars", "locals"):
+            return  # bound by name at runtime
+    if func.split(".")[0] not in bound:
+        hint = f" (functions defined there: {', '.join(defined)})" if defined else ""
+        raise VerifyError(f"{filename}: no function `{func}`{hint}")
+
+
+def _fix_entry(d: Any, filename: str, lines: tuple[int, int] | None) -> dict[str, Any]:
+    """One applied fix, for the report: in a notebook, its row is counted in its cell."""
+    from jaxfuse_lint.verify.loader import cell_row
+
+    entry = {"code": d.code, "row": d.location.row, "column": d.location.column, "message": d.message,
+             "in_function": lines is not None and lines[0] <= d.location.row <= lines[1]}
+    found = cell_row(filename, d.location.row)
+    if found is not None:
+        entry["cell"], entry["row"] = found
+    return entry
 
 
 def _function_lines(source: str, func: str) -> tuple[int, int] | None:
@@ -268,6 +309,7 @@ def apply_fixes(source: str, filename: str, settings: Any, *, unsafe: bool = Fal
     """The engine's fix of `source` (an object with `.source` and `.fixed`)."""
     try:
         from jaxfuse_lint.engine import fix_source
+        from jaxfuse_lint.notebook import is_notebook
     except ImportError:
         raise VerifyError(
             "applying fixes needs jaxfuse_lint.engine.fix_source, which this installation lacks; "
@@ -278,7 +320,8 @@ def apply_fixes(source: str, filename: str, settings: Any, *, unsafe: bool = Fal
 
         settings = load_settings(None, start=filename if os.path.exists(filename) else ".")
     try:
-        return fix_source(source, filename, settings, unsafe=unsafe)
+        # A notebook's source here is already the module its cells make (loader.read_source).
+        return fix_source(source, filename, settings, unsafe=unsafe, as_python=is_notebook(filename))
     except VerifyError:
         raise
     except Exception as exc:  # noqa: BLE001 - a fixer failure is reported, not raised through
@@ -303,6 +346,11 @@ def verify_versions(
 ) -> VerifyResult:
     """`verify_pair` for two explicit versions (different files or function names)."""
     result = VerifyResult(verdict="error", func=before.func, static=dict(static), seed=seed)
+    from jaxfuse_lint.verify.loader import notebook_note
+
+    for filename in dict.fromkeys((before.filename, after.filename)):
+        if (note := notebook_note(filename)) is not None:
+            result.notes.append(note)
     try:
         _run(result, before, after, arg_specs, static, dims, call, backend, seed, graph_dir, constants_warn_bytes,
              time_runs)

@@ -7,10 +7,18 @@ each gets its own module object under a unique name. The module sits in
 the user later imports sees it. The file's directory is put on `sys.path` for
 the same span, so sibling imports (`from helpers import ...`) resolve as they
 would when running the file.
+
+A notebook (`.ipynb`) is read as the module its code cells make, joined in order
+the way the kernel runs them (jaxfuse_lint.notebook): IPython lines are masked
+(shell escapes and other magics do nothing, `%time`/`%timeit` run their
+statement once). Its text is put in `linecache` under the notebook's path, so
+JAX's source lines and tracebacks show the cells' code rather than the JSON,
+and `source_row` turns a row of that module into `cell N:ROW` for messages.
 """
 from __future__ import annotations
 
 import itertools
+import linecache
 import os
 import sys
 import traceback
@@ -21,6 +29,9 @@ from typing import Any, Callable
 from jaxfuse_lint.verify.errors import VerifyError
 
 _counter = itertools.count()
+
+# Notebooks read by `read_source`, by absolute path: how their module rows map to cells.
+_NOTEBOOKS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -44,15 +55,74 @@ def parse_target(text: str) -> Target:
 
 
 def read_source(path: str) -> str:
+    """The Python text of PATH; for a notebook, the module its code cells make."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return fh.read()
+            text = fh.read()
     except FileNotFoundError:
         raise VerifyError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise VerifyError(f"{path}: is a directory, expected a Python file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise VerifyError(f"{path}: cannot read: {exc}") from None
+    from jaxfuse_lint.notebook import is_notebook
+
+    return _notebook_module(path, text) if is_notebook(path) else text
+
+
+def _notebook_module(path: str, raw: str) -> str:
+    from jaxfuse_lint.notebook import NotebookError, read
+
+    try:
+        nb = read(raw.lstrip("\ufeff"))
+    except NotebookError as exc:
+        raise VerifyError(f"{path}: {exc}") from None
+    if not nb.python:
+        raise VerifyError(f"{path}: not a Python notebook")
+    if not nb.module.strip():
+        raise VerifyError(f"{path}: the notebook has no Python code cells")
+    _NOTEBOOKS[os.path.abspath(path)] = nb
+    lines = nb.module.splitlines(keepends=True)
+    # mtime None: linecache.checkcache keeps the entry instead of re-reading the JSON file.
+    for name in {path, os.path.abspath(path)}:
+        linecache.cache[name] = (len(nb.module), None, lines, name)
+    return nb.module
+
+
+def notebook_of(filename: str) -> Any | None:
+    """The notebook `read_source` read from FILENAME, if it was one."""
+    return _NOTEBOOKS.get(os.path.abspath(filename)) if filename else None
+
+
+def cell_row(filename: str, row: int) -> tuple[int, int] | None:
+    """(cell number, row in the cell) of a row of a notebook's module; None for other files."""
+    nb = notebook_of(filename)
+    if nb is None:
+        return None
+    found = nb.cell_at(row)
+    if found is None:
+        return None
+    cell, row_in_cell = found
+    return cell.number, row_in_cell
+
+
+def source_row(filename: str, row: int) -> str:
+    """How messages name a row: `12`, or `cell 3:4` in a notebook."""
+    found = cell_row(filename, row)
+    return f"cell {found[0]}:{found[1]}" if found else str(row)
+
+
+def notebook_note(filename: str) -> str | None:
+    """What running a notebook as a module did differently from its kernel, for the notes."""
+    nb = notebook_of(filename)
+    if nb is None:
+        return None
+    note = (f"{filename}: ran its {len(nb.cells)} Python code cell{'s' if len(nb.cells) != 1 else ''} "
+            f"top to bottom as one module")
+    if nb.magics:
+        note += (f"; {len(nb.magics)} IPython line{'s' if len(nb.magics) != 1 else ''} masked "
+                 f"(shell escapes and magics skipped, %time/%timeit statements run once)")
+    return note
 
 
 def load_module(source: str, filename: str, *, label: str = "module") -> types.ModuleType:
@@ -67,7 +137,9 @@ def load_module(source: str, filename: str, *, label: str = "module") -> types.M
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise VerifyError(f"{filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+        where = source_row(filename, exc.lineno) if exc.lineno else None
+        raise VerifyError(f"{filename}:{where}: syntax error: {exc.msg}" if where
+                          else f"{filename}: syntax error: {exc.msg}") from None
     directory = os.path.dirname(os.path.abspath(filename))
     added_path = directory not in sys.path
     if added_path:
@@ -124,4 +196,4 @@ def user_location(exc: BaseException, filename: str) -> str:
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == filename:
             line = lineno
-    return f"{filename}:{line}" if line is not None else filename
+    return f"{filename}:{source_row(filename, line)}" if line is not None else filename

@@ -94,7 +94,8 @@ def render_text(result: Any) -> str:
     if inside:
         lines.append(f"  fixes applied in {result.func}:")
         for fix in inside:
-            lines.append(f"    {fix['row']}:{fix['column']} {fix['code']} {fix['message']}")
+            cell = f"cell {fix['cell']}:" if "cell" in fix else ""
+            lines.append(f"    {cell}{fix['row']}:{fix['column']} {fix['code']} {fix['message']}")
     if len(inside) < len(result.fixes):
         elsewhere = len(result.fixes) - len(inside)
         lines.append(f"  ({elsewhere} more fix{'es' if elsewhere != 1 else ''} elsewhere in the file)")
