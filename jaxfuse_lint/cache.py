@@ -131,13 +131,8 @@ class Cache:
 
     def load_run(self, run_key: str) -> RunRecord | None:
         """The record of the last run over these files (None: none, or unreadable)."""
-        try:
-            with open(self._run_path(run_key), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        if (not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), list)
-                or not isinstance(data.get("stat_time_ns"), int)):
+        data = self._read(self._run_path(run_key))
+        if data is None or not isinstance(data.get("files"), list) or not isinstance(data.get("stat_time_ns"), int):
             return None
         out = []
         for item in data["files"]:
@@ -157,19 +152,19 @@ class Cache:
 
     def load_walk(self, key: str) -> dict[str, Any] | None:
         """The last walk of a folder (discovery._walk_remembered), None if there is none."""
-        try:
-            with open(self._walk_path(key), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+        return self._read(self._walk_path(key))
 
     def store_walk(self, key: str, walk: dict[str, Any]) -> None:
         self._write(self._walk_path(key), {"format": FORMAT, **walk})
 
     def load(self, key: str) -> dict[str, Any] | None:
+        return self._read(self._path(key))
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any] | None:
+        """An entry this version wrote (None: missing, unreadable, or another format)."""
         try:
-            with open(self._path(key), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             return None
