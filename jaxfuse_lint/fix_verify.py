@@ -70,48 +70,87 @@ def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callab
         echo("jaxfuse-lint: --verify: no [tool.jaxfuse-lint.verify] specs are configured and no runtime profile "
              "(`jaxfuse-lint record`); nothing was verified")
         return
-    from jaxfuse_lint.verify.api import config_target_matches, verify_pair
-    from jaxfuse_lint.verify.shapes import parse_static_value
-
     echo("jaxfuse-lint: --verify imports and runs the changed modules to measure them")
     for outcome in outcomes:
         if outcome.filename.lower().endswith(".ipynb"):
-            # Rolling a function back would mean rewriting cells; one function at a time,
-            # `verify nb.ipynb::FUNC` runs the cells as a module and proves it.
-            echo(f"jaxfuse-lint: {outcome.filename}: --verify does not run notebooks; its fixes are not verified "
-                 f"(prove one with `jaxfuse-lint verify {outcome.filename}::FUNC`)")
+            _verify_notebook(outcome, settings, echo, profile)
             continue
-        rollback = []
-        unspecified = []
-        for func in changed_functions(outcome.original, outcome.source):
-            specs = [spec for target, spec in settings.verify
-                     if config_target_matches(target, outcome.filename, func.rsplit(".", 1)[-1], settings.project_root)]
-            if not specs or "." in func:
-                unspecified.append(func)
-                continue  # methods need an instance: only module-level functions are verified
-            spec = specs[0]
-            static = {k: parse_static_value(v) for k, v in spec.static}
-            # Recompilation fixes (JF3xx) are measured by calling the function, not by compiling it
-            # whole: a Python loop around `jax.jit` cannot itself be jitted.
-            recompilation = any(d.code.startswith("JF3") and _inside_any(d, outcome.original, [func])
-                                for d in outcome.fixed)
-            result = verify_pair(outcome.original, outcome.source, func, list(spec.args), static,
-                                 filename=outcome.filename, call=recompilation)
-            where = f"{outcome.filename}::{func}"
-            if result.verdict == "proved":
-                echo(f"jaxfuse-lint: verified {where}: {result.summary()}")
-            else:
-                detail = result.error or result.summary()
-                echo(f"jaxfuse-lint: {where}: fix not proved ({result.verdict}: {detail}); rolled back")
-                rollback.append(func)
-        if profile is not None and unspecified:
-            rollback += _verify_with_profile(profile, outcome, unspecified, echo)
+        rows = [(d, d.location.row) for d in outcome.fixed]
+        rollback = _verify_functions(outcome.original, outcome.source, outcome.filename, rows, settings, echo,
+                                     profile)
         if rollback:
             outcome.source = restore_functions(outcome.original, outcome.source, rollback)
-            outcome.fixed = [d for d in outcome.fixed if not _inside_any(d, outcome.original, rollback)]
+            outcome.fixed = [d for d, row in rows if not _row_inside_any(row, outcome.original, rollback)]
 
 
-def _verify_with_profile(profile, outcome: FixOutcome, funcs: list[str], echo: Callable[[str], None]) -> list[str]:
+def _verify_functions(original: str, fixed: str, filename: str, fixed_rows: list, settings: Settings,
+                      echo: Callable[[str], None], profile) -> list[str]:
+    """Verify the functions the fixes changed; the ones to roll back. `fixed_rows`: each fixed
+    diagnostic with its row in `original`."""
+    from jaxfuse_lint.verify.api import config_target_matches, verify_pair
+    from jaxfuse_lint.verify.shapes import parse_static_value
+
+    rollback = []
+    unspecified = []
+    for func in changed_functions(original, fixed):
+        specs = [spec for target, spec in settings.verify
+                 if config_target_matches(target, filename, func.rsplit(".", 1)[-1], settings.project_root)]
+        if not specs or "." in func:
+            unspecified.append(func)
+            continue  # methods need an instance: only module-level functions are verified
+        spec = specs[0]
+        static = {k: parse_static_value(v) for k, v in spec.static}
+        # Recompilation fixes (JF3xx) are measured by calling the function, not by compiling it
+        # whole: a Python loop around `jax.jit` cannot itself be jitted.
+        recompilation = any(d.code.startswith("JF3") and _row_inside_any(row, original, [func])
+                            for d, row in fixed_rows)
+        result = verify_pair(original, fixed, func, list(spec.args), static, filename=filename, call=recompilation)
+        where = f"{filename}::{func}"
+        if result.verdict == "proved":
+            echo(f"jaxfuse-lint: verified {where}: {result.summary()}")
+        else:
+            detail = result.error or result.summary()
+            echo(f"jaxfuse-lint: {where}: fix not proved ({result.verdict}: {detail}); rolled back")
+            rollback.append(func)
+    if profile is not None and unspecified:
+        rollback += _verify_with_profile(profile, original, fixed, filename, unspecified, echo)
+    return rollback
+
+
+def _verify_notebook(outcome: FixOutcome, settings: Settings, echo: Callable[[str], None], profile) -> None:
+    """`--verify` for a notebook: its code cells, joined as `check` joins them, are the module
+    that is run (magics masked); a rolled-back function gets its original text back in its cell."""
+    from jaxfuse_lint.notebook import NotebookError, read
+    from jaxfuse_lint.verify.loader import register_notebook
+
+    try:
+        before, after = read(outcome.original), read(outcome.source)
+    except NotebookError as exc:  # the engine wrote both texts: not expected
+        echo(f"jaxfuse-lint: {outcome.filename}: cannot verify its fixes ({exc}); fixes not written")
+        outcome.source, outcome.fixed = outcome.original, []
+        return
+    # Errors and source lines of the run name the original notebook's cells.
+    register_notebook(outcome.filename, before)
+    starts = {cell.number: cell.start_row for cell in before.cells}
+    rows = [(d, starts.get(d.cell, 1) + d.location.row - 1) for d in outcome.fixed]
+    rollback = _verify_functions(before.module, after.module, outcome.filename, rows, settings, echo, profile)
+    if not rollback:
+        return
+    restored = restore_functions(before.module, after.module, rollback)
+    try:
+        sources = after.cell_sources(restored)
+    except NotebookError as exc:
+        echo(f"jaxfuse-lint: {outcome.filename}: rolling back {', '.join(rollback)} failed ({exc}); "
+             f"no fix written to it")
+        outcome.source, outcome.fixed = outcome.original, []
+        return
+    changed = {n: text for n, text in sources.items() if text != after.cell_source(n)}
+    outcome.source = after.with_sources(changed) if changed else outcome.source
+    outcome.fixed = [d for d, row in rows if not _row_inside_any(row, before.module, rollback)]
+
+
+def _verify_with_profile(profile, original: str, fixed: str, filename: str, funcs: list[str],
+                         echo: Callable[[str], None]) -> list[str]:
     """Verify `funcs` through the recorded entry points that trace them; the functions to roll back.
 
     An entry point's fix holds when every recorded signature it could rebuild is proved
@@ -120,16 +159,16 @@ def _verify_with_profile(profile, outcome: FixOutcome, funcs: list[str], echo: C
     from jaxfuse_lint.runtime.verify_profile import entries_to_verify, verify_fixed_text
 
     rollback: list[str] = []
-    for entry in entries_to_verify(profile, outcome.original, funcs):
+    for entry in entries_to_verify(profile, original, funcs):
         traced = {entry["qualname"]} | {f.get("qualname") for f in profile.functions if f.get("entry") == entry["id"]}
         covered = [f for f in funcs if f in traced]
-        checks = [c for c in verify_fixed_text(profile, outcome.original, outcome.source, outcome.filename,
+        checks = [c for c in verify_fixed_text(profile, original, fixed, filename,
                                                covered) if c.func == entry["qualname"]]
         ran = [c for c in checks if c.result is not None]
-        where = f"{outcome.filename}::{entry['qualname']}"
+        where = f"{filename}::{entry['qualname']}"
         if ran and all(c.verdict in ("proved", "unchanged") for c in ran) and any(c.verdict == "proved" for c in ran):
             for c in ran:
-                echo(f"jaxfuse-lint: verified {c.line()[len(outcome.filename) + 2:]}")
+                echo(f"jaxfuse-lint: verified {c.line()[len(filename) + 2:]}")
             continue
         if not ran:
             echo(f"jaxfuse-lint: {where}: no recorded signature could be rebuilt; fix kept unverified")
@@ -142,7 +181,8 @@ def _verify_with_profile(profile, outcome: FixOutcome, funcs: list[str], echo: C
     return rollback
 
 
-def _inside_any(diagnostic, original: str, names: list[str]) -> bool:
+def _row_inside_any(row: int, original: str, names: list[str]) -> bool:
+    """Is ROW of `original` inside one of the named functions?"""
     from jaxfuse_lint.locate import Locator
 
     module = cst.parse_module(original)
@@ -151,6 +191,6 @@ def _inside_any(diagnostic, original: str, names: list[str]) -> bool:
     loc = Locator(module, nodes)
     for node in nodes:
         start, end = loc.range(node)
-        if start.row <= diagnostic.location.row <= end.row:
+        if start.row <= row <= end.row:
             return True
     return False

@@ -30,6 +30,7 @@ from jaxfuse_lint.review.diff import (
     resolve_commit,
 )
 
+from jaxfuse_lint.notebook import is_notebook
 from jaxfuse_lint.discovery import is_source  # `include`: notebooks too (review/notebooks.py)
 
 
@@ -164,6 +165,28 @@ def run_review(
     return review
 
 
+def _notebook_module_view(f, filename: str, settings: Settings) -> tuple[str, dict[int, Diagnostic | None]] | None:
+    """A notebook's code cells as the module `verify` runs, and each of the file's diagnostics
+    located in that module (its fix's edits too); None when the notebook has no Python."""
+    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.notebook import NotebookError, read
+    from jaxfuse_lint.verify.loader import register_notebook
+
+    try:
+        nb = read(f.source)
+    except NotebookError:
+        return None
+    if not nb.python or not nb.module:
+        return None
+    register_notebook(filename, nb)  # errors and source lines then name cells
+    by_place: dict[tuple, Diagnostic] = {}
+    for found in check_source(nb.module, filename, settings, as_python=True).diagnostics:
+        shown = nb.to_cells(found)
+        by_place.setdefault((shown.code, shown.cell, shown.location.row, shown.location.column), found)
+    return nb.module, {id(d): by_place.get((d.code, d.cell, d.location.row, d.location.column))
+                       for d in f.diagnostics}
+
+
 def enclosing_function(source: str, row: int) -> str | None:
     """The module-level function whose definition spans `row` (what a verify spec names)."""
     try:
@@ -191,33 +214,40 @@ def _verify_fixes(review: Review, settings: Settings, root: str, echo: Callable[
     cache: dict[tuple[str, str, str], str] = {}
     for f in review.files:
         filename = os.path.join(root, f.path)
-        for d in f.diagnostics:
-            if d.fix is None or not d.fix.edits:
+        source, in_source = f.source, {id(d): d for d in f.diagnostics}
+        if is_notebook(f.path):
+            view = _notebook_module_view(f, filename, settings)
+            if view is None:
                 continue
-            func = enclosing_function(f.source, d.location.row)
+            source, in_source = view
+        for d in f.diagnostics:
+            located = in_source.get(id(d))
+            if located is None or located.fix is None or not located.fix.edits:
+                continue
+            func = enclosing_function(source, located.location.row)
             if func is None:
                 continue
             try:
-                resolved = resolve_arg_specs(f.source, func, filename=filename, settings=settings)
+                resolved = resolve_arg_specs(source, func, filename=filename, settings=settings)
             except VerifyError:
                 resolved = None
             if resolved is None or resolved.origin != "[tool.jaxfuse-lint.verify]":
                 if profile is not None:  # the signatures a recorded run compiled it for
                     from jaxfuse_lint.runtime.verify_profile import evidence_for_fix
 
-                    after = apply_edits(f.source, d.fix.edits)
+                    after = apply_edits(source, located.fix.edits)
                     key = (f.path, func, after)
                     if key not in cache:
                         echo(f"verifying {f.path}::{func} ({d.code} fix) for its recorded signatures...")
-                        cache[key] = evidence_for_fix(profile, f.source, after, filename, func)
+                        cache[key] = evidence_for_fix(profile, source, after, filename, func)
                     if cache[key]:
                         evidence[id(d)] = cache[key]
                 continue  # no verify spec for this function: nothing else is run
-            after = apply_edits(f.source, d.fix.edits)
+            after = apply_edits(source, located.fix.edits)
             key = (f.path, func, after)
             if key not in cache:
                 echo(f"verifying {f.path}::{func} ({d.code} fix)...")
-                result = verify_pair(f.source, after, func, resolved.args, resolved.static, filename=filename)
+                result = verify_pair(source, after, func, resolved.args, resolved.static, filename=filename)
                 if result.verdict == "error":
                     cache[key] = f"verification failed: {result.error}"
                 else:

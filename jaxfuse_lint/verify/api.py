@@ -647,7 +647,7 @@ def config_target_matches(target: str, filename: str, func: str, project_root: s
         return False
     path = os.path.abspath(filename).replace(os.sep, "/")
     stem = module.replace(".", "/")
-    for candidate in (f"{stem}.py", f"{stem}/__init__.py"):
+    for candidate in (f"{stem}.py", f"{stem}/__init__.py", f"{stem}.ipynb"):
         if project_root:
             full = os.path.abspath(os.path.join(project_root, candidate)).replace(os.sep, "/")
             if path == full:

@@ -81,12 +81,17 @@ def _notebook_module(path: str, raw: str) -> str:
         raise VerifyError(f"{path}: not a Python notebook")
     if not nb.module.strip():
         raise VerifyError(f"{path}: the notebook has no Python code cells")
+    register_notebook(path, nb)
+    return nb.module
+
+
+def register_notebook(path: str, nb: Any) -> None:
+    """Name PATH's rows by NB's cells, and serve NB's module as PATH's source lines."""
     _NOTEBOOKS[os.path.abspath(path)] = nb
     lines = nb.module.splitlines(keepends=True)
     # mtime None: linecache.checkcache keeps the entry instead of re-reading the JSON file.
     for name in {path, os.path.abspath(path)}:
         linecache.cache[name] = (len(nb.module), None, lines, name)
-    return nb.module
 
 
 def notebook_of(filename: str) -> Any | None:
