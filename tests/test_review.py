@@ -218,54 +218,39 @@ def test_usage_errors(repo, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "not inside a git repository" in result.stderr
 
 
-def test_verify_adds_measured_evidence(tmp_path, monkeypatch):
-    pytest.importorskip("jax")
-    install_jf101_fixer(monkeypatch)
-    repo = make_repo(tmp_path / "repo", {
-        "pyproject.toml": ('[tool.jaxfuse-lint]\nselect = ["JF101"]\n\n'
-                           '[tool.jaxfuse-lint.verify]\n"pkg.model:f_sum_jax" = ["f32[131072,2]"]\n'),
-        "pkg/model.py": "import jax\n",
-    })
-    git(repo, "checkout", "-q", "-b", "feature")
-    commit(repo, {"pkg/model.py": PROOF}, "head")
-    monkeypatch.chdir(repo)
-    code, payload, stderr = run_review("--base", "main", "--verify")
-    assert code == 1, stderr
-    (c,) = [c for c in payload["comments"] if "JF101" in c["body"]]
-    m = re.search(r"Measured by `jaxfuse-lint verify`: (on CPU: .*?) \(verdict: (\w[\w ]*)\)", c["body"])
-    assert m, c["body"]
-    assert "kernel" in m.group(1) and m.group(2) in ("proved", "unchanged", "regressed", "changed results")
-    assert "**Measured**" in payload["body"] and m.group(1) in payload["body"]
-    assert "verifying pkg/model.py::f_sum_jax" in stderr
-
-
-def test_verify_measures_a_fix_in_a_notebook(tmp_path, monkeypatch):
-    pytest.importorskip("jax")
-    install_jf101_fixer(monkeypatch)
+def _proof_notebook() -> str:
+    """PROOF as a notebook: its imports (and a magic) in one cell, the functions in the next."""
     imports, rest = PROOF.split("\n\n\n", 1)
     cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
               "source": [line + "\n" for line in text.rstrip("\n").split("\n")]}
              for text in (imports + "\n%matplotlib inline", rest)]
-    notebook = json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python",
-                                                                         "display_name": "Python 3"}},
-                           "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    return json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python",
+                                                                     "display_name": "Python 3"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+@pytest.mark.parametrize("path, module", [("pkg/model.py", "pkg.model"), ("notebooks/study.ipynb", "notebooks.study")])
+def test_verify_adds_measured_evidence(tmp_path, monkeypatch, path, module):
+    pytest.importorskip("jax")
+    install_jf101_fixer(monkeypatch)
     repo = make_repo(tmp_path / "repo", {
         "pyproject.toml": ('[tool.jaxfuse-lint]\nselect = ["JF101"]\n\n'
-                           '[tool.jaxfuse-lint.verify]\n"notebooks.study:f_sum_jax" = ["f32[131072,2]"]\n'),
-        "notebooks/README.md": "notebooks\n",
+                           f'[tool.jaxfuse-lint.verify]\n"{module}:f_sum_jax" = ["f32[131072,2]"]\n'),
+        "README.md": "base\n",
     })
     git(repo, "checkout", "-q", "-b", "feature")
-    commit(repo, {"notebooks/study.ipynb": notebook}, "head")
+    commit(repo, {path: _proof_notebook() if path.endswith(".ipynb") else PROOF}, "head")
     monkeypatch.chdir(repo)
     code, payload, stderr = run_review("--base", "main", "--verify")
     assert code == 1, stderr
     (c,) = [c for c in payload["comments"] if "JF101" in c["body"]]
     m = re.search(r"Measured by `jaxfuse-lint verify`: (on CPU: .*?) \(verdict: (\w[\w ]*)\)", c["body"])
     assert m, c["body"]
-    # The notebook's cells were compiled: the figures are the proof file's own (2 kernels, 1 MiB).
+    # The code was compiled (a notebook's cells as one module): the proof file's 2 kernels, 1 MiB.
     assert "2 kernels" in m.group(1) and "1.0 MiB" in m.group(1), m.group(1)
     assert m.group(2) in ("proved", "unchanged", "regressed", "changed results")
-    assert "verifying notebooks/study.ipynb::f_sum_jax" in stderr
+    assert "**Measured**" in payload["body"] and m.group(1) in payload["body"]
+    assert f"verifying {path}::f_sum_jax" in stderr
 
 
 def test_without_a_verify_spec_nothing_is_run(repo):
