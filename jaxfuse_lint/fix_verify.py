@@ -131,8 +131,7 @@ def _verify_notebook(outcome: FixOutcome, settings: Settings, echo: Callable[[st
         return
     # Errors and source lines of the run name the original notebook's cells.
     register_notebook(outcome.filename, before)
-    starts = {cell.number: cell.start_row for cell in before.cells}
-    rows = [(d, starts.get(d.cell, 1) + d.location.row - 1) for d in outcome.fixed]
+    rows = [(d, before.module_row(d.cell, d.location.row)) for d in outcome.fixed]
     rollback = _verify_functions(before.module, after.module, outcome.filename, rows, settings, echo, profile)
     if not rollback:
         return

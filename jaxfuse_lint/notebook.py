@@ -78,6 +78,11 @@ class Notebook:
             return None
         return found, row - found.start_row + 1
 
+    def module_row(self, cell: int | None, row: int) -> int:
+        """The row of the module that is ROW of CELL (`cell_at`'s inverse)."""
+        start = next((c.start_row for c in self.cells if c.number == cell), 1)
+        return start + row - 1
+
     def locate(self, loc: Location) -> tuple[int, Location]:
         hit = self.cell_at(loc.row)
         if hit is None:

@@ -21,6 +21,8 @@ staged function's arguments: the analysis behind the trace-time hazard rules
 """
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -211,9 +213,11 @@ class Staging:
         from code that is. A concrete array fn reads from outside is then folded into that
         program as a constant; run eagerly (`vmap`, or a lax loop called outside jit), the
         array is an operand instead."""
-        if "_compiled" not in self.__dict__:
-            self._compiled = CompiledFunctions(self.model, self.model.traced.reasons)
-        return self._compiled(fn)
+        return self._compiled_functions(fn)
+
+    @functools.cached_property
+    def _compiled_functions(self) -> "CompiledFunctions":
+        return CompiledFunctions(self.model, self.model.traced.reasons)
 
     def staging_transform(self, fn: "Function") -> str | None:
         """The staging transform applied to fn directly (decorator or `jax.jit(fn)`), if any."""

@@ -18,6 +18,7 @@ import pathspec
 
 from jaxfuse_lint.config import Settings
 from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.notebook import is_notebook
 from jaxfuse_lint.report.edits import apply_edits
 from jaxfuse_lint.review.comments import ReviewComment, build_comment
 from jaxfuse_lint.review.diff import (
@@ -30,7 +31,6 @@ from jaxfuse_lint.review.diff import (
     resolve_commit,
 )
 
-from jaxfuse_lint.notebook import is_notebook
 from jaxfuse_lint.discovery import is_source  # `include`: notebooks too (review/notebooks.py)
 
 

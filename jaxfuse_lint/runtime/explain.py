@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from jaxfuse_lint.runtime.attribution import Attribution, KernelAccount, LineAccount, attribute_compiled
 from jaxfuse_lint.verify.errors import VerifyError
+from jaxfuse_lint.verify.loader import cell_row, source_row  # a notebook's rows, named by cell
 from jaxfuse_lint.verify.report import format_bytes
 
 LABEL_WIDTH = 72  # characters of a source line shown in a kernel's label
@@ -175,7 +176,7 @@ class Explanation:
     def _short_key(self, key: str) -> str:
         file, _, number = key.rpartition(":")
         if not _same_file(file, self.file):
-            return f"{os.path.basename(file)}:{row_label(file, int(number))}"
+            return f"{os.path.basename(file)}:{source_row(file, int(number))}"
         found = cell_row(file, int(number))
         if found is not None and found[0] != self.focus_cell():
             return f"cell {found[0]}:L{found[1]}"
@@ -352,19 +353,6 @@ def describe_arg(value: Any) -> str:
 # --- rendering -------------------------------------------------------------------------------
 
 
-def cell_row(file: str, number: int) -> tuple[int, int] | None:
-    """(cell, row in cell) when FILE is a notebook the loader read; else None."""
-    from jaxfuse_lint.verify.loader import cell_row as loader_cell_row
-
-    return loader_cell_row(file, number)
-
-
-def row_label(file: str, number: int) -> str:
-    """`12`, or `cell 3:4` for a row of a notebook's module."""
-    found = cell_row(file, number)
-    return f"cell {found[0]}:{found[1]}" if found else str(number)
-
-
 def _display_path(path: str) -> str:
     try:
         rel = os.path.relpath(path)
@@ -395,7 +383,7 @@ def render_text(explanation: Explanation) -> str:
     if others:
         out += ["", "Lines it calls into:"]
         for acc in others:
-            where = f"{_display_path(acc.file)}:{row_label(acc.file, acc.line)}"
+            where = f"{_display_path(acc.file)}:{source_row(acc.file, acc.line)}"
             kernels = " ".join(ids[k] for k in acc.kernels)
             extra = []
             if acc.temp_bytes:
@@ -468,7 +456,7 @@ def render_html_fragment(explanation: Explanation, *, svg: str | None = None) ->
             f"<th style=\"{cell}\">{h}</th>" for h in ("Where", "Kernels", "Temp", "Const", "Source")) + "</tr>")
         for acc in others:
             parts.append("<tr>" + "".join(f"<td style=\"{cell}\">{esc(str(v))}</td>" for v in (
-                f"{_display_path(acc.file)}:{row_label(acc.file, acc.line)} {acc.function}",
+                f"{_display_path(acc.file)}:{source_row(acc.file, acc.line)} {acc.function}",
                 " ".join(ids[k] for k in acc.kernels),
                 format_bytes(acc.temp_bytes) if acc.temp_bytes else "",
                 format_bytes(acc.constant_bytes) if acc.constant_bytes else "", acc.text)) + "</tr>")
