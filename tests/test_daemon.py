@@ -337,3 +337,43 @@ def test_a_daemon_that_cannot_start_the_run_leaves_it_to_the_client(socket_dir, 
     finally:
         thread.join(10)
         listener.close()
+
+
+def test_a_ctrl_c_before_the_run_has_started_reaches_it(socket_dir, monkeypatch):
+    """Ctrl-C between sending the request and the `pid` line is kept and delivered once the
+    run is known (it used to be dropped, and the run went on)."""
+    import socket
+    import threading
+
+    monkeypatch.setenv(daemon.ENV_DIR, str(socket_dir))
+    monkeypatch.setenv(daemon.ENV_MODE, "")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(daemon.socket_path(str(socket_dir)))
+    listener.listen(1)
+    original = signal.getsignal(signal.SIGINT)
+    ran: dict[str, int] = {}
+
+    def serve():
+        conn, _ = listener.accept()
+        _data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+        for fd in fds:
+            os.close(fd)
+        deadline = time.monotonic() + 30
+        while signal.getsignal(signal.SIGINT) is original and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the client passes signals on
+        os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, before any `pid` line
+        time.sleep(0.2)
+        run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        conn.sendall(b"pid %d\n" % run.pid)
+        ran["code"] = run.wait(timeout=30)
+        conn.sendall(b"exit 130\n")
+        conn.close()
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        assert daemon.forward(["check", "-"]) == 130
+    finally:
+        thread.join(40)
+        listener.close()
+    assert ran["code"] != 0  # the run was interrupted, not left to sleep out its minute

@@ -185,20 +185,30 @@ def _run_remotely(sock, argv: list[str]) -> int | None:
         return None  # a closed standard stream, say: nothing has started, so run here
     replies = sock.makefile("rb")
     child = None
+    # Signals that came before the run said its pid (a Ctrl-C right after Enter): delivered
+    # as soon as it does, so none is lost.
+    pending: list[int] = []
+
+    def deliver(signum: int) -> None:
+        try:
+            os.kill(child, signum)
+        except OSError:
+            pass
 
     def pass_on(signum, frame):
-        if child is not None:
-            try:
-                os.kill(child, signum)
-            except OSError:
-                pass
+        if child is None:
+            pending.append(signum)
+        else:
+            deliver(signum)
 
     previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         for line in replies:
             word, _, value = line.decode().strip().partition(" ")
             if word == "pid":
-                child = int(value)
+                child = int(value)  # the run handles signals before it sends this line
+                for signum in pending:
+                    deliver(signum)
             elif word == "exit":
                 return int(value)
     except (OSError, ValueError):
@@ -207,6 +217,8 @@ def _run_remotely(sock, argv: list[str]) -> int | None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if child is None:
+        if pending:  # interrupted before anything ran: not a reason to run it here instead
+            return 128 + pending[0]
         return None  # the daemon could not start the run (out of processes, say): nothing ran yet
     print(f"jaxfuse-lint: error: the daemon's run (pid {child}) ended without an exit status; "
           f"run with {ENV_MODE}=0 to check locally", file=sys.stderr)
