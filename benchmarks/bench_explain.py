@@ -43,7 +43,7 @@ def _load(file: str, func: str):
 def measure_case(file: str, func: str, specs: list[str]) -> dict[str, float]:
     import jax
 
-    from jaxfuse_lint.runtime.attribution import attribute_compiled, compile_with_buffer_assignment
+    from jaxfuse_lint.verify.attribution import attribute_compiled, compile_with_buffer_assignment
     from jaxfuse_lint.runtime.explain import explain_function
     from jaxfuse_lint.verify.shapes import parse_arg_spec
 

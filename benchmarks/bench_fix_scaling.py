@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fixture", default=str(ROOT / "fixtures" / "JF201" / "fix_numpy.py"))
     parser.add_argument("--copies", default="6,12,24")
     args = parser.parse_args(argv)
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.engine.pipeline import check_source
 
     settings = Settings()
     source = Path(args.fixture).read_text()

@@ -95,7 +95,7 @@ def corpus_from_directory(src: Path, dest: Path) -> Corpus:
 def leaf_file(corpus: Corpus) -> Path | None:
     """A middle-sized module that mentions JAX and that no other file of the corpus imports."""
     sys.path.insert(0, str(ROOT))
-    from jaxfuse_lint.project import ModuleNamer, ProjectFile, ProjectIndex, prescan
+    from jaxfuse_lint.project.index import ModuleNamer, ProjectFile, ProjectIndex, prescan
 
     namer = ModuleNamer()
     pfiles = []
@@ -198,7 +198,7 @@ def tool_copy(work: Path) -> Path:
     """A snapshot of the tool's own source: the cache key includes the tool's files, so a
     checkout edited during the run must not turn the warm run into a cold one."""
     dest = work / "tool"
-    for name in ("jaxfuse_lint", "codemods"):
+    for name in ("jaxfuse_lint",):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     # Installed, the tool's modules are byte-compiled (pip does it); timed runs must not
     # compile ~200 modules from source every time.
@@ -367,8 +367,8 @@ def measure_memory(corpus: Corpus, work: Path) -> list[tuple[int, int, float, fl
 
 
 def _memory_probe(listing: str) -> None:
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.runner import check_files
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.run.runner import check_files
 
     files = [Path(p) for p in Path(listing).read_text().split("\n") if p]
     check_files(files, Settings(), jobs=1)
@@ -378,8 +378,8 @@ def _memory_probe(listing: str) -> None:
 
 
 def _stats_probe(listing: str, jobs: str) -> None:
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.runner import check_files
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.run.runner import check_files
 
     files = [Path(p) for p in Path(listing).read_text().split("\n") if p]
     run = check_files(files, Settings(), jobs=int(jobs))

@@ -155,9 +155,9 @@ def floors(path: Path, repeat: int = 5) -> dict[str, float]:
     """Median seconds of `check_source` on edited texts: with a full parse, and with the
     incremental parser after the previous version (per kind of edit)."""
     sys.path.insert(0, str(ROOT))
-    from jaxfuse_lint.config import load_settings
-    from jaxfuse_lint.engine import check_source
-    from jaxfuse_lint.reparse import IncrementalParser
+    from jaxfuse_lint.core.config import load_settings
+    from jaxfuse_lint.engine.pipeline import check_source
+    from jaxfuse_lint.parse.reparse import IncrementalParser
 
     text = path.read_text(encoding="utf-8")
     settings = load_settings(None, start=str(path.parent))

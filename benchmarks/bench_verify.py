@@ -56,8 +56,8 @@ def plain_compile_seconds(source: str, filename: str, func: str, specs, static) 
 def fixed_source(file: str, source: str) -> tuple[str, float, str]:
     """The fixed text, the seconds the engine took, and where the text came from."""
     try:
-        from jaxfuse_lint.config import load_settings
-        from jaxfuse_lint.engine import fix_source
+        from jaxfuse_lint.core.config import load_settings
+        from jaxfuse_lint.engine.pipeline import fix_source
 
         settings = load_settings(None, start=str(PROOFS / file))
         t0 = time.perf_counter()

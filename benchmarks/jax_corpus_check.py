@@ -65,10 +65,10 @@ class Report:
 def check_corpus(source_parent: Path, rel_files: list[Path], workdir: Path, *, jobs: int | None = None,
                  unsafe: bool = False) -> Report:
     """Copy the files (keeping package paths) into workdir, check, fix, fix again."""
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.fixes import is_valid_python
-    from jaxfuse_lint.runner import check_files, fix_files
-    from jaxfuse_lint.writer import write_atomic
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.codemods.plan import is_valid_python
+    from jaxfuse_lint.run.runner import check_files, fix_files
+    from jaxfuse_lint.core.writer import write_atomic
 
     for rel in rel_files:
         dest = workdir / rel

@@ -68,7 +68,7 @@ def find_proofs(folder: Path = PROOFS) -> list[Proof]:
 def run_proof(proof: Proof, repeat: int, target: str | None = None, gpu: str | None = None):
     """The VerifyResult of the proof's command with `--time --repeat REPEAT`, run from the repository root,
     compiled for `target`/`gpu` (None: the proof's own options, else the configuration's)."""
-    from jaxfuse_lint.verify.command import run_verify, verify_command
+    from jaxfuse_lint.cli.verify import run_verify, verify_command
 
     ctx = verify_command.make_context("verify", [*proof.argv, "--time", "--repeat", str(repeat)])
     p = ctx.params
@@ -96,7 +96,7 @@ def cell(result, key: str) -> str:
 
 def table(proofs: list[Proof], repeat: int, echo=lambda line: None, target: str | None = None,
           gpu: str | None = None) -> str:
-    from jaxfuse_lint.config import load_settings, with_cli_overrides
+    from jaxfuse_lint.core.config import load_settings, with_cli_overrides
     from jaxfuse_lint.verify.api import environment
     from jaxfuse_lint.verify.backend import for_settings, import_jax, label
 

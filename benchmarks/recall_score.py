@@ -19,8 +19,8 @@ CORPUS = Path(__file__).resolve().parent / "recall"
 
 def score(corpus: Path = CORPUS, codes: tuple[str, ...] = ("JF4",)) -> dict:
     """{"tp", "fp", "fn": [(file, row, code)], "per_code": {code: Counter}}."""
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.engine.pipeline import check_source
 
     settings = replace(Settings(), select=codes)
     must, may, found = set(), set(), set()

@@ -501,10 +501,9 @@ def fetch_repo(repo: Repo, tree: Path) -> None:
 def _linter_commit(code: Path = ROOT) -> str:
     """The last commit of checkout CODE that changed the linter (with `+changes` when its files differ
     from it in the working tree), for the doc's tables."""
-    head = subprocess.run(["git", "-C", str(code), "log", "-1", "--format=%h", "--abbrev=12", "--", "jaxfuse_lint",
-                           "codemods"], capture_output=True, text=True)
+    head = subprocess.run(["git", "-C", str(code), "log", "-1", "--format=%h", "--abbrev=12", "--", "jaxfuse_lint"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(code), "status", "--porcelain", "--untracked-files=no", "--",
-                            "jaxfuse_lint", "codemods"], capture_output=True, text=True)
+                            "jaxfuse_lint"], capture_output=True, text=True)
     return (head.stdout.strip() or "unknown") + ("+changes" if dirty.stdout.strip() else "")
 
 

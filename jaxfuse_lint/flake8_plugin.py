@@ -15,12 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
-from jaxfuse_lint import __version__
+from jaxfuse_lint.core.version import __version__
 
 
 @lru_cache(maxsize=64)
 def _settings_for(directory: str):
-    from jaxfuse_lint.config import ConfigError, Settings, load_settings
+    from jaxfuse_lint.core.config import ConfigError, Settings, load_settings
 
     try:
         settings = load_settings(None, start=directory)
@@ -39,7 +39,7 @@ class JaxFusePlugin:
         self.lines = lines or []
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from jaxfuse_lint.engine import check_source
+        from jaxfuse_lint.engine.pipeline import check_source
 
         directory = str(Path(self.filename).resolve().parent) if self.filename not in ("stdin", "-") else "."
         settings = _settings_for(directory)

@@ -26,7 +26,7 @@ def main() -> None:
     code = forward(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    from jaxfuse_lint.cli import main as run_here
+    from jaxfuse_lint.cli.main import main as run_here
 
     run_here()
 

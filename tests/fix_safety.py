@@ -22,9 +22,9 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.diagnostics import Applicability
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 DTYPES = ("bool", "int8", "int16", "int32", "uint8", "uint32", "float16", "bfloat16", "float32", "complex64")
 JAXTYPING = {"bool": "Bool", "int8": "Int8", "int16": "Int16", "int32": "Int32", "uint8": "UInt8",

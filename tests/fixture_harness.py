@@ -22,8 +22,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from jaxfuse_lint.config import Settings, load_settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings, load_settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 UPDATE = os.environ.get("JAXFUSE_UPDATE_FIXTURES") == "1"

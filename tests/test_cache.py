@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.cache import Cache, default_directory
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.run.cache import Cache, default_directory
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from jaxfuse_lint.run.runner import check_files
 
 ROOT = Path(__file__).resolve().parent.parent
 CROSS = ROOT / "fixtures" / "cross_module"
@@ -137,7 +137,7 @@ def test_cache_directory_layout(tree):
 
 def test_other_versions_caches_go_when_unused_for_a_day(tree):
     """An upgrade (or an edited checkout) starts a new folder; the old ones must not pile up."""
-    from jaxfuse_lint.cache import MARKER, PRUNE_AFTER_S, tool_fingerprint
+    from jaxfuse_lint.run.cache import MARKER, PRUNE_AFTER_S, tool_fingerprint
 
     root = tree / "cache"
     stale, recent, other = root / ("a" * 16), root / ("b" * 16), root / "notes"

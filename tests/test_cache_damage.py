@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.run.runner import check_files
 from tests.test_cache import files, settings, summary, tree  # noqa: F401
 
 
@@ -92,7 +92,7 @@ def test_a_read_only_cache_gives_results_and_at_most_one_line(tree):  # noqa: F8
 
 
 def test_a_cache_deleted_during_the_run(tree, monkeypatch):  # noqa: F811
-    from jaxfuse_lint.cache import Cache
+    from jaxfuse_lint.run.cache import Cache
 
     s = settings(tree)
     cold = check_files(files(tree), s, jobs=1, use_cache=True)

@@ -115,7 +115,7 @@ def test_check_never_imports_jax(project):
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from jaxfuse_lint.cli import cli\n"
+        "from jaxfuse_lint.cli.main import cli\n"
         f"r = CliRunner().invoke(cli, ['check', '--output-format', 'json', {str(project)!r}])\n"
         "assert r.exit_code == 1, r.output\n"
         "assert 'jax' not in sys.modules, 'check imported jax'\n"

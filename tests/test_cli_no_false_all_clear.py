@@ -337,7 +337,7 @@ def test_misspelt_key_gets_a_suggestion(project):
 def test_known_keys_follow_the_settings_dataclass():
     from dataclasses import fields
 
-    from jaxfuse_lint.config import Settings, known_keys
+    from jaxfuse_lint.core.config import Settings, known_keys
 
     keys = known_keys()
     for f in fields(Settings):
@@ -403,8 +403,8 @@ def test_bare_name_excludes_match_as_pathspec_does():
     import random
     from dataclasses import replace
 
-    from jaxfuse_lint.config import DEFAULT_EXCLUDE, Settings
-    from jaxfuse_lint.discovery import _Excluder, _plain_names, _suffixes
+    from jaxfuse_lint.core.config import DEFAULT_EXCLUDE, Settings
+    from jaxfuse_lint.discover.files import _Excluder, _plain_names, _suffixes
 
     settings = replace(Settings(), extend_exclude=("out/", "notes.txt"))
     root = Path("/nonexistent-root")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -1,6 +1,6 @@
 """The fixes pay off: the fusion notebook's examples, fixed by `fix_source`, compiled on CPU.
 
-Each test applies the rule's fix with `jaxfuse_lint.engine.fix_source`, compiles the
+Each test applies the rule's fix with `jaxfuse_lint.engine.pipeline.fix_source`, compiles the
 function before and after with `jax.jit(f).lower(...).compile()`, and asserts the
 drop it measured: fewer kernels (top-level instructions of the optimized HLO that
 launch work), fewer temporary bytes (`memory_analysis().temp_size_in_bytes`), fewer
@@ -24,8 +24,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import fix_source
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.diagnostics import Applicability
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 HEADER = "import jax\nimport jax.numpy as jnp\n\n\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.config import ConfigError, Settings, load_settings
+from jaxfuse_lint.core.config import ConfigError, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,7 +121,7 @@ def test_other_files_keep_every_rule(tmp_path, relative):
 
 
 def test_default_test_ignores_are_shown_and_extended_not_replaced_by_extend(tmp_path):
-    from jaxfuse_lint.config import DEFAULT_PER_FILE_IGNORES
+    from jaxfuse_lint.core.config import DEFAULT_PER_FILE_IGNORES
 
     (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint.extend-per-file-ignores]\n"scripts/*" = ["JF3"]\n')
     s = load_settings(tmp_path / "pyproject.toml")

@@ -13,10 +13,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.project import (
+from jaxfuse_lint.project.index import (
     ModuleNamer,
     ProjectFile,
     ProjectIndex,
@@ -26,7 +26,7 @@ from jaxfuse_lint.project import (
     prescan,
     summarize,
 )
-from jaxfuse_lint.runner import check_files, fix_files
+from jaxfuse_lint.run.runner import check_files, fix_files
 from tests.fixture_harness import UPDATE
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "cross_module"

@@ -139,7 +139,7 @@ def test_a_folder_others_can_enter_is_not_used(socket_dir, monkeypatch):
 
 
 def test_the_socket_is_named_after_the_tools_code_and_interpreter(monkeypatch, socket_dir):
-    from jaxfuse_lint import fingerprint
+    from jaxfuse_lint.core import fingerprint
 
     first = daemon.socket_path(str(socket_dir))
     assert fingerprint.source_fingerprint() in os.path.basename(first)

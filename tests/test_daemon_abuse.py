@@ -43,7 +43,7 @@ def test_requests_that_are_not_requests_do_not_stop_it(running, socket_dir, proj
     idle = socket.socket(socket.AF_UNIX)
     idle.connect(path)
     try:
-        from jaxfuse_lint.daemon.command import _refused
+        from jaxfuse_lint.cli.daemon import _refused
 
         assert not _refused(path)
     finally:

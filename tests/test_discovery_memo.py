@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import jaxfuse_lint.discovery as discovery
-from jaxfuse_lint.cache import Cache
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.discovery import discover_files
+import jaxfuse_lint.discover.files as discovery
+from jaxfuse_lint.run.cache import Cache
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.discover.files import discover_files
 
 AN_HOUR = 3600 * 10**9
 
@@ -34,7 +34,7 @@ def age(root: Path) -> None:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)  # the racy window has its own test
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)  # the racy window has its own test
     root = tmp_path / "proj"
     (root / ".git").mkdir(parents=True)
     (root / "pkg" / "sub").mkdir(parents=True)
@@ -141,7 +141,7 @@ def test_a_damaged_memo_is_a_miss(project):
 
 
 def test_a_tree_changed_within_the_racy_window_is_not_remembered(project, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 2 * 10**9)
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 2 * 10**9)
     (project / "pkg" / "new.py").write_text("")  # its folder's time is now
     found(project)
     assert walks(project) == []

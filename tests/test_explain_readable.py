@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.runtime.attribution import Attribution, KernelAccount, LineAccount
+from jaxfuse_lint.verify.attribution import Attribution, KernelAccount, LineAccount
 from jaxfuse_lint.runtime.explain import Explanation, kernel_list, render_text, user_file
 
 MODULE = '''import jax.numpy as jnp
@@ -98,7 +98,7 @@ def test_a_helper_recorded_inside_an_entry_is_explained_from_that_entrys_account
                "entries": [{"file": "model.py", "qualname": "step", "line": 8,
                             "compilations": [{"where": "test_model.py::test_step", "costs": attribution.to_json()}]}]}
     (tmp_path / "profile.json").write_text(json.dumps(profile))
-    from jaxfuse_lint.cli import cli
+    from jaxfuse_lint.cli.main import cli
 
     result = CliRunner().invoke(cli, ["explain", "--profile", "profile.json", "model.py::helper"])
     assert result.exit_code == 0, result.output

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.cli import cli
+from jaxfuse_lint.cli.main import cli
 from tests.test_codemods_numerics import assert_same, changed_functions, load_module, run
 
 ROOT = Path(__file__).resolve().parent.parent

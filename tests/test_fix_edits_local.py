@@ -9,10 +9,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import Analysis
-from jaxfuse_lint.fixes import plan_to_fix
-from jaxfuse_lint.report.edits import apply_edits
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import Analysis
+from jaxfuse_lint.codemods.plan import plan_to_fix
+from jaxfuse_lint.core.edits import apply_edits
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted(p for p in (ROOT / "fixtures").glob("JF*/*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
@@ -47,7 +47,7 @@ def test_edits_of_a_fix_in_a_long_file_come_from_its_own_statement():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_fix_scaling import grown
 
-    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.engine.pipeline import check_source
 
     text = grown((ROOT / "fixtures" / "JF201" / "fix_numpy.py").read_text(), 6)
     result = check_source(text, "grown.py", Settings())

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 from tests.fixture_harness import input_files, rule_settings
 
 CASES = [p for p in input_files() if p.parent.name != "JF000"]

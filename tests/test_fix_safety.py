@@ -108,7 +108,7 @@ def test_issue_15_examples_are_fixed_safely_and_keep_counts(body, dtype):
 
 def check_case_source(body: str) -> str:
     from tests.fix_safety import HEADER, settings_for
-    from jaxfuse_lint.engine import fix_source
+    from jaxfuse_lint.engine.pipeline import fix_source
 
     return fix_source(HEADER + body, "case.py", settings_for("JF101")).source
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fixture_harness import UPDATE, diagnostics_text, fixed_text, input_files, rule_settings
-from jaxfuse_lint.engine import fix_source
+from jaxfuse_lint.engine.pipeline import fix_source
 
 CASES = input_files()
 

@@ -48,7 +48,7 @@ def _variants(specs: list[str], rng):
 
 @pytest.mark.parametrize("code,name,unsafe", CASES, ids=[f"{c}/{n}{'-unsafe' if u else ''}" for c, n, u in CASES])
 def test_fixed_functions_agree_on_nan_and_size_one_inputs(code, name, unsafe, tmp_path):
-    from jaxfuse_lint.engine import fix_source
+    from jaxfuse_lint.engine.pipeline import fix_source
     from tests.fixture_harness import rule_settings
 
     src = FIXTURES / code / name
@@ -120,7 +120,7 @@ def passed(x, k):
 
 def test_jf207_a_captured_jax_array_is_a_folded_constant():
     """The figure on JF207's page: 256 KiB of folded constants captured, none passed."""
-    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.engine.pipeline import check_source
     from tests.fixture_harness import rule_settings
     from tests.test_codemods_proofs import folded_constant_bytes
 

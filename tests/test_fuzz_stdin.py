@@ -7,8 +7,8 @@ import os
 
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "20"))
 OPENERS = ["(", "[", "{", "-", "not ", "lambda: ", "await ", "~", "+", "2**", "a.", "f(", "1 if y else "]

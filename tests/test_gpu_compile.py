@@ -38,7 +38,7 @@ exact = pytest.mark.skipif(not MEASURED, reason="figures measured with jax 0.10.
 
 
 def verify(*args: str) -> dict:
-    from jaxfuse_lint.verify.command import verify_command
+    from jaxfuse_lint.cli.verify import verify_command
 
     result = CliRunner().invoke(verify_command, [*args, "--output-format", "json"], catch_exceptions=False)
     return json.loads(result.stdout)
@@ -80,7 +80,7 @@ def test_the_loop_input_pair_proves_its_temporary_drop_on_the_gpu():
 
 @needs_xla_gpu
 def test_text_report_names_the_gpu_model_and_deviceless_compilation():
-    from jaxfuse_lint.verify.command import verify_command
+    from jaxfuse_lint.cli.verify import verify_command
 
     out = CliRunner().invoke(verify_command, [f"{CCCL}::sum_last", "--against", f"{CCCL}::explicit_terms",
                                               "--arg", "f32[1000,2]"], catch_exceptions=False).stdout
@@ -93,7 +93,7 @@ def test_text_report_names_the_gpu_model_and_deviceless_compilation():
 @needs_xla_gpu
 @exact
 def test_explain_attributes_the_512_kib_gpu_temporary_to_the_sum_line():
-    from jaxfuse_lint.runtime.explain_command import explain_command
+    from jaxfuse_lint.cli.explain import explain_command
 
     result = CliRunner().invoke(explain_command, [f"{SUM}::f_sum_jax", "--arg", "f32[131072,2]", "--target", "gpu",
                                                   "--output-format", "json"], catch_exceptions=False)
@@ -191,8 +191,8 @@ def test_without_the_plugin_a_gpu_target_says_what_stood_in_and_how_to_get_xla_g
 
 
 def test_stand_in_evidence_never_rolls_back_a_fix_for_the_gpu(no_gpu_compiler):
-    from jaxfuse_lint.config import Settings, VerifySpec
-    from jaxfuse_lint.fix_verify import _verify_functions
+    from jaxfuse_lint.core.config import Settings, VerifySpec
+    from jaxfuse_lint.cli.fix_verify import _verify_functions
 
     original = GPU_PROJECT["cccl.py"]
     fixed = original.replace("return x.sum(-1) * 2.0 + 1.0", "return (x[..., 0] + x[..., 1]) * 2.0 + 1.0")
@@ -215,7 +215,7 @@ def test_the_cpu_target_compiles_with_xla_cpu():
 
 
 def test_gpu_setting_is_validated():
-    from jaxfuse_lint.config import ConfigError, settings_from_table
+    from jaxfuse_lint.core.config import ConfigError, settings_from_table
 
     assert settings_from_table({"gpu": "A100"}, "pyproject.toml", ".").gpu == "a100"
     with pytest.raises(ConfigError, match="`gpu` must be one of a100, a6000, h100 or the path"):
@@ -244,7 +244,7 @@ def test_a_tpu_target_without_a_tpu_says_xla_cpu_stood_in():
 
 @needs_xla_gpu
 def test_review_verify_quotes_the_gpu_evidence(tmp_path, monkeypatch):
-    from jaxfuse_lint.review.command import review_command
+    from jaxfuse_lint.cli.review import review_command
 
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\nselect = ["JF101"]\n\n[tool.jaxfuse-lint.verify]\n'

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.cli import cli
+from jaxfuse_lint.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.ones(3)\n"
@@ -113,8 +113,8 @@ def test_fix_keeps_extended_attributes(tmp_path):
 def test_cache_dir_never_deletes_or_marks_a_folder_the_tool_did_not_create(tmp_path):
     from dataclasses import replace
 
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.runner import check_files
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.run.runner import check_files
 
     home = tmp_path / "home"  # a user's folder that a pyproject names as `cache-dir`
     precious = home / ("0123456789abcdef")
@@ -149,7 +149,7 @@ DEEP = {
 _STDIN_RUNS = """
 import json, sys
 from click.testing import CliRunner
-from jaxfuse_lint.cli import cli
+from jaxfuse_lint.cli.main import cli
 from tests.test_hardening import DEEP
 out = {}
 for what, data in sorted(DEEP.items()):
@@ -247,7 +247,7 @@ def test_an_invalid_glob_is_a_configuration_error(tmp_path, key):
 
 
 def test_valid_globs_with_brackets_are_accepted():
-    from jaxfuse_lint.config import check_globs
+    from jaxfuse_lint.core.config import check_globs
 
     patterns = ("*.py", "[]a]*.py", "[!x]y", r"\[literal", "a[-]b")
     assert check_globs(patterns, "x") == patterns

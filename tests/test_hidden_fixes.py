@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.cli import cli
+from jaxfuse_lint.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_full_output_shows_the_title_then_the_reason(only_unsafe):
 
 
 def test_split_of_a_codemod_message():
-    from jaxfuse_lint.diagnostics import split_fix_message
+    from jaxfuse_lint.core.diagnostics import split_fix_message
 
     assert split_fix_message("Do it; because `a; b` matters; and more") == ("Do it", "because `a; b` matters; and more")
     assert split_fix_message("Use `x; y` here") == ("Use `x; y` here", "")

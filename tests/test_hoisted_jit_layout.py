@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import fix_source
 
 CRAMPED = '''import jax
 

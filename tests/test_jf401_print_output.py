@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

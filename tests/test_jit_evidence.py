@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
 
 
 def messages(src: str, code: str) -> list[str]:

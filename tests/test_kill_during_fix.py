@@ -33,8 +33,8 @@ def _tree(root: Path) -> Path:
 
 
 def test_kill_during_fix_leaves_every_file_original_or_fixed(tmp_path):
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.engine import fix_source
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.engine.pipeline import fix_source
 
     fixed = fix_source(SOURCE, "m.py", Settings(), unsafe=True).source
     assert fixed != SOURCE

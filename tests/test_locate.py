@@ -7,7 +7,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.locate import Locator
+from jaxfuse_lint.parse.locate import Locator
 from jaxfuse_lint.model import SemanticModel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,8 +3,8 @@
 `from jax import jit`."""
 from dataclasses import replace
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.model.names import as_written, canonical_short
 import libcst as cst
 

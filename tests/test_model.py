@@ -24,7 +24,7 @@ def traced_names(model):
 
 
 def line_of(model):
-    from jaxfuse_lint.locate import Locator
+    from jaxfuse_lint.parse.locate import Locator
 
     nodes = [r.node for rs in model.traced.reasons.values() for r in rs]
     loc = Locator(model.module, nodes)

@@ -1,8 +1,8 @@
 """Suppression: line, code-specific, file-level; strings that look like noqa do not count."""
 from __future__ import annotations
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
 
 HEAD = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n"
 

@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
-from jaxfuse_lint.ipython_syntax import mask_lines
-from jaxfuse_lint.notebook import NotebookError, dump_like, read
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from jaxfuse_lint.parse.ipython_syntax import mask_lines
+from jaxfuse_lint.parse.notebook import NotebookError, dump_like, read
 from jaxfuse_lint.report.notebooks import unified_diff
-from jaxfuse_lint.lines import split_lines
+from jaxfuse_lint.core.lines import split_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 FUSION = ROOT / "fixtures" / "notebooks" / "fusion_examples.ipynb"
@@ -203,7 +203,7 @@ def test_fix_into_a_cell_without_a_final_newline_adds_none(tmp_path):
     source = json.loads(outcome.source)["cells"][0]["source"]
     assert not source[-1].endswith("\n") and "jnp.sum" not in "".join(source)
     # The per-cell edit of the check, applied to the cell, gives the same text.
-    from jaxfuse_lint.report.edits import apply_edits
+    from jaxfuse_lint.core.edits import apply_edits
 
     d = check_source(text, "nb.ipynb", Settings()).diagnostics[0]
     assert d.cell == 1 and all(e.cell == 1 for e in d.fix.edits)
@@ -382,7 +382,7 @@ def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
 
     from click.testing import CliRunner
 
-    from jaxfuse_lint.cli import cli
+    from jaxfuse_lint.cli.main import cli
 
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert all("jupyter" in h["types_or"] for h in hooks.values())  # pre-commit's tag for .ipynb

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
+from jaxfuse_lint.run.runner import check_files
 
 HELPER = '''
 import jax.numpy as jnp

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import jaxfuse_lint.runner as runner
-from jaxfuse_lint.cli import cli
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.runner import check_files, fix_files
+import jaxfuse_lint.run.runner as runner
+from jaxfuse_lint.cli.main import cli
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.run.runner import check_files, fix_files
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the monkeypatches reach workers through fork")
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint import progress
-from jaxfuse_lint.cli import cli
-from jaxfuse_lint.progress import Progress
+from jaxfuse_lint.run import progress
+from jaxfuse_lint.cli.main import cli
+from jaxfuse_lint.run.progress import Progress
 
 
 def runner() -> CliRunner:

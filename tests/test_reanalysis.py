@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.run.runner import check_files
 
 # a and b import each other; each has a finding with a fix, and neither traces the other.
 A = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.reparse import IncrementalParser
+from jaxfuse_lint.parse.reparse import IncrementalParser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +56,7 @@ REAL_FILES = [
     ROOT / "jaxfuse_lint" / "runner.py",
     ROOT / "jaxfuse_lint" / "model" / "staging.py",
     ROOT / "fixtures" / "JF201" / "positives.py",
-    ROOT / "codemods" / "jf203_recompute_in_loop.py",
+    ROOT / "jaxfuse_lint" / "codemods" / "jf203_recompute_in_loop.py",
 ]
 
 SNIPPETS = ["x", " ", "\n", "\n\n", "# note\n", "    # indented\n", "(", ")", "'", '"""', ":", "\t",

@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.diagnostics import Applicability, Location
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Applicability, Location
+from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.report import FORMATS, ReportContext, render
 from jaxfuse_lint.rules import all_rules
 from tests.test_review_support import FIX_MESSAGE, install_jf101_fixer
@@ -74,7 +74,7 @@ def text_of(source: str, start_line: int, start_col: int, end_line: int, end_col
 
 
 def test_every_format_is_registered_and_selectable():
-    from jaxfuse_lint.cli import check_command
+    from jaxfuse_lint.cli.main import check_command
 
     option = next(p for p in check_command.params if p.name == "output_format")
     for name in ("concise", "full", "json", "json-lines", "sarif", "github", "gitlab", "rdjson"):

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import libcst as cst
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.return_shapes import PREFIX, shape_from_json, shape_to_json
-from jaxfuse_lint.project import import_spellings
+from jaxfuse_lint.project.index import import_spellings
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.project import Summary, build_project, summarize
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.project.index import Summary, build_project, summarize
+from jaxfuse_lint.run.runner import check_files
 
 PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "cross_module" / "_return_shapes"
 EXPECTED = {("step.py", 11, "JF101"), ("step.py", 17, "JF104")}

@@ -20,7 +20,7 @@ from tests.test_review_support import FIX_MESSAGE, commit, git, install_jf101_fi
 
 pytest.importorskip("unidiff")
 
-from jaxfuse_lint.review.command import review_command  # noqa: E402
+from jaxfuse_lint.cli.review import review_command  # noqa: E402
 
 BASE_MODEL = '''import jax
 import jax.numpy as jnp

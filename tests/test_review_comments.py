@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
-from jaxfuse_lint.report.edits import apply_edits, replaced_lines, split_lines
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
+from jaxfuse_lint.core.edits import apply_edits, replaced_lines, split_lines
 from jaxfuse_lint.review.comments import build_comment, fence
 from jaxfuse_lint.review.diff import ChangedFile, parse_diff, unquote_git_path
 

@@ -53,7 +53,7 @@ def test_hook_manifest_has_what_pre_commit_requires():
 
 
 def _run_hook(hook_id: str, files: list[Path]):
-    from jaxfuse_lint.cli import cli
+    from jaxfuse_lint.cli.main import cli
 
     args = shlex.split(hooks()[hook_id]["entry"])[1:] + [str(f) for f in files]
     return CliRunner().invoke(cli, args + ["--no-cache"])
@@ -86,7 +86,7 @@ def test_fix_hook_rewrites_the_file(tmp_path, monkeypatch):
 
 
 def test_example_workflow_runs_review_and_posts_with_gh():
-    from jaxfuse_lint.review.command import review_command
+    from jaxfuse_lint.cli.review import review_command
 
     text = (ROOT / "examples" / "github-review.yml").read_text()
     workflow = yaml.safe_load(text)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from jaxfuse_lint.diagnostics import Applicability
-from jaxfuse_lint.fixes import FixPlan, ImportSpec
+from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 
 FIX_MESSAGE = "Write the 2-wide reduction as explicit terms"
 

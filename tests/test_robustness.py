@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from jaxfuse_lint.cli import cli
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.fixes import is_valid_python
-from jaxfuse_lint.runner import _Task, analyse, check_files, fix_files
+from jaxfuse_lint.cli.main import cli
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.codemods.plan import is_valid_python
+from jaxfuse_lint.run.runner import _Task, analyse, check_files, fix_files
 
 ROOT = Path(__file__).resolve().parent.parent
 

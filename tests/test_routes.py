@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.config import ConfigError, settings_from_table
+from jaxfuse_lint.core.config import ConfigError, settings_from_table
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model import api
 from jaxfuse_lint.model.routes import ROUTES
@@ -297,8 +297,8 @@ def test_forwarded_apply_fn_stored_on_self():
 def _diagnostics(src: str, code: str) -> list:
     from dataclasses import replace
 
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.engine import check_source
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.engine.pipeline import check_source
 
     result = check_source(textwrap.dedent(src), "t.py", replace(Settings(), select=(code,)))
     assert not result.errors, result.errors
@@ -455,8 +455,8 @@ def test_framework_bodies_are_traced_by_default_staged_but_not_compiled():
 
 
 def test_a_framework_only_file_is_analysed():
-    from jaxfuse_lint.config import Settings
-    from jaxfuse_lint.engine import mentions_jax
+    from jaxfuse_lint.core.config import Settings
+    from jaxfuse_lint.engine.pipeline import mentions_jax
 
     assert mentions_jax("import equinox as eqx\n", Settings())
     assert mentions_jax("from flax import nnx\n", Settings())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.rules import all_rules
 from tests.fixture_harness import rule_settings
 

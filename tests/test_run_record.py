@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.cache import Cache
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.run.cache import Cache
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.run.runner import check_files
 from tests.test_cache import BAD, files, settings, summary, tree  # noqa: F401  (tree is a fixture)
 
 
@@ -104,7 +104,7 @@ def test_run_keys_follow_the_list_of_files():
 # -- files unchanged since the record are not read again ------------------------------------------
 
 def count_reads(monkeypatch) -> list[str]:
-    import jaxfuse_lint.runner as runner
+    import jaxfuse_lint.run.runner as runner
 
     reads: list[str] = []
     real = runner.read_file
@@ -119,7 +119,7 @@ def count_reads(monkeypatch) -> list[str]:
 
 def test_files_unchanged_well_before_the_record_are_not_read(tree, monkeypatch):
     # No racy window: every file was written before the first run took its signature.
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
     s = settings(tree)
     cold = check_files(files(tree), s, jobs=1, use_cache=True)
     reads = count_reads(monkeypatch)
@@ -141,7 +141,7 @@ def test_files_changed_just_before_the_record_are_hashed(tree, monkeypatch):
 
 
 def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(tree, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
     s = settings(tree)
     check_files(files(tree), s, jobs=1, use_cache=True)
     bad = tree / "src" / "bad.py"
@@ -155,7 +155,7 @@ def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(tree, monkey
 
 
 def test_a_file_moved_into_place_is_seen(tree, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
     s = settings(tree)
     check_files(files(tree), s, jobs=1, use_cache=True)
     bad = tree / "src" / "bad.py"
@@ -169,7 +169,7 @@ def test_a_file_moved_into_place_is_seen(tree, monkeypatch):
 
 
 def test_trusted_signature():
-    from jaxfuse_lint.cache import RACY_NS, trusted_signature
+    from jaxfuse_lint.run.cache import RACY_NS, trusted_signature
 
     old = [10, 1_000, 1_000, 5, 1]
     later = 1_000 + RACY_NS + 1
@@ -195,7 +195,7 @@ def test_a_replay_that_had_to_hash_writes_the_record_again(tree, monkeypatch):
     second = read_record(record)["stat_time_ns"]
     assert second > first
     # A window the first record's times fall in, but the second's do not.
-    monkeypatch.setattr("jaxfuse_lint.cache.RACY_NS", 300_000_000)
+    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 300_000_000)
     reads = count_reads(monkeypatch)
     warm = check_files(files(tree), s, jobs=1, use_cache=True)
     assert sorted(reads) == sorted({d.filename for d in cold.diagnostics})

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from jaxfuse_lint.runtime.attribution import (
+from jaxfuse_lint.verify.attribution import (
     Attribution,
     attribute_hlo,
     line_key,
@@ -216,7 +216,7 @@ def _attribute(path: str, func: str, shape: tuple[int, ...]) -> Attribution:
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from jaxfuse_lint.runtime.attribution import attribute_compiled, compile_with_buffer_assignment
+    from jaxfuse_lint.verify.attribution import attribute_compiled, compile_with_buffer_assignment
     from jaxfuse_lint.verify.loader import get_function, load_module, read_source
 
     module = load_module(read_source(path), path)

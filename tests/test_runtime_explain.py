@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.runtime.explain_command import explain_command
+from jaxfuse_lint.cli.explain import explain_command
 
 pytest.importorskip("jax")
 
@@ -174,7 +174,7 @@ def test_cli_subprocess_and_help_warns_it_runs_code():
     proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "explain", "--help"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "imports and runs the code under test" in proc.stdout
-    code = ("import sys\nimport jaxfuse_lint, jaxfuse_lint.runtime.explain_command, jaxfuse_lint.runtime.attribution\n"
+    code = ("import sys\nimport jaxfuse_lint, jaxfuse_lint.cli.explain, jaxfuse_lint.verify.attribution\n"
             "assert 'jax' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

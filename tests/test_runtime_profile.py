@@ -1,4 +1,4 @@
-"""The profile format (jaxfuse_lint/runtime/profile.py): loading, validation, merging, staleness."""
+"""The profile format (jaxfuse_lint/core/profile.py): loading, validation, merging, staleness."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from jaxfuse_lint.runtime.profile import (
+from jaxfuse_lint.core.profile import (
     FORMAT,
     ProfileError,
     load_profile,

@@ -142,7 +142,7 @@ def test_check_never_imports_jax_when_reading_a_profile(recorded):
     script = textwrap.dedent("""
         import sys
         from click.testing import CliRunner
-        from jaxfuse_lint.cli import cli
+        from jaxfuse_lint.cli.main import cli
         result = CliRunner().invoke(cli, ["check", "--no-cache", "-j", "1", "."])
         assert result.exit_code == 1, result.output
         assert "JF101" in result.output

@@ -40,7 +40,7 @@ BOOT = (
     "import sys; sys.path.insert(0, {root!r});"
     "from tests.test_review_support import install_jf101_fixer_globally;"
     "install_jf101_fixer_globally();"
-    "from jaxfuse_lint.server.command import server_command;"
+    "from jaxfuse_lint.cli.server import server_command;"
     "server_command(['--stdio'], prog_name='jaxfuse-lint server')"
 )
 
@@ -305,7 +305,7 @@ def test_utf8_position_encoding_when_the_client_prefers_it(project):
 
 def test_command_modules_stay_light():
     """cli.py registers `review` and `server` at import: that must not pull in pygls, unidiff or jax."""
-    code = ("import sys, jaxfuse_lint.review.command, jaxfuse_lint.server.command;"
+    code = ("import sys, jaxfuse_lint.cli.review, jaxfuse_lint.cli.server;"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pygls', 'lsprotocol', 'unidiff', 'jax'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -20,7 +20,7 @@ CELL_JIT = "%time y = 1\nf_jit = jax.jit(f)  # traces f, defined in the cell bef
 # The real codemods, not the test fixer test_server_lsp installs.
 BOOT = (
     "import sys; sys.path.insert(0, {root!r});"
-    "from jaxfuse_lint.server.command import server_command;"
+    "from jaxfuse_lint.cli.server import server_command;"
     "server_command(['--stdio'], prog_name='jaxfuse-lint server')"
 )
 

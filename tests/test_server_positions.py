@@ -7,7 +7,7 @@ pytest.importorskip("lsprotocol")
 
 from lsprotocol import types  # noqa: E402
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location  # noqa: E402
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location  # noqa: E402
 from jaxfuse_lint.server import features  # noqa: E402
 from jaxfuse_lint.server.positions import code_units, document_lines, from_lsp, to_lsp  # noqa: E402
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.config import Settings
+from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.runner import check_files
+from jaxfuse_lint.run.runner import check_files
 
 
 def _shape_of(src: str, fn_name: str, var: str):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.config import ConfigError, Settings, load_settings, settings_from_table, with_cli_overrides
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import ConfigError, Settings, load_settings, settings_from_table, with_cli_overrides
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 from jaxfuse_lint.rules import all_rules
-from jaxfuse_lint.targets import OPTIMIZATION_BARRIER_BLOCKS_FUSION, TARGETS, WHILE_LOOP_LICM, holds
+from jaxfuse_lint.core.targets import OPTIMIZATION_BARRIER_BLOCKS_FUSION, TARGETS, WHILE_LOOP_LICM, holds
 
 LOOP_INPUT = textwrap.dedent("""\
     import jax

@@ -14,8 +14,8 @@ import libcst as cst
 import numpy as np
 import pytest
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.engine import check_source, fix_source
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.scopes import walk

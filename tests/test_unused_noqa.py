@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jaxfuse_lint.config import OPT_IN_PREFIXES, Settings
-from jaxfuse_lint.engine import check_source, fix_source
-from jaxfuse_lint.noqa import add_noqa
+from jaxfuse_lint.core.config import OPT_IN_PREFIXES, Settings
+from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from jaxfuse_lint.engine.noqa import add_noqa
 from jaxfuse_lint.rules import all_rules
 
 SRC = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxfuse_lint.verify.command import verify_command
+from jaxfuse_lint.cli.verify import verify_command
 
 ROOT = Path(__file__).resolve().parent.parent
 PROOFS = ROOT / "fixtures" / "proofs"
@@ -24,7 +24,7 @@ def run(*args: str):
 def test_importing_verify_and_its_command_does_not_import_jax():
     code = (
         "import sys\n"
-        "import jaxfuse_lint.verify, jaxfuse_lint.verify.command\n"
+        "import jaxfuse_lint.verify, jaxfuse_lint.cli.verify\n"
         "assert 'jax' not in sys.modules, 'jax imported'\n"
         "assert 'numpy' not in sys.modules, 'numpy imported'\n"
     )

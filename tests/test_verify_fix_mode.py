@@ -14,7 +14,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from jaxfuse_lint.config import load_settings  # noqa: E402
+from jaxfuse_lint.core.config import load_settings  # noqa: E402
 from jaxfuse_lint.verify.api import verify_fixed_file  # noqa: E402
 from tests.test_verify_proofs import MEASURED, figures  # noqa: E402
 
@@ -100,7 +100,7 @@ def test_jf301_hoisted_jit_compiles_once_per_call():
 
 
 def _fixed_text(file: str) -> str:
-    from jaxfuse_lint.engine import fix_source
+    from jaxfuse_lint.engine.pipeline import fix_source
 
     path = PROOFS / file
     return fix_source(path.read_text(), str(path), load_settings(None, start=str(path)), unsafe=True).source

@@ -71,7 +71,7 @@ jax = pytest.importorskip("jax")
 
 
 def test_verify_proves_a_fix_in_a_notebook_and_names_its_cell(tmp_path):
-    from jaxfuse_lint.verify.command import verify_command
+    from jaxfuse_lint.cli.verify import verify_command
 
     path = write_notebook(tmp_path / "nb.ipynb", STEP_CELLS)
     result = CliRunner().invoke(verify_command, [f"{path}::step", "--arg", "f32[256,64]", "--unsafe-fixes",
@@ -90,7 +90,7 @@ def test_verify_proves_a_fix_in_a_notebook_and_names_its_cell(tmp_path):
 
 
 def test_an_error_while_tracing_names_the_cell_and_row(tmp_path):
-    from jaxfuse_lint.verify.command import verify_command
+    from jaxfuse_lint.cli.verify import verify_command
 
     path = write_notebook(tmp_path / "nb.ipynb", [
         code("import jax", "import jax.numpy as jnp"),
@@ -102,7 +102,7 @@ def test_an_error_while_tracing_names_the_cell_and_row(tmp_path):
 
 
 def test_explain_numbers_a_notebook_function_by_its_cell(tmp_path):
-    from jaxfuse_lint.runtime.explain_command import explain_command
+    from jaxfuse_lint.cli.explain import explain_command
 
     path = write_notebook(tmp_path / "nb.ipynb", STEP_CELLS)
     text = CliRunner().invoke(explain_command, [f"{path}::step", "--arg", "f32[256,64]", "--target", "cpu"],

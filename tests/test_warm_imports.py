@@ -22,7 +22,7 @@ PROBE = textwrap.dedent("""
     except SystemExit as exc:
         code = exc.code
     heavy = sorted(m for m in sys.modules if m == "libcst" or m.startswith(("libcst.", "jaxfuse_lint.model",
-                   "jaxfuse_lint.rules", "jaxfuse_lint.fixes", "jaxfuse_lint.locate", "jaxfuse_lint.codemods", "jax.", "jaxlib"))
+                   "jaxfuse_lint.rules", "jaxfuse_lint.codemods.plan", "jaxfuse_lint.parse.locate", "jaxfuse_lint.codemods", "jax.", "jaxlib"))
                    or m == "jax")
     with open(OUT, "w") as fh:
         json.dump({"code": code, "heavy": heavy}, fh)
@@ -108,7 +108,7 @@ def test_the_probe_sees_what_a_command_imports(tmp_path):
 
 
 def test_rule_codes_from_module_names_are_the_registry():
-    from jaxfuse_lint.rule_codes import rule_codes
+    from jaxfuse_lint.core.rule_codes import rule_codes
     from jaxfuse_lint.rules import all_codes
 
     assert rule_codes() == all_codes()

@@ -91,7 +91,7 @@ def interpreter_key() -> str:
 
 
 def socket_path(directory: str | None = None) -> str:
-    from jaxfuse_lint.fingerprint import source_fingerprint
+    from jaxfuse_lint.core.fingerprint import source_fingerprint
 
     return os.path.join(directory or socket_dir(), f"{source_fingerprint()}-{interpreter_key()}{SUFFIX}")
 

@@ -36,15 +36,15 @@ def preload() -> None:
     import multiprocessing
     import multiprocessing.connection  # noqa: F401  (the runner's worker pool)
 
-    import jaxfuse_lint.cli  # noqa: F401  (click, the settings, the reports)
-    import jaxfuse_lint.discovery  # noqa: F401
-    import jaxfuse_lint.engine  # noqa: F401
-    import jaxfuse_lint.fixes  # noqa: F401
-    import jaxfuse_lint.noqa  # noqa: F401
-    import jaxfuse_lint.notebook  # noqa: F401
-    import jaxfuse_lint.project  # noqa: F401
+    import jaxfuse_lint.cli.main  # noqa: F401  (click, the settings, the reports)
+    import jaxfuse_lint.discover.files  # noqa: F401
+    import jaxfuse_lint.engine.pipeline  # noqa: F401
+    import jaxfuse_lint.codemods.plan  # noqa: F401
+    import jaxfuse_lint.engine.noqa  # noqa: F401
+    import jaxfuse_lint.parse.notebook  # noqa: F401
+    import jaxfuse_lint.project.index  # noqa: F401
     import jaxfuse_lint.report as report
-    import jaxfuse_lint.runner as runner
+    import jaxfuse_lint.run.runner as runner
     from jaxfuse_lint.rules import all_rules
 
     for name in ("difflib", "tempfile", "pathspec", "tomllib"):
@@ -242,7 +242,7 @@ def run_in_child(conn: socket.socket, request: dict, fds: list[int]) -> int:
         except OSError as exc:
             print(f"jaxfuse-lint: error: cannot run in {request['cwd']}: {exc.strerror or exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        from jaxfuse_lint.cli import main
+        from jaxfuse_lint.cli.main import main
 
         main()
     except SystemExit as exc:
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     if not daemon.enabled():
         print("jaxfuse-lint daemon: needs Unix sockets and fork", file=sys.stderr)
         return 2
-    from jaxfuse_lint.fingerprint import source_fingerprint
+    from jaxfuse_lint.core.fingerprint import source_fingerprint
 
     before = source_fingerprint()
     if args.socket is None:

@@ -26,7 +26,7 @@ import libcst as cst
 
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
 # The external map's key prefix lives in project.py, which a warm run imports without libcst.
-from jaxfuse_lint.project import SHAPE_PREFIX as PREFIX
+from jaxfuse_lint.project.index import SHAPE_PREFIX as PREFIX
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope

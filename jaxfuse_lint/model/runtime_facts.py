@@ -1,6 +1,6 @@
 """Runtime facts for one module: what a recorded run (`jaxfuse-lint record`) saw it do.
 
-The profile (jaxfuse_lint/runtime/profile.py) is keyed by the text of each file,
+The profile (jaxfuse_lint/core/profile.py) is keyed by the text of each file,
 so the facts given here are about exactly the text being checked. They enter the
 model in two places and nowhere else:
 
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY
+from jaxfuse_lint.core.profile import PROFILE_DIGEST_KEY, PROFILE_KEY
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.semantic import SemanticModel
     from jaxfuse_lint.model.traced import TracedRegions
-    from jaxfuse_lint.runtime.profile import FileFacts
+    from jaxfuse_lint.core.profile import FileFacts
 
 
 def python_qualname(fn: "Function") -> str:
@@ -74,7 +74,7 @@ class RuntimeFacts:
         """The facts for a model of `text`: all of them for the recorded text; for the text
         after fixes, what still holds by name (traced-ness, signatures, compilations), not
         what was measured per line (temporaries, constants), which the fixes may have changed."""
-        from jaxfuse_lint.runtime.profile import FileFacts, text_digest
+        from jaxfuse_lint.core.profile import FileFacts, text_digest
 
         if text_digest(text) == self.facts.digest:
             return self.fresh()
@@ -127,7 +127,7 @@ class RuntimeFacts:
     # -- traced-ness ---------------------------------------------------------------------------------
     def evidence(self, model: "SemanticModel", fn: "Function") -> str | None:
         """"traced at run time under `jax.jit(step)` (tests/t.py::test_step) with x: f32[4,3]"."""
-        from jaxfuse_lint.runtime.profile import signature_text, spec
+        from jaxfuse_lint.core.profile import signature_text, spec
 
         records = self.records_of(model, fn)
         entries = self.entries_of(model, fn)
@@ -272,7 +272,7 @@ def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:
     path = extra.get(PROFILE_KEY)
     if not path:
         return None
-    from jaxfuse_lint.runtime.profile import ProfileError, cached_profile
+    from jaxfuse_lint.core.profile import ProfileError, cached_profile
 
     try:
         profile = cached_profile(path, extra.get(PROFILE_DIGEST_KEY, ""))
@@ -284,7 +284,7 @@ def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:
 
 def unsafe_if_recorded(plan: Any, violation: Any, model: "SemanticModel") -> Any:
     """A fix that relied on a recorded shape holds for the recorded inputs only: unsafe."""
-    from jaxfuse_lint.diagnostics import Applicability
+    from jaxfuse_lint.core.diagnostics import Applicability
 
     runtime = model.runtime
     if runtime is None or plan.applicability is not Applicability.SAFE:

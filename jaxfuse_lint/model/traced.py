@@ -190,7 +190,7 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
     by project.py's "params-traced [static=..] [names=..]" line."""
     phrase, _, marker = why.partition("\n")
     reason = TraceReason("external", "", fn.node, description=phrase)
-    from jaxfuse_lint.project import COMPILED_MARKER
+    from jaxfuse_lint.project.index import COMPILED_MARKER
 
     words = marker.split()
     if COMPILED_MARKER in words:

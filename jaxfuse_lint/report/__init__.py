@@ -9,7 +9,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 
 FORMATS: dict[str, str] = {
     "concise": "concise",

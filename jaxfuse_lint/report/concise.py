@@ -1,7 +1,7 @@
 """`path:row:col: CODE message` — one line per diagnostic, as flake8 and ruff print them."""
 from __future__ import annotations
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.paths import display_path
 

@@ -5,10 +5,10 @@ import difflib
 import textwrap
 from dataclasses import replace
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.concise import header
-from jaxfuse_lint.report.edits import apply_edits, split_lines
+from jaxfuse_lint.core.edits import apply_edits, split_lines
 
 
 def _excerpt(d: Diagnostic, lines: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.paths import display_path
 from jaxfuse_lint.report.rules import SYNTAX_ERROR

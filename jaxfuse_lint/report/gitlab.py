@@ -14,9 +14,9 @@ import json
 import os
 from collections import Counter
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
-from jaxfuse_lint.report.edits import source_line
+from jaxfuse_lint.core.edits import source_line
 from jaxfuse_lint.report.paths import display_path
 from jaxfuse_lint.report.rules import SYNTAX_ERROR
 

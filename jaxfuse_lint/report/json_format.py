@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 
 

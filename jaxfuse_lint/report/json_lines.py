@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.json_format import as_json
 

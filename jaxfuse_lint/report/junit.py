@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from itertools import groupby
 from pathlib import PurePath
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.paths import display_path
 

@@ -6,9 +6,9 @@ import difflib
 import json
 import re
 
-from jaxfuse_lint.diagnostics import Diagnostic, Location
-from jaxfuse_lint.lines import split_lines
-from jaxfuse_lint.notebook import source_text
+from jaxfuse_lint.core.diagnostics import Diagnostic, Location
+from jaxfuse_lint.core.lines import split_lines
+from jaxfuse_lint.parse.notebook import source_text
 
 
 def cell_text(raw: str, number: int) -> str | None:

@@ -2,7 +2,7 @@
 for tools that read pylint output (Jenkins' warnings plugin, some editors)."""
 from __future__ import annotations
 
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.paths import display_path
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
 from jaxfuse_lint.report import ReportContext
-from jaxfuse_lint.report.edits import source_line, utf8_column
+from jaxfuse_lint.core.edits import source_line, utf8_column
 from jaxfuse_lint.report.paths import display_path
 from jaxfuse_lint.report.rules import INFORMATION_URI, SYNTAX_ERROR, TOOL_NAME
 

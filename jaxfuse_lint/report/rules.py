@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from jaxfuse_lint.diagnostics import DOCS_URL
+from jaxfuse_lint.core.diagnostics import DOCS_URL
 
 TOOL_NAME = "jaxfuse-lint"
 INFORMATION_URI = "https://github.com/jaxfuse-lint/jaxfuse-lint"
@@ -72,6 +72,6 @@ def rule_info(code: str, name: str = "") -> RuleInfo:
 
 
 def tool_version() -> str:
-    from jaxfuse_lint import __version__
+    from jaxfuse_lint.core.version import __version__
 
     return __version__

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
 from jaxfuse_lint.report import ReportContext
-from jaxfuse_lint.report.edits import split_lines, strip_eol
+from jaxfuse_lint.core.edits import split_lines, strip_eol
 from jaxfuse_lint.report.rules import INFORMATION_URI, SYNTAX_ERROR, TOOL_NAME, RuleInfo, rule_info, rule_table, tool_version
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

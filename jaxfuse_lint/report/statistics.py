@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.report.summary import summary_text
 

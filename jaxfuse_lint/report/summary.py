@@ -1,7 +1,7 @@
 """The closing lines of a text report ("Found 3 diagnostics.", what --fix would do)."""
 from __future__ import annotations
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 
 
 def summary_text(diagnostics: list[Diagnostic], unsafe: bool) -> str:

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
-from jaxfuse_lint.report.edits import apply_edits, replaced_lines, split_lines
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.edits import apply_edits, replaced_lines, split_lines
 from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.review.diff import ChangedFile
 

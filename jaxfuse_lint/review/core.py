@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 import pathspec
 
-from jaxfuse_lint.config import Settings
-from jaxfuse_lint.diagnostics import Diagnostic
-from jaxfuse_lint.notebook import is_notebook
-from jaxfuse_lint.report.edits import apply_edits
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Diagnostic
+from jaxfuse_lint.parse.notebook import is_notebook
+from jaxfuse_lint.core.edits import apply_edits
 from jaxfuse_lint.review.comments import ReviewComment, build_comment
 from jaxfuse_lint.review.diff import (
     ChangedFile,
@@ -31,7 +31,7 @@ from jaxfuse_lint.review.diff import (
     resolve_commit,
 )
 
-from jaxfuse_lint.discovery import is_source  # `include`: notebooks too (review/notebooks.py)
+from jaxfuse_lint.discover.files import is_source  # `include`: notebooks too (review/notebooks.py)
 
 
 @dataclass
@@ -115,7 +115,7 @@ def run_review(
     profile=None,
 ) -> Review:
     """`profile`: a runtime profile (jaxfuse_lint.runtime) that --verify uses where no spec is configured."""
-    from jaxfuse_lint.engine import check_source, decode
+    from jaxfuse_lint.engine.pipeline import check_source, decode
 
     cwd = cwd or os.getcwd()
     root = repository_root(cwd)
@@ -168,8 +168,8 @@ def run_review(
 def _notebook_module_view(f, filename: str, settings: Settings) -> tuple[str, dict[int, Diagnostic | None]] | None:
     """A notebook's code cells as the module `verify` runs, and each of the file's diagnostics
     located in that module (its fix's edits too); None when the notebook has no Python."""
-    from jaxfuse_lint.engine import check_source
-    from jaxfuse_lint.notebook import NotebookError, read
+    from jaxfuse_lint.engine.pipeline import check_source
+    from jaxfuse_lint.parse.notebook import NotebookError, read
     from jaxfuse_lint.verify.loader import register_notebook
 
     try:

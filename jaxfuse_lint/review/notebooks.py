@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report.notebooks import cell_text, source_file_rows
-from jaxfuse_lint.report.edits import apply_edits, split_lines
+from jaxfuse_lint.core.edits import apply_edits, split_lines
 from jaxfuse_lint.review.comments import ReviewComment, _fix_note, _headline, fence
 from jaxfuse_lint.review.diff import ChangedFile
 

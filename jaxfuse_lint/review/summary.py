@@ -5,8 +5,8 @@ import difflib
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
-from jaxfuse_lint.report.edits import apply_edits, fix_line_span, split_lines
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.edits import apply_edits, fix_line_span, split_lines
 from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.review.comments import fence
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Union
 import libcst as cst
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.config import Settings
+    from jaxfuse_lint.core.config import Settings
     from jaxfuse_lint.model import SemanticModel
-    from jaxfuse_lint.targets import Claim
+    from jaxfuse_lint.core.targets import Claim
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Rule:
     `doc` is the rule's page (ruff's sections: What it does, Why is this bad?,
     Known problems, Example, Use instead, Fix safety). `backends` are the
     claims the rule's diagnostic and fix rest on, with the evidence for each
-    backend (`jaxfuse_lint.targets`); the page's Backends section is made from
+    backend (`jaxfuse_lint.core.targets`); the page's Backends section is made from
     them. `valid` and `invalid` are small programs next to the rule (Fixit's
     habit): the tests run them, so the examples can never drift from what the
     rule does.

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.rules.base import Rule, Violation
-from jaxfuse_lint.targets import Claim, Evidence
+from jaxfuse_lint.core.targets import Claim, Evidence
 
 
 class SyntaxErrorRule(Rule):

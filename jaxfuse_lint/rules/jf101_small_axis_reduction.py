@@ -11,7 +11,7 @@ from jaxfuse_lint.model.api import REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.shapes import Shape
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
-from jaxfuse_lint.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 
 def _int(e: cst.BaseExpression | None) -> int | None:

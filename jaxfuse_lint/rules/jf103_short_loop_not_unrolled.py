@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import Function, Kind, SemanticModel, keyword, positional, walk
 from jaxfuse_lint.model.fusion import cheap_function, expression_names, static_int
 from jaxfuse_lint.rules.base import Rule, Violation, message
-from jaxfuse_lint.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 _SHORT = {"jax.lax.fori_loop": "lax.fori_loop", "jax.lax.scan": "lax.scan"}
 

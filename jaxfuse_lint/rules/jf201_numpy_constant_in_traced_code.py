@@ -10,7 +10,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
+from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
 
 
 class NumpyConstantInTracedCode(Rule):

@@ -8,7 +8,7 @@ from jaxfuse_lint.model.captures import captured_reads
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.captured_arrays import path_and_attribute_violations
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
+from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 class CapturedNumpyArray(Rule):

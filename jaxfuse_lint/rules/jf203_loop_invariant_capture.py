@@ -11,7 +11,7 @@ from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
 from jaxfuse_lint.model.api import CONTROL_FLOW
 from jaxfuse_lint.model.static_use import computed_array, costly_to_recompute, known_scalar
-from jaxfuse_lint.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LICM, Claim, Evidence
+from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LICM, Claim, Evidence
 
 
 class LoopInvariantCapture(Rule):

@@ -10,7 +10,7 @@ from jaxfuse_lint.model import Function, Kind, SemanticModel, walk
 from jaxfuse_lint.model.api import JNP_CREATORS, JNP_ELEMENTWISE, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.fusion import document_order, expression_names, own_nodes, same_meaning
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message
-from jaxfuse_lint.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 _LAYOUT = frozenset("jax.numpy." + n for n in (
     "where select reshape ravel transpose swapaxes moveaxis expand_dims squeeze broadcast_to stack "

@@ -9,7 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import Function, SemanticModel, positional, walk
 from jaxfuse_lint.model.fusion import large_op_deep, static_int
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, keyword, positional
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import (
+from jaxfuse_lint.core.targets import (
     CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, holds, tracing,
 )
 

@@ -11,7 +11,7 @@ from jaxfuse_lint.model.compile_cache import compiled_once_per_key
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
-from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
+from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 def compiling_call(model: SemanticModel, call: cst.Call, scope: Scope) -> tuple[str, cst.BaseExpression | None] | None:

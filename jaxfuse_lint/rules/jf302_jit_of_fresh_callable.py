@@ -15,7 +15,7 @@ from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
     _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call, describe_callable,
 )
-from jaxfuse_lint.targets import CPU_MEASURED, Claim, Evidence, tracing
+from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 class JitOfFreshCallable(Rule):

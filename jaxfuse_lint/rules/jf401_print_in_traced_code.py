@@ -9,7 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import Claim, tracing
+from jaxfuse_lint.core.targets import Claim, tracing
 
 
 def printed_values(call: cst.Call) -> Iterator[cst.BaseExpression]:

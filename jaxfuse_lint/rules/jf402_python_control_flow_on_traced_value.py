@@ -12,7 +12,7 @@ from jaxfuse_lint.model.scopes import Function, Scope, iter_children
 from jaxfuse_lint.model.staging import (ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS, omnistaged_function,
                                         own_nodes, staging)
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
-from jaxfuse_lint.targets import Claim, tracing
+from jaxfuse_lint.core.targets import Claim, tracing
 
 # What each construct needs from its operand, and what to write instead.
 _ADVICE = {

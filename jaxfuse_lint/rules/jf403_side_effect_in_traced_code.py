@@ -11,7 +11,7 @@ from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
-from jaxfuse_lint.targets import Claim, tracing
+from jaxfuse_lint.core.targets import Claim, tracing
 
 # Methods that mutate whatever object they are called on (lists, dicts, sets, deques).
 MUTATORS = frozenset({

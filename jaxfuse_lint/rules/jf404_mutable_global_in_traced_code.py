@@ -9,7 +9,7 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.scopes import Binding, Function, walk
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
-from jaxfuse_lint.targets import Claim, tracing
+from jaxfuse_lint.core.targets import Claim, tracing
 
 _LOOPS = (cst.For, cst.While)
 

@@ -11,7 +11,7 @@ from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staging import STATIC_RESULT_FUNCTIONS, own_nodes, staging
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
-from jaxfuse_lint.targets import Claim, tracing
+from jaxfuse_lint.core.targets import Claim, tracing
 
 ALL = "all"
 # Where a Python int (or a tuple of them) is required: argument positions and keywords.

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import matched_entries, name_node
-from jaxfuse_lint.targets import recorded_claim
+from jaxfuse_lint.core.targets import recorded_claim
 
 _ADVICE = {
     "static": "a static argument that takes many values recompiles for each: pass it as a traced array "
@@ -22,7 +22,7 @@ _ADVICE = {
 
 
 def _describe(entry: dict[str, Any], compilations: list[dict[str, Any]]) -> tuple[str, str]:
-    from jaxfuse_lint.runtime.profile import signature_text
+    from jaxfuse_lint.core.profile import signature_text
 
     kinds = Counter(c.get("kind", "other") for c in compilations if c.get("kind") != "first")
     main = kinds.most_common(1)[0][0] if kinds else "other"

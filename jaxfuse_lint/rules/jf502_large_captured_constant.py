@@ -6,7 +6,7 @@ from typing import Iterator
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import nbytes
-from jaxfuse_lint.targets import recorded_claim
+from jaxfuse_lint.core.targets import recorded_claim
 
 
 class LargeCapturedConstant(Rule):

@@ -5,7 +5,7 @@ lowered and compiled program, its buffer assignment) and say, per source line,
 which kernels its operations landed in, which temporaries and folded
 constants it is responsible for, and which copies XLA inserted around it.
 
-Importing this package (or `jaxfuse_lint.runtime.attribution`) does not import
+Importing this package (or `jaxfuse_lint.verify.attribution`) does not import
 jax: `check` and `--fix` must stay free of it. Functions that need jax import
 it when they are called.
 """

@@ -1,7 +1,7 @@
 """`explain`: compile one function and account for it line by line, like a line profiler for fusion.
 
     explanation = explain_function(func, [ArgSpec("float32", (1024, 2))], {}, filename="m.py")
-    explanation.attribution           # the per-line account (jaxfuse_lint.runtime.attribution)
+    explanation.attribution           # the per-line account (jaxfuse_lint.verify.attribution)
     explanation.focus_lines()         # [(line number, source text, LineAccount | None)] of FUNC's body
     render_text(explanation)          # the table `jaxfuse-lint explain` prints
     explanation.graph()               # the kernel graph, each kernel labelled by its source lines
@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from jaxfuse_lint.runtime.attribution import Attribution, KernelAccount, LineAccount, attribute_compiled
+from jaxfuse_lint.verify.attribution import Attribution, KernelAccount, LineAccount, attribute_compiled
 from jaxfuse_lint.verify.errors import VerifyError
 from jaxfuse_lint.verify.loader import cell_row, source_row  # a notebook's rows, named by cell
 from jaxfuse_lint.verify.report import format_bytes

@@ -34,7 +34,7 @@ class CellReport:
     notes: list[str] = field(default_factory=list)
 
     def render(self) -> str:
-        from jaxfuse_lint.diagnostics import Applicability
+        from jaxfuse_lint.core.diagnostics import Applicability
 
         lines = []
         for d in self.diagnostics:
@@ -53,10 +53,10 @@ def lint_cell(cell: str, context_cells: list[str], *, settings: Any = None, unsa
     `transform` turns a cell's IPython syntax into Python (IPython's
     `transform_cell`); without it cells are taken as Python.
     """
-    from jaxfuse_lint.engine import check_source, fix_source
+    from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
     if settings is None:
-        from jaxfuse_lint.config import load_settings
+        from jaxfuse_lint.core.config import load_settings
 
         settings = load_settings(None, start=os.getcwd())
     transform = transform or (lambda text: text)
@@ -108,7 +108,7 @@ def _shift(d: Any, offset: int, starts: list[tuple[int, int]]) -> Any:
     import dataclasses
     import re
 
-    from jaxfuse_lint.diagnostics import Location
+    from jaxfuse_lint.core.diagnostics import Location
 
     def moved(loc: Location) -> Location:
         return dataclasses.replace(loc, row=loc.row - offset)
@@ -180,7 +180,7 @@ def _magic_for(ipython: Any):
         # In[-1] is this very cell (with its %%jaxfuse_lint line); In[0] is empty. Earlier
         # linted cells count as the code they hold.
         context = [_without_magic_line(c) for c in history[1:-1]] if history else []
-        from jaxfuse_lint.config import ConfigError
+        from jaxfuse_lint.core.config import ConfigError
 
         try:
             report = lint_cell(cell, context, unsafe="--unsafe-fixes" in options,

@@ -51,7 +51,7 @@ class Shown:
     def svg(self) -> str:
         """The kernel graph, each kernel labelled by the source lines it fuses."""
         if self._svg is None:
-            from jaxfuse_lint.runtime.graph_render import graph_svg
+            from jaxfuse_lint.verify.graph_render import graph_svg
 
             graph = self.explanation.graph()
             self._svg = graph_svg(graph) if graph is not None else ""

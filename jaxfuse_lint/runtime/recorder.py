@@ -126,7 +126,7 @@ class Recorder:
 
     def digest(self, path: str) -> str | None:
         if path not in self._digests:
-            from jaxfuse_lint.runtime.profile import file_digest
+            from jaxfuse_lint.core.profile import file_digest
 
             self._digests[path] = file_digest(path)
         return self._digests[path]
@@ -244,7 +244,7 @@ class Recorder:
             changed = [f"{k}: {last['static'].get(k, '-')} -> {v}" for k, v in sig["static"].items()
                        if last["static"].get(k) != v]
             return "static", "new static value " + "; ".join(changed)
-        from jaxfuse_lint.runtime.profile import spec
+        from jaxfuse_lint.core.profile import spec
 
         diffs = []
         for a, b in zip(last["args"], sig["args"]):
@@ -409,7 +409,7 @@ class Recorder:
             })
 
     def _costs(self, executable, platform: str, seconds: float, entry_id: str) -> dict[str, Any] | None:
-        from jaxfuse_lint.runtime.attribution import attribute_hlo
+        from jaxfuse_lint.verify.attribution import attribute_hlo
 
         try:
             text = executable.hlo_modules()[0].to_string()
@@ -444,7 +444,7 @@ class Recorder:
 
     # -- output ---------------------------------------------------------------------------------------
     def part(self) -> dict[str, Any]:
-        from jaxfuse_lint.runtime.profile import FORMAT, VERSION
+        from jaxfuse_lint.core.profile import FORMAT, VERSION
 
         with self.lock:
             for f in self.functions.values():
@@ -529,7 +529,7 @@ def _transforms(eqn) -> list[str]:
 
 
 def _const_spec(c: Any) -> str:
-    from jaxfuse_lint.runtime.profile import spec
+    from jaxfuse_lint.core.profile import spec
 
     shape = getattr(c, "shape", None)
     dtype = getattr(c, "dtype", None)

@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from jaxfuse_lint.config import ConfigError, Settings
+from jaxfuse_lint.core.config import ConfigError, Settings
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.runtime.profile import Profile
+    from jaxfuse_lint.core.profile import Profile
 
 # Where `record` writes, and where `check`, `verify` and `explain` look, by default.
 DEFAULT_PATH = os.path.join(".jaxfuse_lint", "profile.json")
@@ -43,7 +43,7 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
     chosen = choose_profile(settings, path, disabled)
     if chosen is None:
         return settings, None  # the common case, and a warm `check`: the profile format is not loaded
-    from jaxfuse_lint.runtime.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, load_profile, profile_digest
+    from jaxfuse_lint.core.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, load_profile, profile_digest
 
     try:
         profile = load_profile(chosen)

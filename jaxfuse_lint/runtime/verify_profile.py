@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from jaxfuse_lint.runtime.profile import Profile, signature_text, spec, text_digest
+from jaxfuse_lint.core.profile import Profile, signature_text, spec, text_digest
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -145,9 +145,9 @@ class ProfileRun:
 def verify_paths(profile: Profile, paths: list[str], settings: Any, *, unsafe: bool = False,
                  echo: Callable[[str], None] | None = None, **options: Any) -> ProfileRun:
     """`verify --profile`: fix each file in memory and verify what changed against the profile."""
-    from jaxfuse_lint.discovery import discover
-    from jaxfuse_lint.engine import decode, fix_source
-    from jaxfuse_lint.fix_verify import changed_functions
+    from jaxfuse_lint.discover.files import discover
+    from jaxfuse_lint.engine.pipeline import decode, fix_source
+    from jaxfuse_lint.cli.fix_verify import changed_functions
 
     run = ProfileRun()
     for path in discover(paths, settings):
@@ -184,7 +184,7 @@ def verify_command_with_profile(profile_path: str | None, paths: tuple[str, ...]
 
     import click
 
-    from jaxfuse_lint.config import ConfigError, load_settings, with_cli_overrides
+    from jaxfuse_lint.core.config import ConfigError, load_settings, with_cli_overrides
     from jaxfuse_lint.runtime.use import with_profile
 
     paths_list = list(paths) or ["."]

@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 
 from lsprotocol import types
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic, Edit, Location
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Edit, Location
 from jaxfuse_lint.report.rules import SYNTAX_ERROR, rule_info
 from jaxfuse_lint.server.positions import UTF16, document_lines, from_lsp, to_lsp
 

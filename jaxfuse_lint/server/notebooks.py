@@ -20,7 +20,7 @@ from typing import Callable
 
 from lsprotocol import types
 
-from jaxfuse_lint.diagnostics import Applicability, Diagnostic
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.server.features import (
     FIX_ALL_KIND,
     _overlaps,
@@ -145,7 +145,7 @@ def code_actions(
 
 def fixed_cells(source_json: str, fixed_json: str) -> dict[int, str]:
     """Cell number -> new text, for the cells a fix changed."""
-    from jaxfuse_lint.notebook import source_text
+    from jaxfuse_lint.parse.notebook import source_text
 
     before = json.loads(source_json)["cells"]
     after = json.loads(fixed_json)["cells"]

@@ -9,7 +9,7 @@ bytes; a "𝜋" is 2 UTF-16 units, 4 UTF-8 bytes, 1 code point).
 """
 from __future__ import annotations
 
-from jaxfuse_lint.report.edits import split_lines, strip_eol
+from jaxfuse_lint.core.edits import split_lines, strip_eol
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from jaxfuse_lint import __version__
-from jaxfuse_lint.config import ConfigError, Settings, load_settings
-from jaxfuse_lint.diagnostics import Diagnostic
+from jaxfuse_lint.core.version import __version__
+from jaxfuse_lint.core.config import ConfigError, Settings, load_settings
+from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.server import features, notebooks
 from jaxfuse_lint.server.positions import UTF16, document_lines
 from jaxfuse_lint.server.scheduling import LintScheduler
@@ -33,7 +33,7 @@ from jaxfuse_lint.server.scheduling import LintScheduler
 MAX_DOCUMENT = 1 << 20
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.reparse import IncrementalParser
+    from jaxfuse_lint.parse.reparse import IncrementalParser
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class JaxFuseLanguageServer(LanguageServer):
     def analyse(self, uri: str, text: str, version: int | None) -> Linted:
         """The diagnostics of a text of the document (also run in the scheduler's thread: it
         reads the workspace, and the document's parser takes a lock)."""
-        from jaxfuse_lint.engine import check_source
+        from jaxfuse_lint.engine.pipeline import check_source
 
         notebook = self.notebook_of(uri)
         if notebook is not None:  # a cell: the notebook is checked as a whole
@@ -103,13 +103,13 @@ class JaxFuseLanguageServer(LanguageServer):
         settings = self.settings_for(path)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > min(settings.max_file_size, MAX_DOCUMENT):
-            from jaxfuse_lint.engine import too_large
+            from jaxfuse_lint.engine.pipeline import too_large
 
             limit = replace(settings, max_file_size=min(settings.max_file_size, MAX_DOCUMENT))
             return Linted(version, text, [too_large(size, path or doc.filename or "untitled.py", limit)])
         parser = self.parsers.get(uri)
         if parser is None:
-            from jaxfuse_lint.reparse import IncrementalParser
+            from jaxfuse_lint.parse.reparse import IncrementalParser
 
             parser = self.parsers[uri] = IncrementalParser()
         try:
@@ -161,7 +161,7 @@ class JaxFuseLanguageServer(LanguageServer):
 
     def lint_notebook(self, notebook_uri: str) -> dict[str, Linted]:
         """Check a notebook and publish each cell's diagnostics; cell URI -> Linted."""
-        from jaxfuse_lint.engine import check_source
+        from jaxfuse_lint.engine.pipeline import check_source
 
         notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
         if notebook is None:
@@ -193,7 +193,7 @@ class JaxFuseLanguageServer(LanguageServer):
 
     def notebook_code_actions(self, notebook: types.NotebookDocument,
                               params: types.CodeActionParams) -> list[types.CodeAction]:
-        from jaxfuse_lint.engine import fix_source
+        from jaxfuse_lint.engine.pipeline import fix_source
 
         uri = params.text_document.uri
         linted = self.current(uri)
@@ -214,7 +214,7 @@ class JaxFuseLanguageServer(LanguageServer):
                                       fix_all, self.encoding)
 
     def fixed_text(self, uri: str, text: str) -> str | None:
-        from jaxfuse_lint.engine import fix_source
+        from jaxfuse_lint.engine.pipeline import fix_source
 
         doc = self.workspace.get_text_document(uri)
         path = doc.path if uri.startswith("file:") else None

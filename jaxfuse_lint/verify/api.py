@@ -242,7 +242,7 @@ def verify_fixed_file(
 ) -> VerifyResult:
     """Apply jaxfuse-lint's fixes to `source` in memory and `verify_pair` the result.
 
-    The fixed text comes from `jaxfuse_lint.engine.fix_source`; when no fix
+    The fixed text comes from `jaxfuse_lint.engine.pipeline.fix_source`; when no fix
     applies the verdict is "unchanged" without compiling anything. `options`
     are `verify_pair`'s keyword arguments.
     """
@@ -374,15 +374,15 @@ def _function_lines(source: str, func: str) -> tuple[int, int] | None:
 def apply_fixes(source: str, filename: str, settings: Any, *, unsafe: bool = False) -> Any:
     """The engine's fix of `source` (an object with `.source` and `.fixed`)."""
     try:
-        from jaxfuse_lint.engine import fix_source
-        from jaxfuse_lint.notebook import is_notebook
+        from jaxfuse_lint.engine.pipeline import fix_source
+        from jaxfuse_lint.parse.notebook import is_notebook
     except ImportError:
         raise VerifyError(
-            "applying fixes needs jaxfuse_lint.engine.fix_source, which this installation lacks; "
+            "applying fixes needs jaxfuse_lint.engine.pipeline.fix_source, which this installation lacks; "
             "compare two versions with --against instead"
         ) from None
     if settings is None:
-        from jaxfuse_lint.config import load_settings
+        from jaxfuse_lint.core.config import load_settings
 
         settings = load_settings(None, start=filename if os.path.exists(filename) else ".")
     try:

@@ -317,6 +317,6 @@ def kernel_graph_dot(module: HloModule, title: str, kernel_notes: dict[str, list
 def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
     """Write `stem.dot` and `stem.svg` (drawn by Graphviz's `dot` when installed, else laid out
     in pure Python); return the paths."""
-    from jaxfuse_lint.runtime.graph_render import write_graph_files
+    from jaxfuse_lint.verify.graph_render import write_graph_files
 
     return write_graph_files(kernel_graph(module, title), directory, stem)

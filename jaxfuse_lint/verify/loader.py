@@ -9,7 +9,7 @@ the same span, so sibling imports (`from helpers import ...`) resolve as they
 would when running the file.
 
 A notebook (`.ipynb`) is read as the module its code cells make, joined in order
-the way the kernel runs them (jaxfuse_lint.notebook): IPython lines are masked
+the way the kernel runs them (jaxfuse_lint.parse.notebook): IPython lines are masked
 (shell escapes and other magics do nothing, `%time`/`%timeit` run their
 statement once). Its text is put in `linecache` under the notebook's path, so
 JAX's source lines and tracebacks show the cells' code rather than the JSON,
@@ -65,13 +65,13 @@ def read_source(path: str) -> str:
         raise VerifyError(f"{path}: is a directory, expected a Python file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise VerifyError(f"{path}: cannot read: {exc}") from None
-    from jaxfuse_lint.notebook import is_notebook
+    from jaxfuse_lint.parse.notebook import is_notebook
 
     return _notebook_module(path, text) if is_notebook(path) else text
 
 
 def _notebook_module(path: str, raw: str) -> str:
-    from jaxfuse_lint.notebook import NotebookError, read
+    from jaxfuse_lint.parse.notebook import NotebookError, read
 
     try:
         nb = read(raw.lstrip("\ufeff"))

@@ -109,7 +109,7 @@ def measure(
     """Lower and compile `jax.jit(func)` for `specs`; raises VerifyError if that fails.
 
     With `buffer_assignment`, XLA's buffer assignment is kept too (see
-    `jaxfuse_lint.runtime.attribution.compile_with_buffer_assignment`).
+    `jaxfuse_lint.verify.attribution.compile_with_buffer_assignment`).
     `example_args` (arrays, pytrees, ShapeDtypeStructs: what `jax.jit(func).lower`
     accepts) replace `specs` when given: in a notebook the real arguments are at hand.
     """
@@ -141,7 +141,7 @@ def measure(
         assignment = None
         try:
             if buffer_assignment:
-                from jaxfuse_lint.runtime.attribution import compile_with_buffer_assignment
+                from jaxfuse_lint.verify.attribution import compile_with_buffer_assignment
 
                 compiled, assignment = compile_with_buffer_assignment(lowered)
             else:

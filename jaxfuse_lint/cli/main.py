@@ -1,0 +1,486 @@
+"""Command line: `jaxfuse-lint [check] [PATHS]`, `rule`, `verify`, and friends.
+
+Exit codes (ruff's): 0 clean, or nothing to check (a warning says "No Python files
+found"), or --fix-only; 1 diagnostics (or changes with --diff, or a fix applied with
+--exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
+import jax and never import or run the code they lint.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from jaxfuse_lint.core.version import __version__
+from jaxfuse_lint.core.config import ConfigError, Settings, load_settings, with_cli_overrides
+from jaxfuse_lint.report import FORMATS, ReportContext, render
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+# Commands defined outside this module, imported only when they run (or `--help` lists
+# them): `check` on a warm cache must not pay for the verifier, the review bot or the
+# language server.
+LAZY_COMMANDS = {
+    "verify": "jaxfuse_lint.cli.verify:verify_command",
+    "review": "jaxfuse_lint.cli.review:review_command",
+    "server": "jaxfuse_lint.cli.server:server_command",
+    "record": "jaxfuse_lint.cli.record:record_command",
+    "explain": "jaxfuse_lint.cli.explain:explain_command",
+    "daemon": "jaxfuse_lint.cli.daemon:daemon_command",
+}
+
+
+class DefaultCommandGroup(click.Group):
+    """`jaxfuse-lint PATHS` and `jaxfuse-lint --fix PATHS` mean `jaxfuse-lint check ...`."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            import importlib
+
+            module, attr = LAZY_COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="jaxfuse-lint")
+def cli() -> None:
+    """jaxfuse-lint: find JAX code that XLA cannot fuse well, rewrite it, and prove the rewrite.
+
+    `check` (the default) and `--fix` only read source text: they never import jax
+    and never import or execute the code they lint. Only `verify` runs user code.
+    """
+
+
+def _load(config: str | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None,
+          target=None, gpu=None) -> Settings:
+    start = paths[0] if paths and paths[0] != "-" else "."
+    settings = load_settings(config, start=start)
+    return with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore, cache_dir=cache_dir,
+                              target=target, gpu=gpu)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"jaxfuse-lint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@cli.command("check")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set), e.g. JF1,JF203.")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None,
+              help="How to print diagnostics (default: `output-format` from the config, else concise).")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of each diagnostic.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are diagnostics.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--cache-dir", type=click.Path(), default=None, help="Where to keep the cache (default .jaxfuse_lint_cache).")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: one per core",
+              help="Worker processes to check files in.")
+@click.option("--config", type=click.Path(dir_okay=False), default=None, help="A pyproject.toml (or jaxfuse-lint.toml) to use.")
+@click.option("--stdin-filename", default=None, help="The name of the file given on stdin as `-` (for editors).")
+@click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change results (review them).")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there would be changes.")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed.")
+@click.option("--target", type=click.Choice(["gpu", "cpu", "tpu"], case_sensitive=False), default=None,
+              help="Backend the code runs on; rules and fixes decide for it (default: the config's `target`, "
+                   "else gpu).")
+@click.option("--gpu", default=None, metavar="MODEL|FILE",
+              help="With --fix --verify: the GPU model to compile for when no GPU is present (h100, a100, a6000, "
+                   "or an XLA target config file; default: the config's `gpu`, else h100).")
+@click.option("--verify", "verify_fixes", is_flag=True,
+              help="With --fix: verify every changed function that has a verify spec and roll back fixes that do not "
+                   "prove out. This imports and runs your code.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+              help="A runtime profile from `jaxfuse-lint record` (default: .jaxfuse_lint/profile.json when present).")
+@click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclude patterns to paths named on the command line too (for pre-commit).")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
+@click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
+@click.option("-q", "--quiet", is_flag=True, help="Print diagnostics only: no summary, warnings or progress.")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing; only the exit code tells.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("--exclude", multiple=True, help="Patterns to exclude (replaces the configured `exclude`).")
+@click.option("--extend-exclude", multiple=True, help="Patterns to exclude in addition.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes; do not report or exit non-zero for what is left.")
+@click.option("--no-fix", is_flag=True, help="Do not apply fixes (overrides --fix).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing is left.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments to every line with a diagnostic.")
+@click.option("--no-daemon", is_flag=True, help="Run here even if a `jaxfuse-lint daemon` runs.")
+def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
+                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, gpu, verify_fixes,
+                  profile_path, no_profile, force_exclude,
+                  show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
+                  no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
+    """Check PATHS (default: the current directory) for code XLA cannot fuse well.
+
+    Paths named here are always checked, even inside excluded or gitignored folders
+    (--force-exclude applies the excludes to them too). When no source file is found,
+    a warning says so on stderr and the exit code is 0 (ruff's behaviour).
+    """
+    from jaxfuse_lint.cli.output import Output
+
+    out = Output(verbose=verbose, quiet=quiet, silent=silent)
+    try:
+        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu)
+        from jaxfuse_lint.runtime.use import with_profile
+
+        settings, profile = with_profile(settings, profile_path, no_profile)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    if exclude or extend_exclude:
+        from dataclasses import replace
+
+        from jaxfuse_lint.core.config import split_patterns
+
+        if exclude:
+            settings = replace(settings, exclude=split_patterns(exclude))
+        if extend_exclude:
+            settings = replace(settings, extend_exclude=settings.extend_exclude + split_patterns(extend_exclude))
+    if output_format is None:
+        output_format = settings.output_format or "concise"
+    paths = paths or (".",)
+    fix = (fix or fix_only) and not no_fix
+    if show_settings:
+        from jaxfuse_lint.cli.output import describe_settings
+
+        click.echo(describe_settings(settings))
+        sys.exit(EXIT_CLEAN)
+    if "-" in paths:
+        _check_stdin(settings, stdin_filename or "-", output_format, fix or diff, unsafe_fixes, diff, exit_zero)
+        return
+    from jaxfuse_lint.discover.files import discover_files
+
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        _fail(f"{missing[0]}: no such file or directory")
+    walk_cache = None
+    if not no_cache and not (fix or diff or add_noqa):
+        from jaxfuse_lint.run.cache import Cache, default_directory
+
+        walk_cache = Cache(default_directory(settings), settings)
+    found = discover_files(list(paths), settings, force_exclude=force_exclude, cache=walk_cache)
+    files = found.files
+    out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
+    for path, why in found.skipped:
+        if why.startswith("cannot read"):
+            out.warn(f"{path}: {why}; skipped")
+        else:
+            out.info(f"skipped {path}: {why}")
+    for path in found.not_sources:
+        out.warn(f"{path}: not a Python source file; skipped")
+    if show_files:
+        for f in sorted(files, key=lambda p: str(p)):
+            click.echo(str(f))
+        if not files:
+            out.warn("No Python files found under the given path(s)")
+        sys.exit(EXIT_CLEAN)
+    if not files:
+        # Not "All checks passed!": nothing was checked. Exit 0 as ruff does (pre-commit
+        # passes only excluded files with --force-exclude), but say so.
+        out.warn("No Python files found under the given path(s); nothing was checked")
+        if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
+            _emit(render(output_format, [], ReportContext()), output_file, out)
+        sys.exit(EXIT_CLEAN)
+    out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
+    context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
+    if add_noqa:
+        _add_noqa(files, settings, jobs, out)
+        return
+
+    from jaxfuse_lint.run import progress
+
+    # A progress bar only for people watching a terminal, never in machine-readable output.
+    from jaxfuse_lint.run import runner
+    bar = progress.Progress(len(files), enabled=progress.wanted() and output_format in ("concise", "full")
+                            and not out.quiet, label="Fixing" if fix or diff else "Checking")
+    try:
+        with bar:
+            if fix or diff:
+                run = runner.fix_files(files, settings, unsafe=unsafe_fixes, jobs=jobs or None, progress=bar)
+            else:
+                run = runner.check_files(files, settings, jobs=jobs or None, use_cache=not no_cache, progress=bar)
+    except KeyboardInterrupt:
+        click.echo("jaxfuse-lint: interrupted; no file was written", err=True)
+        sys.exit(130)
+    for err in run.errors:
+        out.error(err)
+    stats = run.stats
+    out.info(f"{stats.get('files', len(files))} files: {stats.get('analysed', 0)} analysed, "
+             f"{stats.get('cached', 0)} from the cache, the rest without JAX (syntax checked only)")
+
+    changed = [o for o in run.fixes if o.changed]
+    if diff:
+        text = "".join(_unified_diff(o.original, o.source, o.filename) for o in changed)
+        _emit(text, output_file, out)
+        n = sum(len(o.fixed) for o in changed)
+        out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
+                    f"file{'s' if len(changed) != 1 else ''}.")
+        _hidden_fixes_hint(run.diagnostics, unsafe_fixes, out)
+        sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
+
+    if fix:
+        if verify_fixes:
+            from jaxfuse_lint.cli.fix_verify import verify_outcomes
+
+            verified_sources = {id(o): o.source for o in changed}
+            verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
+            _recheck_rolled_back(run, [o for o in changed if o.source != verified_sources[id(o)]], settings)
+            changed = [o for o in changed if o.changed]
+        _write_fixes(changed, paths, out)
+
+    diagnostics = run.diagnostics
+    hidden_from = diagnostics  # what is left, before --fix-only drops it from the report
+    fixed = [d for o in changed for d in o.fixed] if fix else []
+    if fix_only:
+        diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
+    context.sources = run.sources
+    text_format = output_format in ("concise", "full")
+    if statistics:
+        if output_format not in ("concise", "full", "json"):
+            _fail(f"--statistics supports --output-format concise, full or json, not {output_format}")
+        from jaxfuse_lint.report.statistics import render_statistics
+
+        context.color = not output_file and _color()
+        _emit(render_statistics(diagnostics, context, json_format=output_format == "json"), output_file, out)
+    elif not fix_only or not text_format:
+        context.color = text_format and not output_file and _color()
+        _emit(render(output_format, diagnostics, context), output_file, out)
+    if text_format:
+        if fix and (fixed or show_fixes):
+            if show_fixes and fixed:
+                out.summary("Fixed:")
+                for d in fixed:
+                    where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                    out.summary(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
+        if fix:
+            if fix_only:
+                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}.")
+            else:
+                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
+                            f"{len(diagnostics)} remaining.")
+            _hidden_fixes_hint(hidden_from, unsafe_fixes, out)
+        elif not statistics:  # the statistics table ends with these lines itself
+            from jaxfuse_lint.report.summary import summary_text
+
+            out.summary(summary_text(diagnostics, unsafe_fixes))
+            if profile is not None:
+                from jaxfuse_lint.runtime.use import stale_note
+
+                note = stale_note(profile)
+                if note:
+                    out.summary(note)
+    failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
+    sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _write_fixes(changed, paths, out) -> None:
+    """Write the fixed files. A symbolic link is fixed through its target when the target lies
+    under a path the user named; a link out of those paths is left alone, and said so."""
+    import os
+
+    from jaxfuse_lint.core.writer import write_atomic
+
+    roots = [os.path.realpath(p) for p in paths]
+    named = {os.path.abspath(p) for p in paths}
+    for o in changed:
+        if os.path.islink(o.filename) and os.path.abspath(o.filename) not in named:
+            real = os.path.realpath(o.filename)
+            if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                out.warn(f"{o.filename}: not fixed: a symbolic link to {real}, outside the checked paths "
+                         f"(name the file to fix it)")
+                o.fixed = []
+                continue
+        try:
+            removed = write_atomic(o.filename, o.source, o.encoding)
+        except OSError as exc:
+            out.error(f"{o.filename}: cannot write file: {exc.strerror}")
+            continue
+        for tmp in removed:
+            out.warn(f"{tmp}: removed a temporary file left by an interrupted earlier run")
+
+
+def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
+    """After a fix mode without --unsafe-fixes: the fixes it left out, and why each is unsafe."""
+    if unsafe_fixes:
+        return
+    from jaxfuse_lint.report.summary import hidden_fixes_text
+
+    text = hidden_fixes_text(diagnostics)
+    if text:
+        out.summary(text)
+
+
+def _recheck_rolled_back(run, outcomes, settings: Settings) -> None:
+    """What remains in files whose fixes `--verify` rolled back, located in the text written."""
+    from jaxfuse_lint.engine.pipeline import check_source, runtime_facts_for
+
+    by_name = {o.filename: o for o in outcomes}
+    for i, result in enumerate(run.results):
+        outcome = by_name.get(result.filename)
+        if outcome is not None:
+            # A runtime profile's facts are about the original text: they follow it by name.
+            fresh = check_source(outcome.source, outcome.filename, settings,
+                                 runtime=runtime_facts_for(outcome.original, settings))
+            outcome.remaining = fresh.diagnostics
+            run.results[i] = fresh
+
+
+def _color() -> bool:
+    from jaxfuse_lint.cli.output import color_wanted
+
+    return color_wanted(sys.stdout)
+
+
+def _emit(text: str, output_file: str | None, out) -> None:
+    """The report: to stdout, or to -o FILE (written whole, atomically); -s prints nothing."""
+    if output_file:
+        from jaxfuse_lint.core.writer import write_atomic
+
+        try:
+            Path(output_file).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(output_file, text, "utf-8")
+        except OSError as exc:
+            _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
+        return
+    if text and not out.silent:
+        sys.stdout.write(text)
+
+
+def _add_noqa(files, settings, jobs, out) -> None:
+    """--add-noqa: a `# noqa: CODE` comment on the line of every diagnostic (ruff's way to
+    adopt a linter on a large codebase), merged into an existing `# noqa: ...`."""
+    from jaxfuse_lint.run import runner
+    from jaxfuse_lint.engine.noqa import add_noqa
+    from jaxfuse_lint.core.writer import write_atomic
+
+    run = runner.check_files(files, settings, jobs=jobs or None, use_cache=False)
+    for err in run.errors:
+        out.error(err)
+    by_file: dict[str, dict[int, set[str]]] = {}
+    for d in run.diagnostics:
+        if d.code in ("JF000", "JF901") or d.noqa_row is None:  # JF000 cannot be suppressed; JF901 is the noqa itself
+            continue
+        by_file.setdefault(d.filename, {}).setdefault(d.noqa_row, set()).add(d.code)
+    added = 0
+    for filename, rows in by_file.items():
+        from jaxfuse_lint.engine.pipeline import decode
+
+        try:
+            text, encoding = decode(Path(filename).read_bytes())
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            out.error(f"{filename}: cannot read file: {exc}")
+            continue
+        new_text, n, skipped_rows = add_noqa(text, rows)
+        for row in skipped_rows:
+            out.warn(f"{filename}:{row}: no `# noqa` added: the line ends inside a string or a continuation")
+        if n and new_text != text:
+            try:
+                write_atomic(filename, new_text, encoding)
+            except OSError as exc:
+                out.error(f"{filename}: cannot write file: {exc.strerror}")
+                continue
+            added += n
+    out.summary(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    sys.exit(EXIT_CLEAN)
+
+
+def _unified_diff(original: str, fixed: str, name: str) -> str:
+    """What `--diff` prints for one file; a notebook's is one diff per changed cell (ruff's)."""
+    import difflib
+
+    from jaxfuse_lint.parse.notebook import is_notebook
+    from jaxfuse_lint.report.notebooks import unified_diff
+
+    if is_notebook(name):
+        return unified_diff(original, fixed, name)
+    return "".join(difflib.unified_diff(
+        original.splitlines(keepends=True), fixed.splitlines(keepends=True), f"a/{name}", f"b/{name}"))
+
+
+def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero) -> None:
+    from jaxfuse_lint.engine.pipeline import check_source, fix_source
+
+    data = sys.stdin.buffer.read()
+    if fix:
+        outcome = fix_source(data, filename, settings, unsafe=unsafe)
+        if outcome.undecodable is not None:  # not text: left alone, and said why
+            for d in outcome.remaining:
+                click.echo(f"jaxfuse-lint: {d.filename}:{d.location.row}:{d.location.column}: {d.code} {d.message}",
+                           err=True)
+            if not diff:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)  # editors replace the buffer with what --fix prints
+            sys.exit(EXIT_FINDINGS if not exit_zero else EXIT_CLEAN)
+        if diff:
+            sys.stdout.write(_unified_diff(outcome.original, outcome.source, filename))
+            sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
+        sys.stdout.write(outcome.source)  # editors replace the buffer with what --fix prints
+        for err in outcome.errors + outcome.dropped:
+            click.echo(f"jaxfuse-lint: {err}", err=True)
+        sys.exit(EXIT_FINDINGS if outcome.remaining and not exit_zero else EXIT_CLEAN)
+    result = check_source(data, filename, settings)
+    for err in result.errors:
+        click.echo(f"jaxfuse-lint: {err}", err=True)
+    context = ReportContext(sources={filename: result.source or ""}, unsafe_fixes=unsafe)
+    out = render(output_format, result.diagnostics, context)
+    sys.stdout.write(out)
+    sys.exit(EXIT_FINDINGS if result.diagnostics and not exit_zero else EXIT_CLEAN)
+
+
+@cli.command("rule")
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule_command(code, show_all, output_format) -> None:
+    """Print a rule's documentation (`jaxfuse-lint rule JF203`), or list them all (`--all`)."""
+    import json
+
+    from jaxfuse_lint.rules import all_rules, get_rule
+
+    if show_all or not code:
+        rules = all_rules()
+        if output_format == "json":
+            click.echo(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fixable,
+                                    "explanation": r.documentation()} for r in rules], indent=2))
+            return
+        for r in rules:
+            fix = {"always": "fix", "sometimes": "fix*", "never": ""}[r.fixable]
+            click.echo(f"{r.code}  {r.name:<40} {fix:<5} {r.summary}")
+        return
+    rule = get_rule(code)
+    if rule is None:
+        _fail(f"unknown rule `{code}`; `jaxfuse-lint rule --all` lists them")
+    if output_format == "json":
+        click.echo(json.dumps({"code": rule.code, "name": rule.name, "summary": rule.summary, "fix": rule.fixable,
+                               "explanation": rule.documentation()}, indent=2))
+    else:
+        click.echo(rule.documentation())
+
+
+def main() -> None:
+    from jaxfuse_lint.launch import cwd_exists
+
+    if not cwd_exists():
+        sys.exit(EXIT_ERROR)
+    cli(prog_name="jaxfuse-lint")
+
+
+if __name__ == "__main__":
+    main()

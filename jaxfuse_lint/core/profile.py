@@ -1,0 +1,321 @@
+"""The runtime profile: what a real run traced and compiled (`.jaxfuse_lint/profile.json`).
+
+`jaxfuse-lint record -- COMMAND` writes it (see `recorder.py`); `check`, `verify`,
+`explain` and `review` read it. This module is the format and its loader, and it
+never imports jax: `check` reads profiles.
+
+The file is JSON, versioned (`format`, `version`), and every fact is keyed by the
+SHA-256 of the text of the file it is about (`sha256`), so an entry whose file
+has changed since the run is ignored rather than misapplied; paths are only
+labels (relative to the directory `record` ran in where possible). Layout:
+
+    {"format": "jaxfuse-lint-profile", "version": 1, "jax_version": ..., "command": [...],
+     "processes": [{"pid": 12, "where": "tests/test_a.py::test_x", "backend": "cpu"}, ...],
+     "entries": [                       # one per jit entry point (jax.jit / pjit object's function)
+       {"id": "<sha>:<qualname>:<line>", "file": "pkg/m.py", "sha256": ..., "qualname": "step",
+        "line": 12, "api": "jax.jit", "arg_names": ["x", "n"], "static_argnums": [1],
+        "static_argnames": ["n"],
+        "signatures": [{"args": [{"name": "x", "shape": [4096, 3], "dtype": "float32",
+                                  "weak_type": false}],
+                        "pytree": "PyTreeDef(((*, *), {}))", "static": {"n": "3"},
+                        "backend": "cpu", "where": "tests/test_a.py::test_x"}],
+        "compilations": [{"signature": 0, "pid": 12, "cause": "first compilation",
+                          "kind": "first" | "static" | "shape" | "fresh-callable" | "other",
+                          "where": ..., "costs": <attribution JSON> | null}],
+        "constants": [{"bytes": 1200000, "shape": "f32[300000]", "lines": ["pkg/m.py:8"]}]}],
+     "lines": [{"file": ..., "sha256": ..., "line": 8, "entry": "<entry id>", "temp_bytes": 1048576,
+                "constant_bytes": 0, "kernels": 2, "copies": 0}],   # per-line costs, max over compilations
+     "functions": [                     # every function whose lines appear under an entry
+       {"file": ..., "sha256": ..., "qualname": "helper", "line": 3, "entry": "<entry id>",
+        "api": "jax.jit", "entry_name": "step", "transforms": ["vmap"], "chain": ["step", "helper"],
+        "where": "tests/test_a.py::test_x"}]}
+
+`costs` is `jaxfuse_lint.verify.attribution.Attribution.to_json()` for the program
+that compilation produced: its kernels, temporaries and folded constants per line.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+# Keys of Settings.extra that carry the chosen profile to the engine and its workers
+# (runtime/use.py sets them, model/runtime_facts.py reads them): its path and content digest.
+PROFILE_KEY = "profile"
+PROFILE_DIGEST_KEY = "profile-digest"
+
+FORMAT = "jaxfuse-lint-profile"
+VERSION = 1
+# Where recording processes leave their parts, next to the profile, until `record` merges them.
+PARTS_DIR_SUFFIX = ".parts"
+
+_SHORT_DTYPE = {
+    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
+}
+
+
+class ProfileError(Exception):
+    """A profile that cannot be used: reported on one line."""
+
+
+def text_digest(text: str) -> str:
+    """The key of a file's facts: SHA-256 of its text (UTF-8), whatever its encoding on disk."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_digest(path: str | os.PathLike) -> str | None:
+    import tokenize
+
+    try:
+        with tokenize.open(path) as fh:
+            return text_digest(fh.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def spec(arg: dict[str, Any]) -> str:
+    """`f32[4096,3]` (with `~` for a weak type: a Python scalar promoted by JAX)."""
+    dtype = _SHORT_DTYPE.get(arg.get("dtype", ""), arg.get("dtype", "?"))
+    shape = arg.get("shape")
+    if shape is None:
+        return str(arg.get("repr", dtype))
+    weak = "~" if arg.get("weak_type") else ""
+    return f"{weak}{dtype}[{','.join(str(d) for d in shape)}]"
+
+
+def signature_text(sig: dict[str, Any], limit: int = 3) -> str:
+    """`x: f32[4096,3], n=3` for messages (the first `limit` arguments)."""
+    parts = [f"{a.get('name') or '?'}: {spec(a)}" for a in sig.get("args", [])]
+    parts += [f"{k}={v}" for k, v in sig.get("static", {}).items()]
+    if len(parts) > limit:
+        parts = parts[:limit] + ["…"]
+    return ", ".join(parts)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+@dataclass
+class FileFacts:
+    """What the profile knows about one file's text: entries and traced functions."""
+
+    digest: str
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    functions: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[dict[str, Any]] = field(default_factory=list)  # per-line costs of compiled programs
+    # Constants captured by a trace on one of this text's lines: {bytes, shape, line, entry, entry_qualname}.
+    constants: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries or self.functions or self.lines or self.constants)
+
+    def entries_named(self, qualname: str) -> list[dict[str, Any]]:
+        return [e for e in self.entries if e.get("qualname") == qualname]
+
+    def functions_named(self, qualname: str) -> list[dict[str, Any]]:
+        return [f for f in self.functions if f.get("qualname") == qualname]
+
+
+class Profile:
+    def __init__(self, data: dict[str, Any], path: str = "") -> None:
+        self.data = data
+        self.path = path
+        self.entries: list[dict[str, Any]] = list(data.get("entries", []))
+        self.functions: list[dict[str, Any]] = list(data.get("functions", []))
+        self._by_digest: dict[str, FileFacts] = {}
+        for e in self.entries:
+            self._facts(e.get("sha256")).entries.append(e)
+            for const in e.get("constants", []):
+                for ref in const.get("lines", []):
+                    if isinstance(ref, dict) and ref.get("sha256"):
+                        self._facts(ref["sha256"]).constants.append({
+                            "bytes": const.get("bytes", 0), "shape": const.get("shape", ""),
+                            "line": ref.get("line"), "entry": e.get("id"), "entry_qualname": e.get("qualname"),
+                            "api": e.get("api", "jax.jit")})
+        for f in self.functions:
+            self._facts(f.get("sha256")).functions.append(f)
+        self.lines: list[dict[str, Any]] = list(data.get("lines", []))
+        for item in self.lines:
+            self._facts(item.get("sha256")).lines.append(item)
+
+    def _facts(self, digest: str | None) -> FileFacts:
+        key = digest or ""
+        if key not in self._by_digest:
+            self._by_digest[key] = FileFacts(key)
+        return self._by_digest[key]
+
+    def for_text(self, text: str) -> FileFacts | None:
+        """The facts recorded for exactly this text (None when the file changed or was not traced)."""
+        facts = self._by_digest.get(text_digest(text))
+        return facts if facts else None
+
+    def files(self) -> dict[str, str]:
+        """{recorded path: digest} of every file with facts."""
+        out: dict[str, str] = {}
+        for item in (*self.entries, *self.functions):
+            if item.get("file") and item.get("sha256"):
+                out.setdefault(item["file"], item["sha256"])
+        return out
+
+    def stale_files(self, root: str | os.PathLike = ".") -> list[str]:
+        """Recorded files whose text has changed since (or that are gone)."""
+        out = []
+        for path, digest in sorted(self.files().items()):
+            p = Path(path) if os.path.isabs(path) else Path(root) / path
+            if file_digest(p) != digest:
+                out.append(path)
+        return out
+
+    def entries_in(self, path: str | os.PathLike) -> list[dict[str, Any]]:
+        """The entries recorded for the current text of the file at `path`."""
+        digest = file_digest(path)
+        facts = self._by_digest.get(digest or "")
+        return list(facts.entries) if facts else []
+
+
+def validate(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ProfileError(f"{where}: not a jaxfuse-lint profile (write one with `jaxfuse-lint record -- COMMAND`)")
+    version = data.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise ProfileError(f"{where}: profile version {version!r} is newer than this jaxfuse-lint reads "
+                           f"({VERSION}); record it again or upgrade jaxfuse-lint")
+    for key in ("entries", "functions", "lines"):
+        if not isinstance(data.get(key, []), list):
+            raise ProfileError(f"{where}: `{key}` must be a list")
+    return data
+
+
+def load_profile(path: str | os.PathLike) -> Profile:
+    """Read and check a profile; ProfileError with a one-line reason when it cannot be used."""
+    p = Path(path)
+    try:
+        with open(p, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise ProfileError(f"{p}: profile not found (write one with `jaxfuse-lint record -- COMMAND`)") from None
+    except OSError as exc:
+        raise ProfileError(f"{p}: cannot read the profile: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ProfileError(f"{p}: the profile is not valid JSON: {exc}") from None
+    return Profile(validate(data, str(p)), str(p))
+
+
+@lru_cache(maxsize=4)
+def cached_profile(path: str, digest: str) -> Profile:
+    """One parse per process for a given profile content (worker processes call this per file)."""
+    del digest  # part of the cache key: a rewritten profile is read again
+    return load_profile(path)
+
+
+def profile_digest(path: str | os.PathLike) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+# -- writing and merging ---------------------------------------------------------------------------
+
+def empty_profile(**meta: Any) -> dict[str, Any]:
+    return {"format": FORMAT, "version": VERSION, **meta, "processes": [], "entries": [], "functions": [],
+            "lines": []}
+
+
+def _function_key(f: dict[str, Any]) -> tuple:
+    return (f.get("sha256"), f.get("qualname"), f.get("line"), f.get("entry"), tuple(f.get("transforms", ())),
+            tuple(f.get("chain", ())))
+
+
+def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    """One profile from the parts written by each recording process.
+
+    Entries with the same id are joined: their signatures are deduplicated and
+    their compilations kept (each carries its process id, so counts stay per run
+    of a process), and compilations point at the merged signature list."""
+    out = empty_profile(**meta)
+    entries: dict[str, dict[str, Any]] = {}
+    seen_functions: set[tuple] = set()
+    lines: dict[tuple, dict[str, Any]] = {}
+    for part in parts:
+        out["processes"].extend(part.get("processes", []))
+        for key in ("jax_version",):
+            if part.get(key) and not out.get(key):
+                out[key] = part[key]
+        for e in part.get("entries", []):
+            target = entries.get(e["id"])
+            if target is None:
+                target = {k: v for k, v in e.items() if k not in ("signatures", "compilations", "constants")}
+                target.update(signatures=[], compilations=[], constants=[])
+                entries[e["id"]] = target
+            remap = {}
+            for i, sig in enumerate(e.get("signatures", [])):
+                key = _sig_key(sig)
+                for j, existing in enumerate(target["signatures"]):
+                    if _sig_key(existing) == key:
+                        remap[i] = j
+                        break
+                else:
+                    remap[i] = len(target["signatures"])
+                    target["signatures"].append(sig)
+            for c in e.get("compilations", []):
+                c = dict(c)
+                if isinstance(c.get("signature"), int):
+                    c["signature"] = remap.get(c["signature"], c["signature"])
+                target["compilations"].append(c)
+            for const in e.get("constants", []):
+                if const not in target["constants"]:
+                    target["constants"].append(const)
+        for f in part.get("functions", []):
+            k = _function_key(f)
+            if k not in seen_functions:
+                seen_functions.add(k)
+                out["functions"].append(f)
+        for item in part.get("lines", []):
+            k = (item.get("sha256"), item.get("line"), item.get("entry"))
+            have = lines.get(k)
+            if have is None:
+                lines[k] = dict(item)
+            else:
+                for field_name in ("temp_bytes", "constant_bytes", "kernels", "copies"):
+                    have[field_name] = max(have.get(field_name, 0), item.get(field_name, 0))
+    out["entries"] = sorted(entries.values(), key=lambda e: (e.get("file", ""), e.get("line", 0), e["id"]))
+    out["functions"].sort(key=lambda f: (f.get("file", ""), f.get("line", 0), f.get("qualname", "")))
+    out["lines"] = sorted(lines.values(), key=lambda x: (x.get("file", ""), x.get("line", 0)))
+    return out
+
+
+def _sig_key(sig: dict[str, Any]) -> str:
+    return json.dumps({k: sig.get(k) for k in ("args", "pytree", "static", "backend")}, sort_keys=True)
+
+
+def read_parts(directory: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """The parts left in a directory by recording processes (unreadable ones are skipped)."""
+    d = Path(directory)
+    if not d.is_dir():
+        return
+    for p in sorted(d.glob("*.json")):
+        try:
+            with open(p, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("format") == FORMAT:
+            yield data
+
+
+def write_profile(path: str | os.PathLike, data: dict[str, Any]) -> None:
+    from jaxfuse_lint.core.writer import write_atomic
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    new = not target.exists()
+    write_atomic(target, json.dumps(data, indent=1, sort_keys=False) + "\n")
+    if new:  # a new file gets the usual permissions, not the private ones of a temporary file
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(target, 0o666 & ~mask)

@@ -1,0 +1,1 @@
+"""Discover: paths -> the source files to check (and what was left out, and why)."""

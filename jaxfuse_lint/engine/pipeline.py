@@ -1,0 +1,527 @@
+"""Parse once, build the model, run the rules, apply noqa, and drive fixes.
+
+The pipeline for one file: source bytes -> libcst Module -> SemanticModel ->
+rule Violations -> (noqa) -> located Diagnostics, each with its Fix. `--fix`
+repeats analyse-and-apply until nothing changes (bounded), re-parsing after
+every pass and dropping any fix that would leave invalid code.
+"""
+from __future__ import annotations
+
+import os
+
+import re
+import traceback
+from dataclasses import dataclass, field
+import sys
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+
+# libcst, the model, the rules and the codemods are imported by the functions that parse:
+# a run whose files all come from the cache (runner.py) never pays for them.
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from jaxfuse_lint.codemods.plan import FixPlan
+    from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.rules import Rule, Violation
+
+MAX_FIX_PASSES = 10
+SYNTAX_ERROR = "JF000"
+UNUSED_NOQA = "JF901"
+
+
+@dataclass
+class FileResult:
+    filename: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: str | None = None
+    # Internal errors (a rule or codemod that crashed): reported, never fatal.
+    errors: list[str] = field(default_factory=list)
+    skipped: bool = False  # no reference to JAX at all: not parsed
+
+
+@dataclass
+class FixOutcome:
+    filename: str
+    source: str  # the fixed text (unchanged when nothing applied)
+    original: str
+    fixed: list[Diagnostic] = field(default_factory=list)  # what was fixed, located in the original
+    remaining: list[Diagnostic] = field(default_factory=list)  # located in the fixed text
+    dropped: list[str] = field(default_factory=list)  # fixes left out because they broke the code
+    errors: list[str] = field(default_factory=list)
+    encoding: str = "utf-8"
+    undecodable: bytes | None = None  # the bytes of a file that could not be decoded (left alone)
+
+    @property
+    def changed(self) -> bool:
+        return self.source != self.original
+
+
+def decode(source: bytes | str) -> tuple[str, str]:
+    """Text and encoding, honouring a BOM or a PEP 263 coding cookie.
+
+    The encoding is returned so that `--fix` writes the file back the way it was
+    (`utf-8-sig` keeps a BOM)."""
+    if isinstance(source, str):
+        return source, "utf-8"
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    return source.decode(encoding), encoding
+
+
+def mentions_jax(text: str, settings: Settings) -> bool:
+    """Whether the text may use JAX: its name, a configured fork, or a framework built on it
+    whose Module bodies are traced by default (a flax- or equinox-only model file)."""
+    from jaxfuse_lint.model.routes import frameworks
+
+    roots = "|".join(re.escape(m) for m in settings.jax_modules + ("jax",) + frameworks())
+    return re.search(rf"\b({roots})\b", text) is not None
+
+
+def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None,
+                            data: bytes | None = None) -> Diagnostic:
+    """JF000 at the error. CPython's own message and position are preferred when it agrees
+    the file is invalid: they are what users know, and libcst's native parser may point
+    at the end of the file instead of the offending token. `data`: the file's bytes, to
+    place an undecodable byte at its line and column."""
+    row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, UnicodeDecodeError):
+        row, col, msg = _undecodable_at(exc, data)
+    elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
+        row, col, msg = _undecodable_at(exc, data)
+    elif "libcst" in sys.modules and isinstance(exc, sys.modules["libcst"].ParserSyntaxError):
+        # (libcst not imported: exc cannot be one of its errors)
+        row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
+    elif isinstance(exc, SyntaxError):
+        row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
+    if text is not None:
+        try:
+            compile(text, filename, "exec", dont_inherit=True)
+        except SyntaxError as py_exc:
+            row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    return syntax_error_at(filename, row, col, msg)
+
+
+def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnostic:
+    """JF000's one message shape, `Could not parse file: <reason>`, at the bad byte or token."""
+    loc = Location(max(row, 1), max(col, 1))
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {reason}", filename, loc, loc,
+                      noqa_row=loc.row)
+
+
+def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:
+    """Line and column of the first byte that cannot be decoded."""
+    encoding = getattr(exc, "encoding", None) or "utf-8"
+    start = getattr(exc, "start", None)
+    if data is not None and start is None:
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError as inner:
+            start, encoding = inner.start, inner.encoding
+        except LookupError:
+            pass
+    if data is None or start is None:
+        return 1, 1, " ".join(str(exc).split())
+    line_start = data.rfind(b"\n", 0, start) + 1
+    row = data.count(b"\n", 0, start) + 1
+    col = len(data[line_start:start].decode(encoding, errors="replace")) + 1
+    return row, col, f"invalid {encoding} byte 0x{data[start]:02x}; the file must be valid {encoding}"
+
+
+def parse_check(text: str, filename: str) -> Diagnostic | None:
+    """JF000 for a file that is not valid Python, without libcst: CPython's parser (to an
+    AST only; nothing is compiled or run). Used for the files no rule needs to analyse, so
+    that every checked file at least gets its syntax checked."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text, filename)
+    except SyntaxError as exc:
+        return syntax_error_at(filename, exc.lineno or 1, exc.offset or 1, exc.msg)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        reason = "too deeply nested to parse" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
+        return syntax_error_at(filename, 1, 1, reason or type(exc).__name__)
+    return None
+
+
+def runtime_facts_for(text: str, settings: Settings):
+    """What the profile in use (`check --profile`) recorded about exactly this text, or None."""
+    if not settings.extra:
+        return None
+    from jaxfuse_lint.model.runtime_facts import facts_for_text
+
+    return facts_for_text(text, settings)
+
+
+def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
+    from jaxfuse_lint.rules import all_rules
+
+    return [r for r in all_rules() if r.stage == "model" and settings.is_enabled(r.code, filename)]
+
+
+def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
+               errors: list[str]) -> list[tuple[Rule, Violation]]:
+    found = []
+    for rule in rules:
+        try:
+            for v in rule.check(model, settings):
+                found.append((rule, v))
+        except Exception as exc:  # one broken rule must not stop the others
+            tb = traceback.extract_tb(exc.__traceback__)[-1]
+            errors.append(f"{filename}: internal error in {rule.code} ({rule.name}): "
+                          f"{type(exc).__name__}: {exc} [{tb.filename.rsplit('/', 1)[-1]}:{tb.lineno}]")
+    return found
+
+
+def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settings, errors: list[str],
+                filename: str) -> FixPlan | None:
+    if rule.fixable == "never":
+        return None
+    from jaxfuse_lint.codemods import fixer_for
+
+    build = fixer_for(rule.code)
+    if build is None:
+        return None
+    try:
+        return build(v, model, settings)
+    except Exception as exc:
+        errors.append(f"{filename}: internal error in the {rule.code} codemod: {type(exc).__name__}: {exc}")
+        return None
+
+
+def module_name_of(filename: str) -> str:
+    """The dotted module name of a file (packages are folders with `__init__.py`), else its stem."""
+    from jaxfuse_lint.project.index import ModuleNamer
+
+    named = ModuleNamer().name(filename)
+    return named[0] if named is not None else os.path.splitext(os.path.basename(filename))[0]
+
+
+class Analysis:
+    """One parsed module, its model and its (unsuppressed) violations."""
+
+    def __init__(self, module: cst.Module, filename: str, settings: Settings,
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
+                 runtime=None, source: str | None = None) -> None:
+        """`source`: the module's code when the caller has it (`module.code` generates it
+        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`)."""
+        from jaxfuse_lint.parse.locate import Locator
+        from jaxfuse_lint.model import SemanticModel
+        from jaxfuse_lint.engine.noqa import parse_suppressions
+
+        self.module = module
+        self._source = source
+        self.filename = filename
+        self.settings = settings
+        self.errors: list[str] = []
+        self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
+        if settings.assume_traced:  # library mode (model/assumed.py)
+            self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
+        rules = enabled_rules(settings, filename)
+        self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
+        if runtime is not None:
+            from jaxfuse_lint.model.runtime_facts import cite_evidence
+
+            cite_evidence(self.model, [v for _, v in self.violations])
+        nodes = set()
+        for _, v in self.violations:
+            nodes.add(v.range_node or v.node)
+            nodes.update(v.line_refs())
+        self.locator = Locator(module, nodes, source=self._source, parent=self.model.parent)
+        check_noqa = apply_noqa and settings.is_enabled(UNUSED_NOQA, filename) and "noqa" in self.source.lower()
+        suppress = parse_suppressions(self.source) if (self.violations or check_noqa) and apply_noqa else None
+        if suppress is not None:
+            self.violations = [
+                (r, v) for r, v in self.violations
+                if not suppress.suppressed(r.code, self.locator.line(v.range_node or v.node))
+            ]
+        self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
+        self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
+        self._plans: dict[int, FixPlan | None] = {}
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = self.module.code
+        return self._source
+
+    def _unused_noqa(self, suppress) -> list[Diagnostic]:
+        """JF901: `# noqa: JF...` directives that suppressed nothing (noqa.unused_directives)."""
+        from jaxfuse_lint.core.diagnostics import Edit, Fix
+        from jaxfuse_lint.core.lines import split_lines
+        from jaxfuse_lint.engine.noqa import removal_edit, unused_directives
+        from jaxfuse_lint.rules import all_rules
+
+        rules = [r for r in all_rules() if r.stage == "model"]
+        known = {r.code for r in all_rules()}
+        enabled = {r.code for r in rules if self.settings.is_enabled(r.code, self.filename)}
+        lines = split_lines(self.source)
+        out = []
+        for d, unused, unknown in unused_directives(suppress, lines, lambda c: c in enabled, known):
+            parts = []
+            if unused:
+                parts.append("unused: " + ", ".join(f"`{c}`" for c in unused))
+            if unknown:
+                parts.append("unknown: " + ", ".join(f"`{c}`" for c in unknown))
+            line = lines[d.row - 1]
+            start, end, content = removal_edit(d, line, unused + unknown)
+            fix = None
+            if self.settings.is_fixable(UNUSED_NOQA):
+                what = "Remove the unused `noqa` directive" if not content or content == "#" else "Remove the unused codes"
+                fix = Fix(Applicability.SAFE, what, (Edit(content, Location(d.row, start + 1), Location(d.row, end + 1)),))
+            out.append(Diagnostic(UNUSED_NOQA, "unused-noqa", f"Unused `noqa` directive ({'; '.join(parts)})",
+                                  self.filename, Location(d.row, d.start + 1), Location(d.row, d.end + 1),
+                                  fix=fix, noqa_row=d.row))
+        return out
+
+    def plan(self, rule: Rule, v: Violation) -> FixPlan | None:
+        if not self.settings.is_fixable(rule.code):  # `unfixable`, or not in `fixable`
+            return None
+        if id(v) not in self._plans:
+            plan = _build_plan(rule, v, self.model, self.settings, self.errors, self.filename)
+            if plan is not None and self.model.runtime is not None:
+                from jaxfuse_lint.model.runtime_facts import unsafe_if_recorded
+
+                plan = unsafe_if_recorded(plan, v, self.model)
+            self._plans[id(v)] = plan
+        return self._plans[id(v)]
+
+    def diagnostic(self, rule: Rule, v: Violation, with_fix: bool = True) -> Diagnostic:
+        from jaxfuse_lint.codemods.plan import plan_to_fix
+
+        start, end = self.locator.range(v.range_node or v.node)
+        fix = None
+        if with_fix:
+            plan = self.plan(rule, v)
+            if plan is not None:
+                fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
+        return Diagnostic(
+            code=rule.code, name=rule.name, message=v.render(self.locator.line), filename=self.filename,
+            location=start, end_location=end, fix=fix, noqa_row=start.row,
+        )
+
+    def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
+        out = [self.diagnostic(r, v, with_fixes) for r, v in self.violations]
+        if self.noqa_diagnostics:
+            out += self.noqa_diagnostics
+            out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
+        return out
+
+
+def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None:
+    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB)."""
+    if size <= settings.max_file_size:
+        return None
+    loc = Location(1, 1)
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"File not checked: {size:,} bytes is over `max-file-size` "
+                      f"({settings.max_file_size:,} bytes)", filename, loc, loc, noqa_row=1)
+
+
+def _parse_guard(text: str, filename: str) -> Diagnostic | None:
+    """JF000 for a text nested deeply enough to crash or stall libcst's native parser, from
+    CPython's parser (runner.parse_guard; the runner's workers call it themselves too)."""
+    from jaxfuse_lint.run.runner import _parse_guard_text
+
+    return _parse_guard_text(text, filename)
+
+
+def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
+                 external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
+                 model_hook: Callable[[SemanticModel], None] | None = None,
+                 runtime=None, as_python: bool = False,
+                 parse: Callable[[str], cst.Module] | None = None) -> FileResult:
+    """Check one file. `external_traced`: its functions that other modules trace (see project.py);
+    `model_hook` is called with the file's model when it was parsed (the runner's project summary).
+    A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
+    `as_python` (the notebook's cells joined into a module). `parse`: what parses the text
+    (default `libcst.parse_module`; the language server's reparse.IncrementalParser)."""
+    import libcst as cst
+
+    if filename.lower().endswith(".ipynb") and not as_python:
+        from jaxfuse_lint.parse.notebook import check_notebook
+
+        return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
+                              apply_noqa=apply_noqa, model_hook=model_hook)
+    result = FileResult(filename)
+    big = too_large(len(source), filename, settings)
+    if big is not None:
+        result.diagnostics.append(big)
+        return result
+    try:
+        text, _ = decode(source) if isinstance(source, bytes) else (source, "utf-8")
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        result.diagnostics.append(syntax_error_diagnostic(
+            filename, exc, data=source if isinstance(source, bytes) else None))
+        return result
+    result.source = text
+    if runtime is None:
+        runtime = runtime_facts_for(text, settings)
+    else:
+        runtime = runtime.for_text(text)
+    if not external_traced and runtime is None and not mentions_jax(text, settings):
+        # No rule has anything to say about it; its syntax is still checked.
+        result.skipped = True
+        broken = parse_check(text, filename)
+        if broken is not None:
+            result.diagnostics.append(broken)
+        return result
+    guard = _parse_guard(text, filename)
+    if guard is not None:
+        result.diagnostics.append(guard)
+        return result
+    try:
+        module = (parse or cst.parse_module)(text)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
+        return result
+    try:
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text)
+        result.diagnostics = analysis.diagnostics(with_fixes)
+        if model_hook is not None:
+            model_hook(analysis.model)
+    except RecursionError:
+        result.errors.append(f"{filename}: internal error: the file is nested too deeply to analyse")
+        return result
+    except Exception as exc:
+        result.errors.append(f"{filename}: internal error: {type(exc).__name__}: {exc}")
+        return result
+    result.errors.extend(analysis.errors)
+    return result
+
+
+def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe: bool = False,
+               external_traced: dict[str, str] | None = None,
+               model_hook: Callable[[SemanticModel], None] | None = None, as_python: bool = False) -> FixOutcome:
+    """Apply fixes to a fixed point. Safe fixes always; unsafe ones only with `unsafe`."""
+    import libcst as cst
+    from jaxfuse_lint.codemods.plan import is_valid_python
+    from jaxfuse_lint.codemods.plan import non_overlapping
+
+    if filename.lower().endswith(".ipynb") and not as_python:
+        from jaxfuse_lint.parse.notebook import fix_notebook
+
+        return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
+                            model_hook=model_hook)
+    big = too_large(len(source), filename, settings)
+    if big is not None:
+        outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
+        outcome.remaining = [big]
+        return outcome
+    if isinstance(source, bytes):
+        try:
+            text, encoding = decode(source)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:  # left alone, as check reports it
+            outcome = FixOutcome(filename, "", "", undecodable=source)
+            outcome.remaining = [syntax_error_diagnostic(filename, exc, data=source)]
+            return outcome
+    else:
+        text, encoding = source, "utf-8"
+    outcome = FixOutcome(filename, text, text, encoding=encoding)
+    runtime = runtime_facts_for(text, settings)
+    if not external_traced and runtime is None and not mentions_jax(text, settings):
+        broken = parse_check(text, filename)
+        outcome.remaining = [broken] if broken is not None else []
+        return outcome
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
+    code = text
+    rejected: set[tuple[str, int, int, str]] = set()
+    first_analysis: Analysis | None = None
+    guard = _parse_guard(text, filename)
+    if guard is not None:
+        outcome.remaining = [guard]  # left alone
+        return outcome
+    try:
+        cst.parse_module(code)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        outcome.remaining = [syntax_error_diagnostic(filename, exc, text)]  # left alone
+        return outcome
+    for _ in range(MAX_FIX_PASSES):
+        module = cst.parse_module(code)
+        # The recorded facts are about the original text; later passes match them by name.
+        analysis = Analysis(module, filename, settings, external_traced,
+                            runtime=runtime.for_text(code) if runtime else None)
+        outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
+        if first_analysis is None:
+            first_analysis = analysis
+            if model_hook is not None:  # the model of the original text
+                model_hook(analysis.model)
+        candidates: list[tuple[Rule, Violation, FixPlan]] = []
+        for rule, v in analysis.violations:
+            plan = analysis.plan(rule, v)
+            if plan is None or plan.applicability not in allowed:
+                continue
+            start = analysis.locator.start(v.range_node or v.node)
+            if (rule.code, start.row, start.column, code) in rejected:
+                continue
+            candidates.append((rule, v, plan))
+        if not candidates:
+            break
+        chosen = non_overlapping([p for _, _, p in candidates], analysis.model.index.parents)
+        chosen_ids = {id(p) for p in chosen}
+        batch = [(r, v, p) for r, v, p in candidates if id(p) in chosen_ids]
+        new_code, applied = _apply_valid(module, batch, filename, outcome, rejected, code, analysis)
+        if not applied or new_code == code:
+            break
+        for r, v, _ in applied:
+            d = analysis.diagnostic(r, v, with_fix=False)
+            outcome.fixed.append(d)
+        code = new_code
+    outcome.source = code
+    # What is left, located in the fixed text.
+    final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                         runtime=runtime, as_python=True)
+    # JF901's fixes edit comments only (text edits, not libcst plans): applied last, once the
+    # other fixes have settled which directives are still used.
+    noqa_fixes = [d for d in final.diagnostics if d.code == UNUSED_NOQA and d.fix is not None
+                  and d.fix.applicability in allowed]
+    if noqa_fixes:
+        from jaxfuse_lint.core.edits import apply_edits
+
+        new_code = apply_edits(code, [e for d in noqa_fixes for e in d.fix.edits])
+        if is_valid_python(new_code, filename) is None:
+            outcome.fixed.extend(noqa_fixes)
+            code = outcome.source = new_code
+            final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                                 runtime=runtime, as_python=True)
+    outcome.remaining = final.diagnostics
+    return outcome
+
+
+def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
+    """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
+    from jaxfuse_lint.codemods.plan import apply_plans
+    from jaxfuse_lint.codemods.plan import is_valid_python
+
+    new_code = apply_plans(module, [p for _, _, p in batch]).code
+    if is_valid_python(new_code, filename) is None:
+        return new_code, batch
+    good = []
+    for r, v, p in batch:
+        try:
+            single = apply_plans(module, [p]).code
+            problem = is_valid_python(single, filename)
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is None:
+            good.append((r, v, p))
+        else:
+            start = analysis.locator.start(v.range_node or v.node)
+            rejected.add((r.code, start.row, start.column, code))
+            outcome.dropped.append(
+                f"{filename}:{start.row}:{start.column}: {r.code} fix dropped: it would produce invalid code ({problem})"
+            )
+    if not good:
+        return code, []
+    new_code = apply_plans(module, [p for _, _, p in good]).code
+    if is_valid_python(new_code, filename) is not None:
+        return code, []
+    return new_code, good
