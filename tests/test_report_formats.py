@@ -327,3 +327,12 @@ def test_json_is_unchanged_ruff_schema(case):
     assert data[0]["fix"]["edits"][0] == {"content": '    return {"𝜋²": (v * v)[..., 0] + (v * v)[..., 1]}\n',
                                           "location": {"row": 8, "column": 1},
                                           "end_location": {"row": 9, "column": 1}}
+
+
+def test_every_configurable_format_has_a_renderer_and_no_other():
+    from jaxfuse_lint.core.config import OUTPUT_FORMATS
+    from jaxfuse_lint.report import FORMATS, renderer
+
+    assert sorted(FORMATS) == sorted(OUTPUT_FORMATS)
+    for name in OUTPUT_FORMATS:
+        assert callable(renderer(name))

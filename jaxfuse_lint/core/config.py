@@ -26,6 +26,8 @@ DEFAULT_EXCLUDE = (
 # Rules a bare `JF` (the default selection) does not select: the JF9xx rules are about the
 # suppression comments themselves (ruff's RUF100 is not a default rule either). Rules declare
 # it too (`Rule.default_enabled`); a test keeps the two in step.
+# The `--output-format` / `output-format` names; report/ holds a renderer for each (its FORMATS registry).
+OUTPUT_FORMATS = ("concise", "full", "json", "json-lines", "sarif", "github", "gitlab", "rdjson", "junit", "pylint")
 OPT_IN_PREFIXES = ("JF9",)
 # Test code runs once: its recompilation, constant and memory findings are rarely worth a change.
 # Performance rules (JF1xx, JF2xx, JF3xx, JF5xx) are off there by default; correctness rules
@@ -343,11 +345,10 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
     if "unfixable" in table:
         kw["unfixable"] = validate_codes(str_list("unfixable"), where)
     if "output-format" in table:
-        from jaxfuse_lint.report import FORMATS
-
         value = table["output-format"]
-        if value not in FORMATS:
-            raise ConfigError(f"{where}: `output-format` must be one of {', '.join(sorted(FORMATS))}, got {value!r}")
+        if value not in OUTPUT_FORMATS:
+            raise ConfigError(f"{where}: `output-format` must be one of {', '.join(sorted(OUTPUT_FORMATS))}, "
+                              f"got {value!r}")
         kw["output_format"] = value
     if "small-axis-max" in table:
         kw["small_axis_max"] = pos_int("small-axis-max")

@@ -1,7 +1,7 @@
 """Reporters: one module per output format, each exposing `render(diagnostics, context) -> str`.
 
 The registry maps `--output-format` names to modules; adding a format means
-adding a module and one line here.
+adding a module, one line here and its name in `core.config.OUTPUT_FORMATS`.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Callable
 
 from jaxfuse_lint.core.diagnostics import Diagnostic
 
+# The module that renders each format name the configuration accepts (core.config.OUTPUT_FORMATS).
 FORMATS: dict[str, str] = {
     "concise": "concise",
     "full": "full",
