@@ -169,6 +169,18 @@ def test_fix_verify_keeps_the_fixes_xla_gpu_proves(tmp_path):
     assert "    def body(i, c):\n        w = jnp.exp(-0.5 * a0)" in loop.split("def damp_captured")[1]
 
 
+def test_the_cuda_plugin_is_found_whichever_cuda_it_is_built_for(tmp_path, monkeypatch):
+    # jax 0.11 ships `jax-cuda13-plugin` (module jax_plugins.xla_cuda13), not xla_cuda12: seen on the
+    # lent H100 (jax 0.11.2). Found without importing it; other plugins are not the CUDA one.
+    for name in ("xla_cuda13", "xla_rocm7"):
+        (tmp_path / "jax_plugins" / name).mkdir(parents=True)
+        (tmp_path / "jax_plugins" / name / "__init__.py").write_text("raise ImportError('never imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = backend._cuda_plugins()
+    assert "jax_plugins.xla_cuda13" in found and "jax_plugins.xla_rocm7" not in found
+    assert backend._cuda_plugin_installed()
+
+
 # --- without the plugin: XLA:CPU stands in, and rejects nothing -----------------------------------
 
 

@@ -47,9 +47,9 @@ def normalise(line: str) -> str:
 
 
 def _has_gpu_compiler() -> bool:
-    import importlib.util
+    from jaxfuse_lint.verify.backend import _cuda_plugin_installed
 
-    return importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+    return _cuda_plugin_installed()
 
 
 def test_the_tour_has_the_commands_a_newcomer_needs():

@@ -196,10 +196,23 @@ def _first_device(jax: Any, platform: str) -> Any:
 
 
 def _cuda_plugin_installed() -> bool:
+    """jax's CUDA plugin, whichever CUDA it is built for: `jax_plugins.xla_cuda12` (jax 0.10 and the
+    `gpu` extra), `jax_plugins.xla_cuda13` (jax 0.11 ships this one)."""
+    return bool(_cuda_plugins())
+
+
+def _cuda_plugins() -> list[str]:
+    """The installed `jax_plugins.xla_cuda*` modules, found without importing them."""
+    import pkgutil
+
     try:
-        return importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+        spec = importlib.util.find_spec("jax_plugins")
     except (ImportError, ValueError):
-        return False
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(f"jax_plugins.{m.name}" for m in pkgutil.iter_modules(list(spec.submodule_search_locations))
+                  if re.fullmatch(r"xla_cuda\d+", m.name))
 
 
 def _cuda_driver_present() -> bool:
