@@ -95,7 +95,9 @@ def corpus_from_directory(src: Path, dest: Path) -> Corpus:
 def leaf_file(corpus: Corpus) -> Path | None:
     """A middle-sized module that mentions JAX and that no other file of the corpus imports."""
     sys.path.insert(0, str(ROOT))
-    from jaxfuse_lint.project.index import ModuleNamer, ProjectFile, ProjectIndex, prescan
+    from jaxfuse_lint.project.index import ProjectFile, ProjectIndex
+    from jaxfuse_lint.project.module_names import ModuleNamer
+    from jaxfuse_lint.project.prescan import prescan
 
     namer = ModuleNamer()
     pfiles = []

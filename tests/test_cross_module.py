@@ -16,16 +16,11 @@ import pytest
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.project.index import (
-    ModuleNamer,
-    ProjectFile,
-    ProjectIndex,
-    Summary,
-    analysis_order,
-    build_project,
-    prescan,
-    summarize,
-)
+from jaxfuse_lint.project.import_graph import analysis_order
+from jaxfuse_lint.project.index import ProjectFile, ProjectIndex, build_project
+from jaxfuse_lint.project.module_names import ModuleNamer
+from jaxfuse_lint.project.prescan import prescan
+from jaxfuse_lint.project.summary import Summary, summarize
 from jaxfuse_lint.run.runner import check_files, fix_files
 from tests.fixture_harness import UPDATE
 

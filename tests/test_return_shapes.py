@@ -14,9 +14,10 @@ from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.return_shapes import PREFIX, shape_from_json, shape_to_json
-from jaxfuse_lint.project.index import import_spellings
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.project.index import Summary, build_project, summarize
+from jaxfuse_lint.project.index import build_project
+from jaxfuse_lint.project.module_names import import_spellings
+from jaxfuse_lint.project.summary import Summary, summarize
 from jaxfuse_lint.run.runner import check_files
 
 PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "cross_module" / "_return_shapes"

@@ -200,7 +200,7 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
 
 def module_name_of(filename: str) -> str:
     """The dotted module name of a file (packages are folders with `__init__.py`), else its stem."""
-    from jaxfuse_lint.project.index import ModuleNamer
+    from jaxfuse_lint.project.module_names import ModuleNamer
 
     named = ModuleNamer().name(filename)
     return named[0] if named is not None else os.path.splitext(os.path.basename(filename))[0]

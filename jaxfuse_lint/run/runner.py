@@ -48,17 +48,11 @@ from jaxfuse_lint.engine.pipeline import (
     syntax_error_diagnostic,
     too_large,
 )
-from jaxfuse_lint.project.index import (
-    ModuleNamer,
-    Prescan,
-    ProjectFile,
-    ProjectIndex,
-    Summary,
-    canonical_order,
-    prescan,
-    summarize,
-    upstream_masks,
-)
+from jaxfuse_lint.project.import_graph import canonical_order, upstream_masks
+from jaxfuse_lint.project.index import ProjectFile, ProjectIndex
+from jaxfuse_lint.project.module_names import ModuleNamer
+from jaxfuse_lint.project.prescan import Prescan, prescan
+from jaxfuse_lint.project.summary import Summary, summarize
 
 if TYPE_CHECKING:
     from jaxfuse_lint.run.cache import RecordedFile
