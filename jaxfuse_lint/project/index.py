@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+# The external map's format (SHAPE_PREFIX, PARAMS_TRACED, COMPILED_MARKER) is shared with the model.
+from jaxfuse_lint.core.external_map import COMPILED_MARKER, PARAMS_TRACED, SHAPE_PREFIX
+
 # Layers 1 and 3 need no parse: libcst and the model are imported by the summarizer (layer
 # 2) only, so that a run whose files all come from the cache never loads them.
 if TYPE_CHECKING:
@@ -42,9 +45,6 @@ if TYPE_CHECKING:
 # How a function comes to be traced from another module, most direct first.
 KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "entry": 2, "passed": 3}
 MAX_REEXPORT_HOPS = 8
-# `shape:<callee>` entries of a file's external map carry other modules' return shapes
-# (model/return_shapes.py reads them).
-SHAPE_PREFIX = "shape:"
 
 
 def import_spellings(qualified: str, package: str) -> list[str]:
@@ -531,17 +531,6 @@ def summarize(model: "SemanticModel", module: str | None, is_package: bool = Fal
 
 
 # -- 3. the project-wide fixpoint ------------------------------------------------------------------
-
-# A reason's detail (and the phrase made from it) may end with a line that tells the traced
-# module how its function's parameters arrive: "params-traced" (every positional parameter
-# without a default is a tracer: `jax.jit(other.f)`, `lax.scan(other.body, ...)`), with the
-# transform's literal `static=1,2` / `names=a,b`. SemanticModel reads it (model/traced.py).
-PARAMS_TRACED = "\nparams-traced"
-# The word added to the marker line of a function whose route from some module ends in a
-# compiled program (`jax.jit`, or called from code under it); without it the other modules
-# only trace it eagerly (`jax.jacrev`, `jax.vmap`, `custom_vjp` outside jit).
-COMPILED_MARKER = "compiled"
-
 
 def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, direct: bool) -> str:
     """PARAMS_TRACED for a staging transform applied straight to an imported function with
