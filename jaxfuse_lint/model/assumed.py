@@ -22,7 +22,7 @@ import libcst as cst
 from jaxfuse_lint.model.scopes import Function, walk
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.view import ModelView
 
 PUBLIC_ARRAY_FUNCTIONS = "public-array-functions"
 ASSUMED = "assumed traced (configured)"
@@ -30,7 +30,7 @@ ASSUMED = "assumed traced (configured)"
 ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.scipy.", "jax.nn.", "jax.random.", "jax.experimental.")
 
 
-def assumed_functions(model: "SemanticModel", module_name: str, patterns: tuple[str, ...]) -> Iterator[Function]:
+def assumed_functions(model: "ModelView", module_name: str, patterns: tuple[str, ...]) -> Iterator[Function]:
     if not patterns:
         return
     public = PUBLIC_ARRAY_FUNCTIONS in patterns
@@ -57,7 +57,7 @@ def _is_public(fn: Function) -> bool:
     return fn.cls is None or not fn.cls.name.startswith("_")
 
 
-def reaches_array_call(model: "SemanticModel", fn: Function) -> bool:
+def reaches_array_call(model: "ModelView", fn: Function) -> bool:
     """Whether a parameter flows (through local assignments) into a jnp/lax call's arguments."""
     names = {p for p in fn.params if p not in ("self", "cls")}
     if not names:

@@ -17,12 +17,12 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.view import ModelView
 
 CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
 
 
-def memoised_function(model: "SemanticModel", fn: "Function") -> bool:
+def memoised_function(model: "ModelView", fn: "Function") -> bool:
     """A def behind `functools.cache` / `lru_cache` (or a project's `*lru_cache` / `*.cache`)."""
     node = fn.node
     if not isinstance(node, cst.FunctionDef):
@@ -56,7 +56,7 @@ def _text(e: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(e).strip()
 
 
-def _built_once_into_state(model: "SemanticModel", call: cst.Call, scope: "Scope") -> bool:
+def _built_once_into_state(model: "ModelView", call: cst.Call, scope: "Scope") -> bool:
     """`if _fn is None: _fn = jax.jit(...)` where `_fn` is a `global`/`nonlocal` of the
     function or an attribute (`self._fn`): built on the first call only, a cache."""
     from jaxfuse_lint.model.scopes import Function
@@ -79,11 +79,11 @@ def _built_once_into_state(model: "SemanticModel", call: cst.Call, scope: "Scope
     return False
 
 
-def _same(model: "SemanticModel", a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+def _same(model: "ModelView", a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
     return model.module.code_for_node(a).strip() == model.module.code_for_node(b).strip()
 
 
-def _missing_tests(model: "SemanticModel", test: cst.BaseExpression) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+def _missing_tests(model: "ModelView", test: cst.BaseExpression) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
     """(container, key) pairs for tests that hold when the key is not cached yet:
     `key not in cache`, `not (key in cache)`, `cache.get(key) is None`, `fn is None`
     (with `fn = cache.get(key)` before), joined with `or`."""
@@ -119,7 +119,7 @@ def _get_call(e: cst.BaseExpression):
     return None
 
 
-def compiled_once_per_key(model: "SemanticModel", call: cst.Call | cst.FunctionDef, scope: "Scope") -> bool:
+def compiled_once_per_key(model: "ModelView", call: cst.Call | cst.FunctionDef, scope: "Scope") -> bool:
     """Whether this jit call (or jit-decorated def) runs once per key of a cache rather than
     once per evaluation."""
     from jaxfuse_lint.model.scopes import Function
@@ -159,7 +159,7 @@ def compiled_once_per_key(model: "SemanticModel", call: cst.Call | cst.FunctionD
     return False
 
 
-def _stored_in(model: "SemanticModel", call: cst.Call | cst.FunctionDef) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+def _stored_in(model: "ModelView", call: cst.Call | cst.FunctionDef) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
     """(container, key) of `container[key] = <call>`, or `name = <call>` (or a decorated
     `def name`) followed in the same block by `container[key] = name`."""
     out = []
@@ -198,7 +198,7 @@ def _stored_in(model: "SemanticModel", call: cst.Call | cst.FunctionDef) -> list
     return out
 
 
-def _name_from_get(model: "SemanticModel", if_node: cst.If, name: cst.Name):
+def _name_from_get(model: "ModelView", if_node: cst.If, name: cst.Name):
     """`fn = cache.get(key)` in the statement right before `if fn is None:`."""
     block = model.parent(if_node)
     if block is None or not hasattr(block, "body"):

@@ -17,17 +17,27 @@ and jax results of Python numbers or of values of unknown size (`f32(box)`,
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import JNP_CREATORS, JNP_STATIC_FUNCTIONS
-from jaxfuse_lint.model.numpy_values import MemoizedArrays
+from jaxfuse_lint.model.numpy_values import MemoizedArrays, NumpyArrays
 from jaxfuse_lint.model.traced import keyword, positional
 from jaxfuse_lint.model.values import ARRAY_NAMESPACES
+from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.scopes import Scope
+    from jaxfuse_lint.model.scopes import Function, Scope
+
+
+class DeviceView(ModelView, Protocol):
+    """What the device-array analysis reads of the model besides its structure and names."""
+
+    def is_traced(self, fn: Function | None) -> bool: ...
+
+    @property
+    def numpy_arrays(self) -> NumpyArrays: ...
 
 _KEYS = frozenset({
     "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in", "jax.random.key_data",
@@ -45,6 +55,7 @@ _VIEWS = frozenset({"T", "mT", "real", "imag", "at"})
 
 
 class DeviceArrays(MemoizedArrays):
+    model: "DeviceView"
 
     def _is_array(self, e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
         m = self.model

@@ -32,7 +32,7 @@ from jaxfuse_lint.model.traced import keyword, positional
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.view import ModelView
 
 BOOL = "bool"
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -333,7 +333,7 @@ _BINOP_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Power, cst.FloorDivide, c
 class DTypeAnalysis:
     MAX_DEPTH = 30
 
-    def __init__(self, model: "SemanticModel", x64: bool = False,
+    def __init__(self, model: "ModelView", x64: bool = False,
                  recorded: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.model = model
         self.x64 = x64

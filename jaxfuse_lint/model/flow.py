@@ -34,7 +34,7 @@ from jaxfuse_lint.model.scopes import iter_children
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Binding, Function
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.view import ModelView
 
 PYTHON = "python"
 CONTAINER = "container"
@@ -106,7 +106,7 @@ class FunctionFlow:
     # flow-insensitive answer (every binding) rather than costing seconds.
     MAX_WORK = 10_000
 
-    def __init__(self, model: "SemanticModel", fn: "Function") -> None:
+    def __init__(self, model: "ModelView", fn: "Function") -> None:
         self.model = model
         self.fn = fn
         self.reaching: dict[cst.Name, tuple["Binding", ...]] = {}
@@ -443,7 +443,7 @@ def _walk_no_scopes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 # -- narrowing tests ------------------------------------------------------------------------------
 
-def _type_fact(model: "SemanticModel", scope, types: cst.BaseExpression) -> str | None:
+def _type_fact(model: "ModelView", scope, types: cst.BaseExpression) -> str | None:
     """PYTHON, CONTAINER or None for the second argument of isinstance() (a type, a tuple of
     types, or `A | B`)."""
     parts: list[cst.BaseExpression] = []
@@ -480,7 +480,7 @@ def _type_fact(model: "SemanticModel", scope, types: cst.BaseExpression) -> str 
     return fact
 
 
-def _test_facts(model: "SemanticModel", scope, test: cst.BaseExpression) -> tuple[dict[str, str], dict[str, str]]:
+def _test_facts(model: "ModelView", scope, test: cst.BaseExpression) -> tuple[dict[str, str], dict[str, str]]:
     """(facts when the test is true, facts when it is false)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yes, no = _test_facts(model, scope, test.expression)
@@ -520,14 +520,14 @@ def _test_facts(model: "SemanticModel", scope, test: cst.BaseExpression) -> tupl
     return {}, {}
 
 
-def narrowing(model: "SemanticModel", fn: "Function", test: cst.BaseExpression) -> tuple[dict[str, str], dict[str, str]]:
+def narrowing(model: "ModelView", fn: "Function", test: cst.BaseExpression) -> tuple[dict[str, str], dict[str, str]]:
     return _test_facts(model, fn, test)
 
 
 class Flow:
     """Per-function flow facts for the model (`model.flow`)."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "ModelView") -> None:
         self.model = model
         self._functions: dict[int, FunctionFlow] = {}
 
@@ -563,7 +563,7 @@ class Flow:
 class _ModuleBody:
     """The module's own statements, walked like a function body without parameters."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "ModelView") -> None:
         scope = model.index.scope
         self.node = model.index.module
         self.bindings = scope.bindings

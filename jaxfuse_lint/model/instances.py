@@ -18,13 +18,13 @@ from jaxfuse_lint.model.scopes import ClassInfo, Function, walk
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.view import ModelView
 
 MAX_DEPTH = 6
 
 
 class Instances:
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "ModelView") -> None:
         self.model = model
         self._classes: dict[cst.ClassDef, ClassInfo] | None = None
         self._attrs: dict[int, dict[str, list[cst.BaseExpression]]] = {}
@@ -229,7 +229,7 @@ class Instances:
         return out
 
 
-def instances(model: "SemanticModel") -> Instances:
+def instances(model: "ModelView") -> Instances:
     found = model.__dict__.get("_instances")
     if found is None:
         found = model.__dict__["_instances"] = Instances(model)

@@ -7,16 +7,23 @@ literal list (a handful of numbers, folding costs nothing) are not.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import NUMPY_ARRAY_BUILDERS, NUMPY_SCALAR_NAMES
 from jaxfuse_lint.model.traced import positional
+from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.values import Kind
+
+
+class NumpyView(ModelView, Protocol):
+    """What the NumPy-array analysis reads of the model besides its structure and names."""
+
+    def kind(self, expr: cst.CSTNode, scope: Scope) -> Kind: ...
 
 _RANDOM_NOT_ARRAYS = frozenset({
     "numpy.random.seed", "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
@@ -119,7 +126,7 @@ _STATIC_POSITIONS = {
 _STATIC_METHODS_ARGS = frozenset({"reshape", "transpose", "swapaxes", "squeeze", "split", "tile", "repeat"})
 
 
-def static_argument(model: "SemanticModel", node: cst.CSTNode, scope: "Scope") -> bool:
+def static_argument(model: "ModelView", node: cst.CSTNode, scope: "Scope") -> bool:
     """Whether `node` is an argument that jax reads as a Python value: `jnp.split(x, SPLITS)`,
     `x.reshape(SHAPE)`, `jnp.sum(x, axis=AXES)`, `jnp.zeros(SHAPE)`."""
     arg = model.parent(node)
@@ -144,7 +151,7 @@ class MemoizedArrays:
     """`is_array(expression, scope)`, memoised per (node, scope) and bounded in depth; a cycle
     (`a = b; b = a`) is not an array. Subclasses say what an array is (`_is_array`)."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "ModelView") -> None:
         self.model = model
         self._memo: dict[tuple[int, int], bool] = {}
 
@@ -162,6 +169,7 @@ class MemoizedArrays:
 
 
 class NumpyArrays(MemoizedArrays):
+    model: "NumpyView"
 
     def is_numpy_call(self, e: cst.CSTNode, scope: "Scope") -> str | None:
         """The numpy function a call (or `np.mgrid[...]`) makes, if any."""

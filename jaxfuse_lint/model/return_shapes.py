@@ -22,15 +22,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
+# The external map's key prefix lives in core/, which a warm run imports without libcst.
+from jaxfuse_lint.core.external_map import SHAPE_PREFIX as PREFIX
 from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
-# The external map's key prefix lives in project.py, which a warm run imports without libcst.
-from jaxfuse_lint.project.index import SHAPE_PREFIX as PREFIX
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.scopes import Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.shapes import ShapeView
 
 
 def shape_to_json(shape: Shape) -> str:
@@ -45,7 +42,7 @@ def shape_from_json(text: str) -> Shape | None:
         return None
 
 
-def local_return_shapes(model: "SemanticModel") -> dict[str, str]:
+def local_return_shapes(model: "ShapeView") -> dict[str, str]:
     """{top-level function: its return Shape as JSON}, from this module alone."""
     shapes = ShapeAnalysis(model, cross_module=False)
     out = {}
@@ -56,20 +53,6 @@ def local_return_shapes(model: "SemanticModel") -> dict[str, str]:
         if shape is not None and (shape.left or shape.right):  # sizes are what the rules use
             out[fn.name] = shape_to_json(shape)
     return out
-
-
-def callee_key(model: "SemanticModel", func: cst.BaseExpression, scope: "Scope") -> str | None:
-    """An imported callee as `import_spellings` spells it (`..mesh.components`), or None."""
-    if isinstance(func, cst.Attribute):
-        base = callee_key(model, func.value, scope)
-        return f"{base}.{func.attr.value}" if base else None
-    if not isinstance(func, cst.Name):
-        return None
-    found = model.lookup(func.value, scope)
-    if found is None or not found[1] or any(b.kind != "import" for b in found[1]):
-        return None
-    names = {b.qualified_name for b in found[1]}
-    return names.pop() if len(names) == 1 else None
 
 
 def split_external(external: dict[str, str] | None) -> tuple[dict[str, str], dict[str, Shape]]:

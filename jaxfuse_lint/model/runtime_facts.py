@@ -20,18 +20,27 @@ signature. The measured rules (JF5xx) read `facts` directly.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.shapes import Shape
+from jaxfuse_lint.model.view import ModelView
 from jaxfuse_lint.core.profile import PROFILE_DIGEST_KEY, PROFILE_KEY
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
-    from jaxfuse_lint.model.traced import TracedRegions
+    from jaxfuse_lint.model.traced import TracedRegions, TraceReason
     from jaxfuse_lint.core.profile import FileFacts
+
+
+class RuntimeView(ModelView, Protocol):
+    """What citing a recorded run reads of the model besides its structure and names."""
+
+    # What a recorded run saw this module's text do, or None.
+    runtime: RuntimeFacts | None
+
+    def trace_reason(self, fn: Function) -> TraceReason | None: ...
 
 
 def python_qualname(fn: "Function") -> str:
@@ -82,7 +91,7 @@ class RuntimeFacts:
                             self.profile_path)
 
     # -- matching ----------------------------------------------------------------------------------
-    def _match(self, model: "SemanticModel") -> dict["Function", tuple[list[dict], list[dict]]]:
+    def _match(self, model: "ModelView") -> dict["Function", tuple[list[dict], list[dict]]]:
         """{Function: (entries, traced-function records)}: by first line and name, else by
         qualified name alone (the text is the recorded one, but fixes move lines)."""
         if self._matched is not None:
@@ -118,14 +127,14 @@ class RuntimeFacts:
         self._matched = matched
         return matched
 
-    def entries_of(self, model: "SemanticModel", fn: "Function") -> list[dict[str, Any]]:
+    def entries_of(self, model: "ModelView", fn: "Function") -> list[dict[str, Any]]:
         return self._match(model).get(fn, ([], []))[0]
 
-    def records_of(self, model: "SemanticModel", fn: "Function") -> list[dict[str, Any]]:
+    def records_of(self, model: "ModelView", fn: "Function") -> list[dict[str, Any]]:
         return self._match(model).get(fn, ([], []))[1]
 
     # -- traced-ness ---------------------------------------------------------------------------------
-    def evidence(self, model: "SemanticModel", fn: "Function") -> str | None:
+    def evidence(self, model: "ModelView", fn: "Function") -> str | None:
         """"traced at run time under `jax.jit(step)` (tests/t.py::test_step) with x: f32[4,3]"."""
         from jaxfuse_lint.core.profile import signature_text, spec
 
@@ -155,7 +164,7 @@ class RuntimeFacts:
                 text += f" with {', '.join(shown)}"
         return text
 
-    def add_reasons(self, model: "SemanticModel", regions: "TracedRegions") -> None:
+    def add_reasons(self, model: "ModelView", regions: "TracedRegions") -> None:
         """Mark every function the run traced (those static analysis missed get this reason)."""
         from jaxfuse_lint.model.traced import TraceReason
 
@@ -167,7 +176,7 @@ class RuntimeFacts:
                 regions.add(fn, TraceReason("external", "", fn.node, description=why, compiled=True))
 
     # -- lines ----------------------------------------------------------------------------------------
-    def statement_at(self, model: "SemanticModel", line: int) -> cst.CSTNode | None:
+    def statement_at(self, model: "ModelView", line: int) -> cst.CSTNode | None:
         """The innermost simple statement (or compound statement header) starting on `line`."""
         if not hasattr(self, "_statements"):
             from libcst.metadata import MetadataWrapper, PositionProvider
@@ -184,7 +193,7 @@ class RuntimeFacts:
         return self._statements.get(line)
 
     # -- shapes ---------------------------------------------------------------------------------------
-    def param_shape(self, model: "SemanticModel", fn: "Function", name: str) -> Shape | None:
+    def param_shape(self, model: "ModelView", fn: "Function", name: str) -> Shape | None:
         sigs = [s for e in self.entries_of(model, fn) for s in e.get("signatures", [])]
         seen: list[dict[str, Any]] = []
         for sig in sigs:
@@ -205,7 +214,7 @@ class RuntimeFacts:
         self.shapes_used.add(fn)
         return Shape.of_dims(dims)
 
-    def shapes_used_in(self, model: "SemanticModel", node: cst.CSTNode) -> bool:
+    def shapes_used_in(self, model: "ModelView", node: cst.CSTNode) -> bool:
         """Whether the function holding `node` (or one enclosing it) had a recorded shape used."""
         if not self.shapes_used:
             return False
@@ -217,7 +226,7 @@ class RuntimeFacts:
         return False
 
 
-def _first_lines(model: "SemanticModel") -> dict["Function", int]:
+def _first_lines(model: "ModelView") -> dict["Function", int]:
     """The line Python reports as each function's first (`co_firstlineno`): the first
     decorator's line for a decorated def."""
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -240,7 +249,7 @@ def _first_lines(model: "SemanticModel") -> dict["Function", int]:
     return out
 
 
-def cite_evidence(model: "SemanticModel", violations: list[Any]) -> None:
+def cite_evidence(model: "RuntimeView", violations: list[Any]) -> None:
     """Append the run-time evidence to the message of each finding that depended on it:
     in a function only the run showed traced, or one whose recorded shapes were used."""
     runtime = model.runtime
@@ -282,7 +291,7 @@ def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:
     return RuntimeFacts(facts, path) if facts else None
 
 
-def unsafe_if_recorded(plan: Any, violation: Any, model: "SemanticModel") -> Any:
+def unsafe_if_recorded(plan: Any, violation: Any, model: "RuntimeView") -> Any:
     """A fix that relied on a recorded shape holds for the recorded inputs only: unsafe."""
     from jaxfuse_lint.core.diagnostics import Applicability
 

@@ -1,4 +1,9 @@
-"""The JAX semantic model of one module: the single object every rule queries."""
+"""The JAX semantic model of one module: the single object every rule queries.
+
+It builds the analyses and hands itself to each; they read it through protocols declared
+below them (model/view.py's `ModelView`, extended next to each analysis that reads another
+one through the model), which `SemanticModel` implements.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass

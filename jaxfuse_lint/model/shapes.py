@@ -24,16 +24,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
 from jaxfuse_lint.model.traced import keyword, positional
+from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.numpy_values import NumpyArrays
     from jaxfuse_lint.model.scopes import Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.traced import TracedRegions
+
+
+class ShapeView(ModelView, Protocol):
+    """What the shape analysis reads of the model besides its structure and names."""
+
+    # The return shapes of other modules' functions this one calls: {callee as written: Shape}.
+    external_shapes: dict[str, Shape]
+
+    @property
+    def traced(self) -> TracedRegions: ...
+
+    def is_traced_scope(self, scope: Scope) -> bool: ...
+
+    @property
+    def numpy_arrays(self) -> NumpyArrays: ...
+
+    def runtime_param_shape(self, fn: Function, name: str) -> Shape | None:
+        """The shape a recorded run saw for fn's parameter `name` (model/runtime_facts.py)."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +216,7 @@ _INDEX_METHODS = frozenset("argsort argmax argmin searchsorted astype ravel flat
 INT, NOT_INT, UNSURE = "int", "not-int", "unsure"
 
 
-def index_kind(model: "SemanticModel", v: cst.BaseExpression, scope: "Scope", depth: int = 0) -> str:
+def index_kind(model: "ShapeView", v: cst.BaseExpression, scope: "Scope", depth: int = 0) -> str:
     """What an index expression is: INT (an integer or integer array: integer arithmetic,
     `range` loop variables, `argsort`/`arange`/`astype(int)` results, names bound to those),
     NOT_INT (a boolean mask, a tuple of indices, a float), or UNSURE."""
@@ -269,7 +289,7 @@ def index_kind(model: "SemanticModel", v: cst.BaseExpression, scope: "Scope", de
     return UNSURE
 
 
-def _param_index_kind(model: "SemanticModel", fn, name: str) -> str:
+def _param_index_kind(model: "ShapeView", fn, name: str) -> str:
     """The index of a `fori_loop` body, a parameter annotated `int` / `Int[Array, ...]`: INT;
     annotated as a tuple, list, bool or boolean array: NOT_INT."""
     from jaxfuse_lint.model.scopes import Function
@@ -300,12 +320,12 @@ def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
-def _has_integer_dtype(model: "SemanticModel", call: cst.Call, scope: "Scope") -> bool:
+def _has_integer_dtype(model: "ShapeView", call: cst.Call, scope: "Scope") -> bool:
     dtype = keyword_value(call, "dtype")
     return dtype is not None and _integer_dtype(model, dtype, scope)
 
 
-def _integer_dtype(model: "SemanticModel", dtype: cst.BaseExpression, scope: "Scope") -> bool:
+def _integer_dtype(model: "ShapeView", dtype: cst.BaseExpression, scope: "Scope") -> bool:
     if isinstance(dtype, cst.SimpleString):
         text = dtype.evaluated_value
         return isinstance(text, str) and text.lstrip("<>=").startswith(("int", "uint", "i", "u"))
@@ -323,10 +343,25 @@ def _int_elements(e: cst.BaseExpression) -> bool:
     return _int_literal(e) is not None
 
 
+# The key of an imported callee's return shape in the model's `external_shapes` (model/return_shapes.py).
+def callee_key(model: "ModelView", func: cst.BaseExpression, scope: "Scope") -> str | None:
+    """An imported callee as `import_spellings` spells it (`..mesh.components`), or None."""
+    if isinstance(func, cst.Attribute):
+        base = callee_key(model, func.value, scope)
+        return f"{base}.{func.attr.value}" if base else None
+    if not isinstance(func, cst.Name):
+        return None
+    found = model.lookup(func.value, scope)
+    if found is None or not found[1] or any(b.kind != "import" for b in found[1]):
+        return None
+    names = {b.qualified_name for b in found[1]}
+    return names.pop() if len(names) == 1 else None
+
+
 class ShapeAnalysis:
     MAX_DEPTH = 30
 
-    def __init__(self, model: "SemanticModel", cross_module: bool = True) -> None:
+    def __init__(self, model: "ShapeView", cross_module: bool = True) -> None:
         self.model = model
         # False: this module's facts only (what its project summary may record).
         self.cross_module = cross_module
@@ -764,8 +799,6 @@ class ShapeAnalysis:
         """The return shape of another module's function, from the project index."""
         if not self.cross_module or not self.model.external_shapes:
             return None
-        from jaxfuse_lint.model.return_shapes import callee_key
-
         key = callee_key(self.model, func, scope)
         return self.model.external_shapes.get(key) if key is not None else None
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
@@ -32,12 +32,32 @@ from jaxfuse_lint.model.api import (ARRAY_VIEW_ATTRIBUTES, CALLBACKS, COMPILING,
 from jaxfuse_lint.model import routes
 from jaxfuse_lint.model.scopes import iter_children
 from jaxfuse_lint.model.traced import _literal_ints, _literal_strs, keyword, positional
-from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
+from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, ValueView, combine
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.device_arrays import DeviceArrays
+    from jaxfuse_lint.model.numpy_values import NumpyArrays
     from jaxfuse_lint.model.scopes import Binding, Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
-    from jaxfuse_lint.model.traced import TraceReason
+    from jaxfuse_lint.model.shapes import ShapeAnalysis
+    from jaxfuse_lint.model.traced import TracedAnalysis, TraceReason
+
+
+class StagingView(ValueView, Protocol):
+    """What the staging analysis reads of the model besides its structure, names and values."""
+
+    def traced_analysis(self) -> TracedAnalysis:
+        """The analysis behind `traced` (its `callables`: which functions an expression runs)."""
+
+    def is_traced(self, fn: Function | None) -> bool: ...
+
+    @property
+    def shapes(self) -> ShapeAnalysis: ...
+
+    @property
+    def numpy_arrays(self) -> NumpyArrays: ...
+
+    @property
+    def device_arrays(self) -> DeviceArrays: ...
 
 # Transforms that stage their function out to a jaxpr with abstract arguments.
 STAGING = frozenset({
@@ -187,7 +207,7 @@ def options_understood(reason: "TraceReason", transform: str, in_axes_read: bool
 class Staging:
     """Which traced functions are staged out (abstract arguments, Python run once per trace)."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "StagingView") -> None:
         self.model = model
         self._memo: dict[tuple[int, bool, bool], bool] = {}
         self._active: set[tuple[int, bool, bool]] = set()
@@ -384,7 +404,7 @@ class CompiledFunctions:
     """Which traced functions end up in a compiled program, from a map of trace reasons (the
     model's own, or the ones a module finds without other modules' facts: project.py)."""
 
-    def __init__(self, model: "SemanticModel", reasons) -> None:
+    def __init__(self, model: "StagingView", reasons) -> None:
         self.model = model
         self.reasons = reasons
         self._memo: dict[int, bool] = {}
@@ -431,6 +451,8 @@ class StagedValues(ValueAnalysis):
     (`state.step`, `cfg.use_bias`) may be static fields, so they are UNKNOWN; loop variables
     over traced containers (dict keys) are UNKNOWN; `in` tests are UNKNOWN.
     """
+
+    model: "StagingView"
 
     def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
         if self._string_annotated(fn, name):
@@ -1040,7 +1062,7 @@ class StagedValues(ValueAnalysis):
         return super()._call_kind(e, scope, depth)
 
 
-def staging(model: "SemanticModel") -> Staging:
+def staging(model: "StagingView") -> Staging:
     """The model's Staging analysis (built once per model, kept with it)."""
     s = model.__dict__.get("_staging")
     if s is None:

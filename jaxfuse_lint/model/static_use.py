@@ -34,20 +34,28 @@ as a lambda or through `functools.partial`), or a function only such code calls.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.compile_cache import memoised_function
-from jaxfuse_lint.model.numpy_values import static_argument as _numpy_static_argument
+from jaxfuse_lint.model.numpy_values import NumpyView, static_argument as _numpy_static_argument
 from jaxfuse_lint.model.scopes import Function, walk
+from jaxfuse_lint.model.staging import StagingView, staging
 from jaxfuse_lint.model.traced import keyword
 from jaxfuse_lint.model.values import Kind
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Binding, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.shapes import Shape
+
+
+class StaticUseView(StagingView, NumpyView, Protocol):
+    """What the static-use analysis reads of the model besides what staging reads: the kind
+    (static or traced) and the shape of an expression."""
+
+    def shape(self, expr: cst.CSTNode, scope: Scope) -> Shape | None: ...
 
 META, STATIC, PROGRAM, UNKNOWN = "meta", "static", "program", "unknown"
 
@@ -170,7 +178,7 @@ _MUTATING_FUNCTIONS = frozenset("numpy." + n for n in (
 class StaticUses:
     """`uses(expr, scope)`, memoised; `runs_on_host(fn)`."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "StaticUseView") -> None:
         self.model = model
         self._memo: dict[tuple[int, int], Uses] = {}
         self._active: set[tuple[int, int]] = set()
@@ -426,8 +434,6 @@ class StaticUses:
             return _one(UNKNOWN)
         if memoised_function(m, fn):
             return _one(STATIC, fn.node)  # the cache keeps the host value on purpose
-        from jaxfuse_lint.model.staging import staging
-
         if m.is_traced(fn) and staging(m).staging_transform(fn) is not None:
             return _one(PROGRAM)  # an output of the compiled program: its callers get a device array
         callers = self._call_sites(fn)
@@ -499,8 +505,6 @@ class StaticUses:
 
     # -- helpers ------------------------------------------------------------------------------------
     def _host_reason(self, r) -> bool:
-        from jaxfuse_lint.model.staging import staging
-
         if r.kind == "passed" and staging(self.model)._handed_to_callback(r.node, r.caller):
             return True
         if r.kind in ("called", "passed") and r.caller is not None and r.node is not None and \
@@ -621,7 +625,7 @@ def _annotated_container(fn: Function, name: str) -> bool:
     return isinstance(a, cst.Name) and a.value in ("list", "tuple", "dict", "List", "Tuple", "Dict", "Sequence")
 
 
-def _static_params(model: "SemanticModel", fn: Function) -> set[str]:
+def _static_params(model: "StaticUseView", fn: Function) -> set[str]:
     """Parameters a jit decorator on fn marks static (`static_argnums` / `static_argnames`)."""
     out: set[str] = set()
     node = fn.node
@@ -646,7 +650,7 @@ def _static_params(model: "SemanticModel", fn: Function) -> set[str]:
     return out
 
 
-def static_argument(model: "SemanticModel", node: cst.CSTNode, scope: "Scope") -> bool:
+def static_argument(model: "StaticUseView", node: cst.CSTNode, scope: "Scope") -> bool:
     """Whether `node` is an argument jax reads as a Python value: a shape, axis, permutation,
     split point, size or axis name (`jnp.split(x, SPLITS)`, `x.reshape(SHAPE)`,
     `jnp.sum(x, axis=AXES)`, `lax.ppermute(x, "i", perm=PAIRS)`, `jnp.roll(x, s, AXIS)`)."""
@@ -686,7 +690,7 @@ _WHOLE_REDUCTIONS = frozenset("jax.numpy." + n for n in (
 ).split())
 
 
-def computed_array(model: "SemanticModel", e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
+def computed_array(model: "StaticUseView", e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
     """`e` is an array the program computes in `scope`: the result of a jnp/lax operation, of
     arithmetic or indexing on one, of a transformed function's call, or of one of the module's
     functions whose every `return` is one. Not a parameter or its alias (`h = potential`), not a
@@ -761,13 +765,13 @@ def computed_array(model: "SemanticModel", e: cst.CSTNode, scope: "Scope", depth
     return False
 
 
-def _plain_array_operand(model: "SemanticModel", e: cst.CSTNode, scope: "Scope") -> bool:
+def _plain_array_operand(model: "StaticUseView", e: cst.CSTNode, scope: "Scope") -> bool:
     """A traced operand of arithmetic that is an array value in its own right (a parameter, a
     subscript of one): `x * 2.0` computes a new array of x's size."""
     return isinstance(e, (cst.Name, cst.Subscript, cst.Attribute, cst.Call))
 
 
-def known_scalar(model: "SemanticModel", e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
+def known_scalar(model: "StaticUseView", e: cst.CSTNode, scope: "Scope", depth: int = 0) -> bool:
     """`e` is known to hold a shape-`()` value: its shape says so, or it is a whole-array
     reduction (`jnp.sum(x)`, `jnp.linalg.norm(v)`, `y.mean()`)."""
     shape = model.shape(e, scope)
@@ -792,7 +796,7 @@ _SIZED_CREATORS = frozenset("jax.numpy." + n for n in (
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "complex"})
 
 
-def _scalar_value(model: "SemanticModel", e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
+def _scalar_value(model: "StaticUseView", e: cst.CSTNode, scope: "Scope", depth: int) -> bool:
     """A Python number, or jax math of scalars only (`jnp.array(eos_id)`, `lgamma(jnp.asarray(n + 1))`)."""
     if depth > 8:
         return False
@@ -845,7 +849,7 @@ def _python_number_param(fn: Function, name: str) -> bool:
     return ann is None and isinstance(default, (cst.Integer, cst.Float))
 
 
-def static_uses(model: "SemanticModel") -> StaticUses:
+def static_uses(model: "StaticUseView") -> StaticUses:
     """The model's StaticUses (built once per model, kept with it)."""
     s = model.__dict__.get("_static_uses")
     if s is None:
@@ -869,7 +873,7 @@ COSTLY = frozenset("jax.numpy." + n for n in (
 COSTLY_PREFIXES = ("jax.numpy.linalg.", "jax.scipy.linalg.", "jax.lax.linalg.", "jax.scipy.sparse.")
 
 
-def costly_to_recompute(model: "SemanticModel", value: cst.CSTNode, scope: "Scope") -> bool:
+def costly_to_recompute(model: "StaticUseView", value: cst.CSTNode, scope: "Scope") -> bool:
     """`value` runs a sort, search, factorisation or solve (a norm is a reduction: not costly)."""
     for n in walk(value):
         if isinstance(n, cst.Call):

@@ -10,18 +10,26 @@ from traced code is traced too. Host callbacks (`pure_callback`, ...) stop it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 import libcst as cst
 
+from jaxfuse_lint.core.external_map import COMPILED_MARKER
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES, WRAPPED_BODY_PHRASE, route
+from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.semantic import SemanticModel
     from jaxfuse_lint.model.scopes import Function, Scope
+
+
+class TracingView(ModelView, Protocol):
+    """What the traced analysis reads of the model besides its structure and names."""
+
+    # Library mode: (module name, `assume-traced` patterns), set by the engine (model/assumed.py).
+    assume_traced: tuple[str, tuple[str, ...]] | None
 
 
 @dataclass(eq=False)
@@ -190,8 +198,6 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
     by project.py's "params-traced [static=..] [names=..]" line."""
     phrase, _, marker = why.partition("\n")
     reason = TraceReason("external", "", fn.node, description=phrase)
-    from jaxfuse_lint.project.index import COMPILED_MARKER
-
     words = marker.split()
     if COMPILED_MARKER in words:
         reason.compiled = True
@@ -210,7 +216,7 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
 
 
 class TracedAnalysis:
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "TracingView") -> None:
         self.model = model
         self.regions = TracedRegions()
         self.instances = instances(model)
@@ -692,6 +698,6 @@ _CALLING_BUILTINS = frozenset({"builtins.map", "builtins.filter"})
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
 
 
-def _code(model: "SemanticModel", node: cst.CSTNode) -> str:
+def _code(model: "TracingView", node: cst.CSTNode) -> str:
     text = " ".join(model.module.code_for_node(node).split())
     return text if len(text) <= 40 else text[:39] + "…"

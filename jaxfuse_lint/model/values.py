@@ -9,16 +9,26 @@ raise false positives treat it as "not traced".
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.flow import PYTHON
+from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Binding, Function, Scope
-    from jaxfuse_lint.model.semantic import SemanticModel
+    from jaxfuse_lint.model.traced import TracedRegions
+
+
+class ValueView(ModelView, Protocol):
+    """What the value analysis reads of the model besides its structure and names."""
+
+    @property
+    def traced(self) -> TracedRegions: ...
+
+    def is_traced_scope(self, scope: Scope) -> bool: ...
 
 
 class Kind(enum.Enum):
@@ -60,7 +70,7 @@ def combine(kinds) -> Kind:
 class ValueAnalysis:
     MAX_DEPTH = 40
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: "ValueView") -> None:
         self.model = model
         self._memo: dict[tuple[int, int], Kind] = {}
         self._param_memo: dict[tuple[int, str], Kind] = {}

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+# The external map's format (SHAPE_PREFIX, COMPILED_MARKER) is shared with the model.
+from jaxfuse_lint.core.external_map import COMPILED_MARKER, SHAPE_PREFIX
 from jaxfuse_lint.project.module_names import ModuleNamer, import_spellings, package_of
 from jaxfuse_lint.project.prescan import Prescan, prescan
 from jaxfuse_lint.project.summary import Summary
@@ -25,14 +27,6 @@ from jaxfuse_lint.project.summary import Summary
 # How a function comes to be traced from another module, most direct first.
 KIND_ORDER = {"transform": 0, "control-flow": 1, "called": 2, "entry": 2, "passed": 3}
 MAX_REEXPORT_HOPS = 8
-# `shape:<callee>` entries of a file's external map carry other modules' return shapes
-# (model/return_shapes.py reads them).
-SHAPE_PREFIX = "shape:"
-
-# The word added to the marker line of a function whose route from some module ends in a
-# compiled program (`jax.jit`, or called from code under it); without it the other modules
-# only trace it eagerly (`jax.jacrev`, `jax.vmap`, `custom_vjp` outside jit).
-COMPILED_MARKER = "compiled"
 
 
 def _with_compiled(phrase: str) -> str:

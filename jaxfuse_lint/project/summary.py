@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
+from jaxfuse_lint.core.external_map import PARAMS_TRACED
 from jaxfuse_lint.project.module_names import absolute, package_of
 
 # A warm run imports this module (for `Summary.from_json`) without libcst or the model: the
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.semantic import SemanticModel
-
-# A reason's detail (and the phrase made from it) may end with a line that tells the traced
-# module how its function's parameters arrive: "params-traced" (every positional parameter
-# without a default is a tracer: `jax.jit(other.f)`, `lax.scan(other.body, ...)`), with the
-# transform's literal `static=1,2` / `names=a,b`. SemanticModel reads it (model/traced.py).
-PARAMS_TRACED = "\nparams-traced"
 
 
 @functools.cache
