@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    RuleCodemodCommand, assign, containing_block, document_order, fresh_name, free_name_nodes, is_inside, plan,
-    remove_statement, replace_within,
-)
+from jaxfuse_lint.codemods._lookups import containing_block, document_order, free_name_nodes, is_inside
+from jaxfuse_lint.codemods._names import fresh_name
+from jaxfuse_lint.codemods._statements import assign, remove_statement, replace_within
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
 CODE = "JF301"
@@ -241,8 +241,3 @@ def _lambda_free_names_stable(model, lam: cst.Lambda, scope, loop, anchor, order
         if not _stable_before(model, r.name.value, scope, loop, anchor, order):
             return False
     return not fn.nested
-
-
-class HoistJitCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF301: hoist jax.jit out of Python loops (jit once, call many times)."
-    CODE = CODE

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
-from jaxfuse_lint.codemods.jf40_support import module_name_for
+from jaxfuse_lint.codemods._names import module_name_for
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
@@ -193,8 +192,3 @@ def _used_only_as_a_number(model: SemanticModel, name: cst.Name, scope: Scope) -
         if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is read.name:
             return False
     return True
-
-
-class MathProdShapeCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF405: replace jnp products of static shapes with math.prod in traced code."
-    CODE = CODE
