@@ -35,7 +35,7 @@ from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.rules.base import code_of
+from jaxfuse_lint.model.source_text import code_of
 
 CODE = "JF101"
 

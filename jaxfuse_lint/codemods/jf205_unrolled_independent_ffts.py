@@ -23,8 +23,8 @@ import libcst as cst
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import positional, walk
+from jaxfuse_lint.model.accumulation import accumulation, small_statements
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
-from jaxfuse_lint.rules.jf205_unrolled_independent_ffts import _small_statements, accumulation
 
 CODE = "JF205"
 
@@ -98,7 +98,7 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     if facts is None:
         return None
     loop: cst.For = facts.loop
-    stmts = _small_statements(loop.body)
+    stmts = small_statements(loop.body)
     if stmts is None or len(stmts) != 1:
         return None
     acc = accumulation(stmts[0])

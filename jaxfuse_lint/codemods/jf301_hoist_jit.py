@@ -25,6 +25,7 @@ from jaxfuse_lint.codemods._lookups import containing_block, document_order, fre
 from jaxfuse_lint.codemods._names import fresh_name
 from jaxfuse_lint.codemods._statements import assign, remove_statement, replace_within
 from jaxfuse_lint.codemods.plan import plan
+from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
 CODE = "JF301"
@@ -103,7 +104,6 @@ def build_fix(violation, model, settings):
 def _would_be_jf302(model, target, scope) -> bool:
     """Whether `jax.jit(target)` in the body of `scope`, outside any loop, is a JF302 finding
     (the rule's own tests: a fresh callable in a plain function)."""
-    from jaxfuse_lint.rules.jf301_jit_in_loop import describe_callable
     from jaxfuse_lint.model.compile_cache import memoised_function
 
     if not isinstance(scope, Function) or model.is_traced_scope(scope) or memoised_function(model, scope):

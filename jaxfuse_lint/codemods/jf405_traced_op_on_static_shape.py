@@ -19,6 +19,7 @@ from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.shape_arithmetic import ShapeArithmetic, sink_arguments
 
 CODE = "JF405"
 
@@ -63,12 +64,10 @@ def _every_read_reaches_a_sink(model: SemanticModel, via) -> bool:
     typed int32 (wrapping past 2**31) to an exact, weakly typed Python int: unsafe."""
     if not via:
         return True
-    from jaxfuse_lint.rules.jf405_traced_op_on_static_shape import ShapeArithmetic, _sink_arguments
-
     finder = ShapeArithmetic(model)
     reached: set[int] = set()
     for fn in model.traced.reasons:
-        for _, sink, arg in _sink_arguments(model, fn):
+        for _, sink, arg in sink_arguments(model, fn):
             for _, _, names in finder.find(arg, fn):
                 reached.update(id(n) for n in names)
                 if any(n is via[0] for n in names) and _always_runs(model, sink, fn):
