@@ -1,9 +1,9 @@
 """Every codemod is also a libcst command: `python -m libcst.tool codemod` applies the same fixes.
 
 libcst formats with black by default, which jaxfuse-lint does not need: pass `--no-format`
-(or configure a formatter in `.libcst.codemod.yaml`). The dotted path `jaxfuse_lint.codemods.<module>.<Command>`
-needs `-x` (import it as given); with `modules: [jaxfuse_lint.codemods]` in `.libcst.codemod.yaml` the short
-form `<module>.<Command>` works and `python -m libcst.tool list` shows the commands.
+(or configure a formatter in `.libcst.codemod.yaml`). The dotted path `jaxfuse_lint.engine.libcst_commands.<Command>`
+needs `-x` (import it as given); with `modules: [jaxfuse_lint.engine]` in `.libcst.codemod.yaml` the short
+form `libcst_commands.<Command>` works and `python -m libcst.tool list` shows the commands.
 """
 from __future__ import annotations
 
@@ -15,20 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine import libcst_commands
 from jaxfuse_lint.engine.pipeline import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
+# The command of each rule, and the codemod module whose fixes it applies.
 COMMANDS = {
-    "JF101": "jf101_unroll_reduction.UnrollSmallReductionCommand",
-    "JF201": "jf201_numpy_to_jnp.NumpyToJnpCommand",
-    "JF202": "jf202_rebuild_with_jnp.RebuildWithJnpCommand",
-    "JF203": "jf203_recompute_in_loop.RecomputeInLoopCommand",
-    "JF301": "jf301_hoist_jit.HoistJitCommand",
-    "JF302": "jf302_hoist_jit_to_module.HoistJitToModuleCommand",
+    "JF101": ("UnrollSmallReductionCommand", "jf101_unroll_reduction"),
+    "JF201": ("NumpyToJnpCommand", "jf201_numpy_to_jnp"),
+    "JF202": ("RebuildWithJnpCommand", "jf202_rebuild_with_jnp"),
+    "JF203": ("RecomputeInLoopCommand", "jf203_recompute_in_loop"),
+    "JF301": ("HoistJitCommand", "jf301_hoist_jit"),
+    "JF302": ("HoistJitToModuleCommand", "jf302_hoist_jit_to_module"),
 }
 
 
@@ -40,10 +41,10 @@ def libcst_tool(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("code", sorted(COMMANDS))
 def test_each_rule_has_a_command_that_runs_the_rule(code):
-    module_name, cls_name = COMMANDS[code].split(".")
+    cls_name, module_name = COMMANDS[code]
     module = importlib.import_module(f"jaxfuse_lint.codemods.{module_name}")
-    command = getattr(module, cls_name)
-    assert issubclass(command, RuleCodemodCommand) and command.CODE == module.CODE == code
+    command = getattr(libcst_commands, cls_name)
+    assert issubclass(command, libcst_commands.RuleCodemodCommand) and command.CODE == module.CODE == code
     assert command.DESCRIPTION.startswith(code)
 
 
@@ -56,7 +57,7 @@ def test_libcst_tool_applies_the_same_fix_as_jaxfuse_lint(tmp_path, code, case, 
     src = FIXTURES / code / f"{case}.py"
     target = tmp_path / "module.py"
     target.write_text(src.read_text())
-    args = ["-x", "--no-format", f"jaxfuse_lint.codemods.{COMMANDS[code]}", str(target)] + (["--unsafe-fixes"] if unsafe else [])
+    args = ["-x", "--no-format", f"jaxfuse_lint.engine.libcst_commands.{COMMANDS[code][0]}", str(target)] + (["--unsafe-fixes"] if unsafe else [])
     proc = libcst_tool(args, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     expected = fix_source(src.read_text(), str(src), replace(Settings(), select=(code,)), unsafe=unsafe).source
@@ -65,11 +66,11 @@ def test_libcst_tool_applies_the_same_fix_as_jaxfuse_lint(tmp_path, code, case, 
 
 
 def test_libcst_tool_short_names_with_a_config_file(tmp_path):
-    (tmp_path / ".libcst.codemod.yaml").write_text("modules:\n  - jaxfuse_lint.codemods\n")
+    (tmp_path / ".libcst.codemod.yaml").write_text("modules:\n  - jaxfuse_lint.engine\n")
     target = tmp_path / "module.py"
     src = FIXTURES / "JF201" / "fix_numpy.py"
     target.write_text(src.read_text())
-    proc = libcst_tool(["--no-format", COMMANDS["JF201"], str(target)], tmp_path)
+    proc = libcst_tool(["--no-format", f"libcst_commands.{COMMANDS['JF201'][0]}", str(target)], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert target.read_text() == (FIXTURES / "JF201" / "fix_numpy.fixed.py").read_text()
 
@@ -82,6 +83,6 @@ def test_libcst_tool_without_no_format_needs_a_formatter(tmp_path):
     env_has_black = subprocess.run([sys.executable, "-c", "import black"], capture_output=True).returncode == 0
     if env_has_black:
         pytest.skip("black is installed here")
-    proc = libcst_tool(["-x", f"jaxfuse_lint.codemods.{COMMANDS['JF101']}", str(target)], tmp_path)
+    proc = libcst_tool(["-x", f"jaxfuse_lint.engine.libcst_commands.{COMMANDS['JF101'][0]}", str(target)], tmp_path)
     assert "Failed to codemod 1 files" in proc.stderr
     assert target.read_text() == src.read_text()

@@ -287,7 +287,7 @@ def test_jf302_hoisted_names_are_never_mangled_nor_clashing(method):
 
 
 def test_fresh_names_are_identifiers_never_mangled_keywords_or_builtins():
-    from jaxfuse_lint.codemods._helpers import fresh_name, identifier_base
+    from jaxfuse_lint.codemods._names import fresh_name, identifier_base
     from jaxfuse_lint.model import SemanticModel
     import libcst as cst
 

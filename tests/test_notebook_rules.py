@@ -336,14 +336,14 @@ def test_jf206_checkpoint_prevent_cse_changes_nothing_forward():
 
 # -- the codemods as libcst commands ------------------------------------------------------------------
 @pytest.mark.parametrize("code,command,case,unsafe", [
-    ("JF102", "jf102_grid_from_meshgrid.GridFromIndicesCommand", "positives", False),
-    ("JF103", "jf103_short_loop_not_unrolled.UnrollShortLoopCommand", "positives", False),
-    ("JF205", "jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand", "cases", True),
+    ("JF102", "GridFromIndicesCommand", "positives", False),
+    ("JF103", "UnrollShortLoopCommand", "positives", False),
+    ("JF205", "FoldIntoForiLoopCommand", "cases", True),
 ])
 def test_libcst_tool_applies_the_same_fix(tmp_path, code, command, case, unsafe):
     target = tmp_path / "module.py"
     target.write_text((FIXTURES / code / f"{case}.py").read_text())
-    args = ["-x", "--no-format", f"jaxfuse_lint.codemods.{command}", str(target)] + (["--unsafe-fixes"] if unsafe else [])
+    args = ["-x", "--no-format", f"jaxfuse_lint.engine.libcst_commands.{command}", str(target)] + (["--unsafe-fixes"] if unsafe else [])
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -2,8 +2,10 @@
 
 Each module here defines `CODE` (the rule it fixes), `build_fix(violation, model,
 settings) -> FixPlan | None` (what `jaxfuse-lint --fix` calls with what the rule
-found), and a libcst `VisitorBasedCodemodCommand`/`Codemod` subclass so that
-`python -m libcst.tool codemod codemods.<module>.<Command> PATH` works too.
+found). What they share is in the `_`-prefixed modules (names, expressions, indexing,
+statements, lookups, purity); `fixers()` skips those. The same fixes as libcst codemod
+commands (`python -m libcst.tool codemod`) are in `jaxfuse_lint/engine/libcst_commands.py`:
+a command runs the rule too, so it lives above the codemods.
 """
 from __future__ import annotations
 

@@ -25,15 +25,17 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    PRECEDENCE, Purity, RuleCodemodCommand, atom, binop, call, fresh_name, has_star, in_context, is_inside, jnp_name,
-    keyword_names, lane_index, literal_bool, n_positional, new_axis_index, paren, plan, precedence, replace_within,
-    subscript,
-)
+from jaxfuse_lint.codemods._expressions import PRECEDENCE, atom, binop, call, in_context, paren, precedence
+from jaxfuse_lint.codemods._indexing import lane_index, new_axis_index, subscript
+from jaxfuse_lint.codemods._lookups import has_star, is_inside, keyword_names, literal_bool, n_positional
+from jaxfuse_lint.codemods._names import fresh_name, jnp_name
+from jaxfuse_lint.codemods._purity import Purity
+from jaxfuse_lint.codemods._statements import replace_within
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.rules.base import code_of
+from jaxfuse_lint.model.source_text import code_of
 
 CODE = "JF101"
 
@@ -608,9 +610,4 @@ def _dot_dtypes(model, a, b, scope) -> tuple[bool, str]:
                    "matmul precision (TF32/bfloat16 passes on GPUs/TPUs), the explicit products do not")
 
 
-class UnrollSmallReductionCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF101: unroll reductions over small, statically known axes into explicit arithmetic."
-    CODE = CODE
-
-
-__all__ = ["CODE", "build_fix", "UnrollSmallReductionCommand"]
+__all__ = ["CODE", "build_fix"]

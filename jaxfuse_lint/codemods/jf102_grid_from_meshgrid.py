@@ -11,13 +11,12 @@ fftfreq's result is: dtype condition, `d` absent or a Python number), the
 first two axes swapped for `indexing="xy"` (meshgrid's default), and the 1-D assignments that
 only fed the meshgrid removed.
 
-    python -m libcst.tool codemod -x --no-format jaxfuse_lint.codemods.jf102_grid_from_meshgrid.GridFromIndicesCommand PATH
+    python -m libcst.tool codemod -x --no-format jaxfuse_lint.engine.libcst_commands.GridFromIndicesCommand PATH
 """
 from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, keyword, positional
@@ -308,8 +307,3 @@ def _jnp_prefix(model, call: cst.Call, scope) -> tuple[str, tuple[ImportSpec, ..
     if alias:
         return alias, ()
     return "jnp", (ImportSpec("jax.numpy", None, "jnp"),)
-
-
-class GridFromIndicesCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF102: rewrite meshgrids of fftfreq/rfftfreq vectors as jnp.indices with index arithmetic."
-    CODE = CODE

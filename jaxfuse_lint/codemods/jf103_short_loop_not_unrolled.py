@@ -1,6 +1,6 @@
 """JF103 codemod: add `unroll=True` to a short `lax.fori_loop` / `lax.scan`.
 
-    python -m libcst.tool codemod -x --no-format jaxfuse_lint.codemods.jf103_short_loop_not_unrolled.UnrollShortLoopCommand PATH
+    python -m libcst.tool codemod -x --no-format jaxfuse_lint.engine.libcst_commands.UnrollShortLoopCommand PATH
 
 Dtype condition: none. With literal bounds `fori_loop` runs as a `scan` whether unrolled or not;
 the carry keeps the init's dtype in both, and lax promotes a weakly typed init to the body's
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan
 
@@ -48,8 +47,3 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         message=f"Unroll the {n}-step loop (`unroll=True`)",
         replacements={call: with_keyword(call, "unroll", cst.Name("True"))},
     )
-
-
-class UnrollShortLoopCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF103: add unroll=True to lax.fori_loop/lax.scan calls with a short literal trip count."
-    CODE = CODE

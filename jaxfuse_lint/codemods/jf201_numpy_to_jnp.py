@@ -27,7 +27,9 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxfuse_lint.model.names import as_written
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand, jnp_name, plan, replace_within
+from jaxfuse_lint.codemods._names import jnp_name
+from jaxfuse_lint.codemods._statements import replace_within
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, walk
@@ -363,8 +365,3 @@ def _names_consumption(model, target, scope, depth) -> str:
             continue
         verdicts.append(_consumption(model, read.name, scope, depth + 1))
     return _worst(*verdicts)
-
-
-class NumpyToJnpCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF201: build arrays in traced code with jax.numpy instead of NumPy."
-    CODE = CODE

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    RuleCodemodCommand, assign, free_name_nodes, in_context, insert_before, jnp_name, plan, replace_within, top_of_body,
-)
+from jaxfuse_lint.codemods._expressions import in_context
+from jaxfuse_lint.codemods._lookups import free_name_nodes
+from jaxfuse_lint.codemods._names import jnp_name
+from jaxfuse_lint.codemods._statements import assign, insert_before, replace_within, top_of_body
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.codemods.jf201_numpy_to_jnp import SAME_MEANING, SAME_MEANING_SUBSCRIPTS, _consumed_as_array
 from jaxfuse_lint.model.scopes import walk
 
@@ -123,8 +125,3 @@ def _as_jnp(model, value, scope, jnp):
     if not saw_numpy:
         return None
     return replace_within(value, mapping)
-
-
-class RebuildWithJnpCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF202 (unsafe): rebuild captured NumPy arrays with jax.numpy inside traced functions."
-    CODE = CODE

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    ExprInfo, Purity, RuleCodemodCommand, free_name_nodes, in_context, insert_before, is_inside, plan, remove_statement,
-    top_of_body,
-)
+from jaxfuse_lint.codemods._expressions import in_context
+from jaxfuse_lint.codemods._lookups import free_name_nodes, is_inside
+from jaxfuse_lint.codemods._purity import ExprInfo, Purity
+from jaxfuse_lint.codemods._statements import insert_before, remove_statement, top_of_body
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.static_use import computed_array, costly_to_recompute
@@ -407,8 +408,3 @@ def _is_carry_from(model, body: Function, site, name: str, at_owner) -> bool:
         return False
     found = model.lookup(init.value, site.scope)
     return found is not None and found[0] is at_owner[0] and found[1] == at_owner[1]
-
-
-class RecomputeInLoopCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF203: recompute cheap loop-invariant arrays inside lax loop bodies instead of capturing them."
-    CODE = CODE

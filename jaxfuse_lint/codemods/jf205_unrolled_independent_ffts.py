@@ -9,7 +9,7 @@ The first iteration is peeled off as the initial carry, so the carry has the ter
 dtype even when the accumulator starts as a Python `0`.
 
     python -m libcst.tool codemod -x --no-format \
-        jaxfuse_lint.codemods.jf205_unrolled_independent_ffts.FoldIntoForiLoopCommand PATH --unsafe-fixes
+        jaxfuse_lint.engine.libcst_commands.FoldIntoForiLoopCommand PATH --unsafe-fixes
 
 Dtype condition (why it stays unsafe): the carry's dtype is fixed by the peeled first term. A
 Python loop re-promotes on every `acc + term`; `fori_loop` requires the body to return the
@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import positional, walk
+from jaxfuse_lint.model.accumulation import accumulation, small_statements
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
-from jaxfuse_lint.rules.jf205_unrolled_independent_ffts import _small_statements, accumulation
 
 CODE = "JF205"
 
@@ -99,7 +98,7 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     if facts is None:
         return None
     loop: cst.For = facts.loop
-    stmts = _small_statements(loop.body)
+    stmts = small_statements(loop.body)
     if stmts is None or len(stmts) != 1:
         return None
     acc = accumulation(stmts[0])
@@ -176,8 +175,3 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         replacements={loop: new},
         imports=imports,
     )
-
-
-class FoldIntoForiLoopCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF205: turn Python accumulation loops over independent FFTs into lax.fori_loop (unsafe)."
-    CODE = CODE

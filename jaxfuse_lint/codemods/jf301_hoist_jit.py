@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    RuleCodemodCommand, assign, containing_block, document_order, fresh_name, free_name_nodes, is_inside, plan,
-    remove_statement, replace_within,
-)
+from jaxfuse_lint.codemods._lookups import containing_block, document_order, free_name_nodes, is_inside
+from jaxfuse_lint.codemods._names import fresh_name
+from jaxfuse_lint.codemods._statements import assign, remove_statement, replace_within
+from jaxfuse_lint.codemods.plan import plan
+from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
 CODE = "JF301"
@@ -103,7 +104,6 @@ def build_fix(violation, model, settings):
 def _would_be_jf302(model, target, scope) -> bool:
     """Whether `jax.jit(target)` in the body of `scope`, outside any loop, is a JF302 finding
     (the rule's own tests: a fresh callable in a plain function)."""
-    from jaxfuse_lint.rules.jf301_jit_in_loop import describe_callable
     from jaxfuse_lint.model.compile_cache import memoised_function
 
     if not isinstance(scope, Function) or model.is_traced_scope(scope) or memoised_function(model, scope):
@@ -241,8 +241,3 @@ def _lambda_free_names_stable(model, lam: cst.Lambda, scope, loop, anchor, order
         if not _stable_before(model, r.name.value, scope, loop, anchor, order):
             return False
     return not fn.nested
-
-
-class HoistJitCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF301: hoist jax.jit out of Python loops (jit once, call many times)."
-    CODE = CODE

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import (
-    RuleCodemodCommand, assign, document_order, free_name_nodes, fresh_name, plan, replace_within,
-)
+from jaxfuse_lint.codemods._lookups import document_order, free_name_nodes
+from jaxfuse_lint.codemods._names import fresh_name
+from jaxfuse_lint.codemods._statements import assign, replace_within
+from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import TRANSFORMS
 
@@ -129,8 +130,3 @@ def _module_level(model, name, scope, module_scope, order, anchor, eager: bool) 
         # Evaluated when the module runs the new statement: it must already be bound then.
         return all(order.get(b.node, 0) < order.get(anchor, 0) for b in bindings)
     return True
-
-
-class HoistJitToModuleCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF302 (unsafe): jit fresh callables once at module level instead of on every call."
-    CODE = CODE

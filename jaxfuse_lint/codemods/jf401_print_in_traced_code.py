@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
-from jaxfuse_lint.codemods.jf40_support import module_name_for
+from jaxfuse_lint.codemods._names import module_name_for
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
@@ -258,8 +257,3 @@ def _format_literal(model: SemanticModel, segments: list) -> cst.BaseExpression:
         else:
             parts.append(_placeholder(s).replace("{", "{{").replace("}", "}}"))
     return cst.parse_expression(f"f{quote}{''.join(parts)}{quote}")
-
-
-class JaxDebugPrintCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF401: replace print() of traced values in traced code with jax.debug.print."
-    CODE = CODE

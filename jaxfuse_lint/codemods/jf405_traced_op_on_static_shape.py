@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxfuse_lint.codemods._helpers import RuleCodemodCommand
-from jaxfuse_lint.codemods.jf40_support import module_name_for
+from jaxfuse_lint.codemods._names import module_name_for
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.shape_arithmetic import ShapeArithmetic, sink_arguments
 
 CODE = "JF405"
 
@@ -64,12 +64,10 @@ def _every_read_reaches_a_sink(model: SemanticModel, via) -> bool:
     typed int32 (wrapping past 2**31) to an exact, weakly typed Python int: unsafe."""
     if not via:
         return True
-    from jaxfuse_lint.rules.jf405_traced_op_on_static_shape import ShapeArithmetic, _sink_arguments
-
     finder = ShapeArithmetic(model)
     reached: set[int] = set()
     for fn in model.traced.reasons:
-        for _, sink, arg in _sink_arguments(model, fn):
+        for _, sink, arg in sink_arguments(model, fn):
             for _, _, names in finder.find(arg, fn):
                 reached.update(id(n) for n in names)
                 if any(n is via[0] for n in names) and _always_runs(model, sink, fn):
@@ -193,8 +191,3 @@ def _used_only_as_a_number(model: SemanticModel, name: cst.Name, scope: Scope) -
         if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is read.name:
             return False
     return True
-
-
-class MathProdShapeCommand(RuleCodemodCommand):
-    DESCRIPTION = "JF405: replace jnp products of static shapes with math.prod in traced code."
-    CODE = CODE

@@ -42,6 +42,11 @@ class FixPlan:
         return self.replacements.keys()
 
 
+def plan(safe: bool, message: str, replacements: dict, imports: Iterable[ImportSpec] = ()) -> FixPlan:
+    return FixPlan(Applicability.SAFE if safe else Applicability.UNSAFE, message, dict(replacements),
+                   tuple(imports))
+
+
 class _Replacer(cst.CSTTransformer):
     def __init__(self, replacements: dict[cst.CSTNode, Replacement],
                  paths: set[cst.CSTNode] | None = None) -> None:

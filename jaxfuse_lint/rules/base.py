@@ -89,12 +89,6 @@ def message(*parts: MessagePart) -> tuple[MessagePart, ...]:
     return parts
 
 
-def code_of(model: "SemanticModel", node: cst.CSTNode, limit: int = 60) -> str:
-    """Source text of a node on one line, shortened for messages."""
-    text = " ".join(model.module.code_for_node(node).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def reason_parts(reason) -> tuple[MessagePart, ...]:
     """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
     if reason is None:

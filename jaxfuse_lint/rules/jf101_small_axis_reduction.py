@@ -10,7 +10,8 @@ from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.shapes import Shape
-from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 

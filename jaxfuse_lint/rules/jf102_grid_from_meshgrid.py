@@ -8,7 +8,8 @@ import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, keyword
 from jaxfuse_lint.model.fusion import reaching_binding, reaching_value
-from jaxfuse_lint.rules.base import Rule, Violation, code_of, message
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 FFTFREQ = "jax.numpy.fft.fftfreq"

@@ -9,7 +9,8 @@ from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import Function, Kind, SemanticModel, walk
 from jaxfuse_lint.model.api import JNP_CREATORS, JNP_ELEMENTWISE, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.fusion import document_order, expression_names, own_nodes, same_meaning
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 _LAYOUT = frozenset("jax.numpy." + n for n in (

@@ -7,18 +7,10 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Function, SemanticModel, positional, walk
+from jaxfuse_lint.model.accumulation import Accumulation, accumulation, small_statements
 from jaxfuse_lint.model.fusion import large_op_deep, static_int
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
-
-
-@dataclass(eq=False)
-class Accumulation:
-    """`acc = acc + term`, `acc = term + acc`, `acc += term` (also with `-`)."""
-
-    statement: cst.BaseSmallStatement
-    name: str
-    term: cst.BaseExpression
 
 
 @dataclass(eq=False)
@@ -27,35 +19,6 @@ class LoopFacts:
     accumulations: list[Accumulation] = field(default_factory=list)
     carried: set[str] = field(default_factory=set)
     independent_ops: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
-
-
-def accumulation(stmt: cst.BaseSmallStatement) -> Accumulation | None:
-    if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
-            and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign)):
-        return Accumulation(stmt, stmt.target.value, stmt.value)
-    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
-        name = stmt.targets[0].target.value
-        v = stmt.value
-        if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)):
-            if isinstance(v.left, cst.Name) and v.left.value == name:
-                return Accumulation(stmt, name, v.right)
-            if isinstance(v.operator, cst.Add) and isinstance(v.right, cst.Name) and v.right.value == name:
-                return Accumulation(stmt, name, v.left)
-    return None
-
-
-def _small_statements(block: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
-    """The loop body's statements when all are simple ones (no nested blocks)."""
-    out = []
-    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    for line in body:
-        if isinstance(line, cst.SimpleStatementLine):
-            out.extend(line.body)
-        elif isinstance(line, cst.SimpleStatementSuite):
-            out.extend(line.body)
-        else:
-            return None
-    return out
 
 
 def _assigned(stmt: cst.BaseSmallStatement) -> list[str]:
@@ -98,7 +61,7 @@ def _is_bare_target(target: cst.BaseExpression, name: cst.Name) -> bool:
 
 
 def loop_facts(model: SemanticModel, loop: cst.For, scope) -> LoopFacts | None:
-    stmts = _small_statements(loop.body)
+    stmts = small_statements(loop.body)
     if stmts is None:
         return None
     facts = LoopFacts(loop)

@@ -8,6 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
+from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -20,122 +21,6 @@ def compiling_call(model: SemanticModel, call: cst.Call, scope: Scope) -> tuple[
     if t is not None and t[0] in COMPILING and (t[1] is None or t[1] is not call):
         return t[0], positional(call, 0) or keyword(call, "fun")
     return None
-
-
-# Calls that return a new function object every time they run: jitting their result misses
-# JAX's compilation cache (keyed on the function object) like a lambda does.
-FRESH_WRAPPERS = frozenset({"functools.partial", "chex.assert_max_traces", "jax.tree_util.Partial"})
-
-
-def describe_callable(model: SemanticModel, target: cst.BaseExpression | None, scope: Scope,
-                      loop: cst.CSTNode | None) -> tuple[str, bool | None]:
-    """What is being compiled, and whether it is a fresh object each time this code runs
-    (each iteration of `loop`, or each call of the function `scope` when `loop` is None):
-    True, False, or None when it is the result of a call the model cannot see into."""
-    if isinstance(target, cst.Lambda):
-        return "a lambda", True
-    if isinstance(target, cst.Call):
-        return _describe_call_result(model, target, scope)
-    if isinstance(target, cst.Name):
-        fn = model.function_named(target.value, scope)
-        if fn is not None and isinstance(fn.node, cst.FunctionDef):
-            if fn.parent is scope and loop is not None:
-                if _inside(model, fn.node, loop):
-                    return f"`{fn.name}` (a `def` in the loop body)", True
-                return f"`{fn.name}` (one function, defined before the {_loop_kind(loop)})", False
-            if fn.parent is scope and isinstance(scope, Function):
-                return f"`{fn.name}`, defined inside `{scope.display_name}`", True
-            return f"the module-level function `{fn.name}`", False
-        if fn is not None and fn.is_lambda:
-            if isinstance(scope, Function) and fn.parent is scope:
-                if loop is not None and not _inside(model, fn.node, loop):
-                    return f"`{target.value}` (one lambda, made before the {_loop_kind(loop)})", False
-                return f"`{target.value}`, a lambda made inside `{scope.display_name}`", True
-            return f"`{target.value}`", False
-        made = _lambda_bound_to(model, target.value, scope)
-        if made is not None and isinstance(scope, Function):
-            if loop is None:
-                return f"`{target.value}`, a lambda made inside `{scope.display_name}`", True
-            if _inside(model, made, loop):
-                return f"`{target.value}` (a lambda made in the {_loop_kind(loop)} body)", True
-            return f"`{target.value}` (one lambda, made before the {_loop_kind(loop)})", False
-    if isinstance(target, cst.Attribute) and _bound_method(model, target, scope):
-        return f"`{model.module.code_for_node(target).strip()[:40]}` (a bound method: a new object each time it is read)", True
-    if target is None:
-        return "a callable", False
-    return f"`{model.module.code_for_node(target).strip()[:40]}`", False
-
-
-def _bound_method(model: SemanticModel, target: cst.Attribute, scope: Scope) -> bool:
-    """`obj.method` where `obj` is an instance of a class of the module and `method` a plain
-    method of it: Python builds a new bound-method object on every read, and JAX's cache,
-    keyed on the callable object, misses (measured: `jax.jit(s.update)(x)` five times traces
-    five times; `f = s.update` once, then `jax.jit(f)` five times, traces once)."""
-    from jaxfuse_lint.model.instances import instances
-
-    inst = instances(model)
-    ci = inst.instance_class(target.value, scope)
-    if ci is None:
-        return False
-    method = inst.method(ci, target.attr.value)
-    if method is None or not isinstance(method.node, cst.FunctionDef):
-        return False
-    # A decorated method (staticmethod, property, a jitted method, ...) may read as anything.
-    return not method.node.decorators
-
-
-def _lambda_bound_to(model: SemanticModel, name: str, scope: Scope) -> cst.Lambda | None:
-    """The lambda a local name is bound to (`f = lambda v: ...`, its only binding), if so."""
-    found = model.lookup(name, scope)
-    if found is None or found[0] is not scope or len(found[1]) != 1:
-        return None
-    b = found[1][0]
-    return b.value if b.kind == "assign" and b.index is None and isinstance(b.value, cst.Lambda) else None
-
-
-def _loop_kind(loop: cst.CSTNode) -> str:
-    return "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
-
-
-def _describe_call_result(model: SemanticModel, target: cst.Call, scope: Scope) -> tuple[str, bool | None]:
-    """`jax.jit(g(...))`: a transform (`jax.grad(f)`), a `partial` or a wrapper returns a new
-    function on every call; a local factory does when it returns a lambda, an inner def or one
-    of those (unless it is memoised); anything else is unknown."""
-    from jaxfuse_lint.model.api import TRANSFORMS
-    from jaxfuse_lint.model.compile_cache import memoised_function
-
-    code = " ".join(model.module.code_for_node(target).split())
-    code = code if len(code) <= 40 else code[:39] + "…"
-    qn = model.qn(target.func, scope)
-    if qn == "functools.partial":
-        return "a `functools.partial` object", True
-    if qn in TRANSFORMS or qn in FRESH_WRAPPERS:
-        return f"`{code}` (a new function object each time)", True
-    if isinstance(target.func, cst.Name):
-        fn = model.function_named(target.func.value, scope)
-        if fn is not None and isinstance(fn.node, cst.FunctionDef):
-            if memoised_function(model, fn):
-                return f"`{code}` (memoised: the same function for the same arguments)", False
-            if fn.returns and all(_fresh_return(model, r, fn) for r in fn.returns):
-                return f"`{code}` (`{fn.name}` returns a new function each time)", True
-    return f"`{code}`", None
-
-
-def _fresh_return(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
-    if isinstance(expr, cst.Lambda):
-        return True
-    if isinstance(expr, cst.Call):
-        qn = model.qn(expr.func, fn)
-        return qn == "functools.partial" or qn in FRESH_WRAPPERS or qn in _transforms()
-    if isinstance(expr, cst.Name):
-        inner = model.function_named(expr.value, fn)
-        return inner is not None and inner.parent is fn
-    return False
-
-
-def _transforms() -> frozenset:
-    from jaxfuse_lint.model.api import TRANSFORMS
-    return TRANSFORMS
 
 
 def _inside(model: SemanticModel, node: cst.CSTNode, container: cst.CSTNode) -> bool:
@@ -261,7 +146,7 @@ def varies_per_iteration(model: SemanticModel, target: cst.BaseExpression | None
         if fn is not None and any(_inside(model, fn.node, loop) for loop in loops):
             # a def written in the loop: a new function each time, but one that can move out
             return _calls_loop_bound(model, fn.node, loops)
-        made = _lambda_bound_to(model, target.value, scope)
+        made = lambda_bound_to(model, target.value, scope)
         if made is not None and any(_inside(model, made, loop) for loop in loops):
             return _calls_loop_bound(model, made, loops)  # `f = lambda ...` in the loop: the same
     return any(_bound_in(model, n, sc, loops) for n, sc in _expression_reads(model, target, scope))

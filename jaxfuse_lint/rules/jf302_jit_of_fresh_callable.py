@@ -11,9 +11,10 @@ from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.model.call_frequency import MANY, ONCE, Frequency, call_sites, frequency
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
+from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
-    _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call, describe_callable,
+    _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call,
 )
 from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 

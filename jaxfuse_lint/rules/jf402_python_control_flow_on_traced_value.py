@@ -11,7 +11,8 @@ from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, iter_children
 from jaxfuse_lint.model.staging import (ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS, omnistaged_function,
                                         own_nodes, staging)
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
 # What each construct needs from its operand, and what to write instead.

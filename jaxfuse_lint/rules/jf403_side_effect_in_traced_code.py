@@ -10,7 +10,8 @@ from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
 from jaxfuse_lint.model.staging import own_nodes, staging
-from jaxfuse_lint.rules.base import Rule, Violation, code_of, message, reason_parts
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
 # Methods that mutate whatever object they are called on (lists, dicts, sets, deques).
