@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 
 class CacheReplay(RunState):
+    """The run's record and the cache entries (`self.cache`: None without `--cache`, and for
+    `--fix`, which neither reads nor writes them)."""
+
     def _run_key(self) -> str:
         return self.cache.run_key([st.filename for st in self.states])
 

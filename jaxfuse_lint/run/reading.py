@@ -24,6 +24,8 @@ from jaxfuse_lint.run.run_state import FileState, read_file
 
 
 class Reading(CacheReplay):
+    """`prepare`: the files read, their record replayed or the project index built."""
+
     def prepare(self) -> None:
         """Read and hash every file. When every file is as the last run of the same files left
         it, its results are replayed from the run's record (cache.py) and nothing else is

@@ -17,6 +17,8 @@ from jaxfuse_lint.run.worker import Reply, Task
 
 
 class Scheduling(CacheReplay):
+    """`schedule`, then `_next_task` until it is None; `_receive` takes each result."""
+
     def schedule(self) -> None:
         project = self.project
         graph = self.graph
