@@ -34,7 +34,7 @@ def age(root: Path) -> None:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)  # the racy window has its own test
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 0)  # the racy window has its own test
     root = tmp_path / "proj"
     (root / ".git").mkdir(parents=True)
     (root / "pkg" / "sub").mkdir(parents=True)
@@ -141,7 +141,7 @@ def test_a_damaged_memo_is_a_miss(project):
 
 
 def test_a_tree_changed_within_the_racy_window_is_not_remembered(project, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 2 * 10**9)
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 2 * 10**9)
     (project / "pkg" / "new.py").write_text("")  # its folder's time is now
     found(project)
     assert walks(project) == []
@@ -168,7 +168,7 @@ def test_a_warm_check_neither_walks_nor_loads_pathspec(tmp_path):
 
     import time
 
-    time.sleep(2.1)  # past the racy window (cache.RACY_NS) of the .gitignore just written
+    time.sleep(2.1)  # past the racy window (core.stat_signature.RACY_NS) of the .gitignore just written
     cold = run()
     assert "JF401" in cold and "pathspec loaded" in cold
     warm = run()

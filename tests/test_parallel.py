@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import jaxfuse_lint.run.runner as runner
+import jaxfuse_lint.run.pool as pool
+import jaxfuse_lint.run.worker as worker
 from jaxfuse_lint.cli.main import cli
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.run.runner import check_files, fix_files
@@ -23,7 +24,7 @@ def forked_workers(monkeypatch):
     """The sabotage below reaches the workers only if they are forked from this process.
     The runner avoids fork once jax is imported (other tests import it); these workers
     never touch jax, so fork is safe for them."""
-    monkeypatch.setattr(runner, "start_method", lambda: "fork")
+    monkeypatch.setattr(pool, "start_method", lambda: "fork")
 
 TEMPLATE = """\
 import jax
@@ -73,14 +74,14 @@ def test_fix_output_does_not_depend_on_the_number_of_workers(many):
 
 
 def _sabotage(monkeypatch, victim: str, action):
-    real = runner.analyse
+    real = worker.analyse
 
     def analyse(task, settings):
         if task.filename.endswith(victim):
             action()
         return real(task, settings)
 
-    monkeypatch.setattr(runner, "analyse", analyse)
+    monkeypatch.setattr(worker, "analyse", analyse)
 
 
 def test_a_crashing_worker_costs_one_file(many, monkeypatch):

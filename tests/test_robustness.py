@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from jaxfuse_lint.cli.main import cli
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.codemods.plan import is_valid_python
-from jaxfuse_lint.run.runner import _Task, analyse, check_files, fix_files
+from jaxfuse_lint.run.runner import check_files, fix_files
+from jaxfuse_lint.run.worker import Task, analyse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,7 +80,7 @@ def test_generated_programs_never_crash(module_code, body_code):
     text, external = jaxify(program(module_code, body_code))
     data = text.encode("utf-8", "surrogatepass")
     for mode in ("check", "fix"):
-        reply = analyse(_Task(0, "fuzz.py", data, external, "fuzz", False, True, mode), Settings())
+        reply = analyse(Task(0, "fuzz.py", data, external, "fuzz", False, True, mode), Settings())
         one_line(reply.errors, "fuzz.py")
         if reply.result is not None:
             one_line(reply.result.errors, "fuzz.py")

@@ -104,22 +104,26 @@ def test_run_keys_follow_the_list_of_files():
 # -- files unchanged since the record are not read again ------------------------------------------
 
 def count_reads(monkeypatch) -> list[str]:
+    import jaxfuse_lint.run.reading as reading_files
+    import jaxfuse_lint.run.run_state as run_state
     import jaxfuse_lint.run.runner as runner
+    import jaxfuse_lint.run.scheduling as scheduling
 
     reads: list[str] = []
-    real = runner.read_file
+    real = run_state.read_file
 
     def reading(path):
         reads.append(str(path))
         return real(path)
 
-    monkeypatch.setattr(runner, "read_file", reading)
+    for module in (reading_files, scheduling, runner):  # every module of the run that reads files
+        monkeypatch.setattr(module, "read_file", reading)
     return reads
 
 
 def test_files_unchanged_well_before_the_record_are_not_read(tree, monkeypatch):
     # No racy window: every file was written before the first run took its signature.
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 0)
     s = settings(tree)
     cold = check_files(files(tree), s, jobs=1, use_cache=True)
     reads = count_reads(monkeypatch)
@@ -141,7 +145,7 @@ def test_files_changed_just_before_the_record_are_hashed(tree, monkeypatch):
 
 
 def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(tree, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 0)
     s = settings(tree)
     check_files(files(tree), s, jobs=1, use_cache=True)
     bad = tree / "src" / "bad.py"
@@ -155,7 +159,7 @@ def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(tree, monkey
 
 
 def test_a_file_moved_into_place_is_seen(tree, monkeypatch):
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 0)
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 0)
     s = settings(tree)
     check_files(files(tree), s, jobs=1, use_cache=True)
     bad = tree / "src" / "bad.py"
@@ -169,7 +173,7 @@ def test_a_file_moved_into_place_is_seen(tree, monkeypatch):
 
 
 def test_trusted_signature():
-    from jaxfuse_lint.run.cache import RACY_NS, trusted_signature
+    from jaxfuse_lint.core.stat_signature import RACY_NS, trusted_signature
 
     old = [10, 1_000, 1_000, 5, 1]
     later = 1_000 + RACY_NS + 1
@@ -195,7 +199,7 @@ def test_a_replay_that_had_to_hash_writes_the_record_again(tree, monkeypatch):
     second = read_record(record)["stat_time_ns"]
     assert second > first
     # A window the first record's times fall in, but the second's do not.
-    monkeypatch.setattr("jaxfuse_lint.run.cache.RACY_NS", 300_000_000)
+    monkeypatch.setattr("jaxfuse_lint.core.stat_signature.RACY_NS", 300_000_000)
     reads = count_reads(monkeypatch)
     warm = check_files(files(tree), s, jobs=1, use_cache=True)
     assert sorted(reads) == sorted({d.filename for d in cold.diagnostics})

@@ -44,7 +44,8 @@ def preload() -> None:
     import jaxfuse_lint.parse.notebook  # noqa: F401
     import jaxfuse_lint.project.index  # noqa: F401
     import jaxfuse_lint.report as report
-    import jaxfuse_lint.run.runner as runner
+    import jaxfuse_lint.run.runner  # noqa: F401
+    import jaxfuse_lint.run.worker as worker
     from jaxfuse_lint.rules import all_rules
 
     for name in ("difflib", "tempfile", "pathspec", "tomllib"):
@@ -59,7 +60,7 @@ def preload() -> None:
         except Exception:
             pass
     multiprocessing.get_all_start_methods()
-    runner._preload_tool()  # the codemods; then gc.freeze() of all of it
+    worker.preload_tool()  # the codemods; then gc.freeze() of all of it
 
 
 class Daemon:

@@ -4,6 +4,9 @@ The pipeline for one file: source bytes -> libcst Module -> SemanticModel ->
 rule Violations -> (noqa) -> located Diagnostics, each with its Fix. `--fix`
 repeats analyse-and-apply until nothing changes (bounded), re-parsing after
 every pass and dropping any fix that would leave invalid code.
+A notebook goes through the same pipeline as its code cells joined into one module
+(parse/notebook.py maps cells to the module and back; `check_notebook`/`fix_notebook`
+at the end drive it).
 """
 from __future__ import annotations
 
@@ -12,23 +15,24 @@ import os
 import re
 import traceback
 from dataclasses import dataclass, field
-import sys
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.parse.parser_guard import parse_guard_text
+from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, parse_check, syntax_error_diagnostic
 
 # libcst, the model, the rules and the codemods are imported by the functions that parse:
-# a run whose files all come from the cache (runner.py) never pays for them.
+# a run whose files all come from the cache (run/runner.py) never pays for them.
 if TYPE_CHECKING:
     import libcst as cst
 
     from jaxfuse_lint.codemods.plan import FixPlan
     from jaxfuse_lint.model import SemanticModel
+    from jaxfuse_lint.parse.notebook import Notebook
     from jaxfuse_lint.rules import Rule, Violation
 
 MAX_FIX_PASSES = 10
-SYNTAX_ERROR = "JF000"
 UNUSED_NOQA = "JF901"
 
 
@@ -80,77 +84,6 @@ def mentions_jax(text: str, settings: Settings) -> bool:
 
     roots = "|".join(re.escape(m) for m in settings.jax_modules + ("jax",) + frameworks())
     return re.search(rf"\b({roots})\b", text) is not None
-
-
-def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None,
-                            data: bytes | None = None) -> Diagnostic:
-    """JF000 at the error. CPython's own message and position are preferred when it agrees
-    the file is invalid: they are what users know, and libcst's native parser may point
-    at the end of the file instead of the offending token. `data`: the file's bytes, to
-    place an undecodable byte at its line and column."""
-    row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, UnicodeDecodeError):
-        row, col, msg = _undecodable_at(exc, data)
-    elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
-        row, col, msg = _undecodable_at(exc, data)
-    elif "libcst" in sys.modules and isinstance(exc, sys.modules["libcst"].ParserSyntaxError):
-        # (libcst not imported: exc cannot be one of its errors)
-        row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
-    elif isinstance(exc, SyntaxError):
-        row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
-    if text is not None:
-        try:
-            compile(text, filename, "exec", dont_inherit=True)
-        except SyntaxError as py_exc:
-            row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
-        except (ValueError, RecursionError, MemoryError):
-            pass
-    return syntax_error_at(filename, row, col, msg)
-
-
-def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnostic:
-    """JF000's one message shape, `Could not parse file: <reason>`, at the bad byte or token."""
-    loc = Location(max(row, 1), max(col, 1))
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {reason}", filename, loc, loc,
-                      noqa_row=loc.row)
-
-
-def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:
-    """Line and column of the first byte that cannot be decoded."""
-    encoding = getattr(exc, "encoding", None) or "utf-8"
-    start = getattr(exc, "start", None)
-    if data is not None and start is None:
-        try:
-            data.decode(encoding)
-        except UnicodeDecodeError as inner:
-            start, encoding = inner.start, inner.encoding
-        except LookupError:
-            pass
-    if data is None or start is None:
-        return 1, 1, " ".join(str(exc).split())
-    line_start = data.rfind(b"\n", 0, start) + 1
-    row = data.count(b"\n", 0, start) + 1
-    col = len(data[line_start:start].decode(encoding, errors="replace")) + 1
-    return row, col, f"invalid {encoding} byte 0x{data[start]:02x}; the file must be valid {encoding}"
-
-
-def parse_check(text: str, filename: str) -> Diagnostic | None:
-    """JF000 for a file that is not valid Python, without libcst: CPython's parser (to an
-    AST only; nothing is compiled or run). Used for the files no rule needs to analyse, so
-    that every checked file at least gets its syntax checked."""
-    import ast
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text, filename)
-    except SyntaxError as exc:
-        return syntax_error_at(filename, exc.lineno or 1, exc.offset or 1, exc.msg)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        reason = "too deeply nested to parse" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
-        return syntax_error_at(filename, 1, 1, reason or type(exc).__name__)
-    return None
 
 
 def runtime_facts_for(text: str, settings: Settings):
@@ -326,14 +259,6 @@ def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None
                       f"({settings.max_file_size:,} bytes)", filename, loc, loc, noqa_row=1)
 
 
-def _parse_guard(text: str, filename: str) -> Diagnostic | None:
-    """JF000 for a text nested deeply enough to crash or stall libcst's native parser, from
-    CPython's parser (runner.parse_guard; the runner's workers call it themselves too)."""
-    from jaxfuse_lint.run.runner import _parse_guard_text
-
-    return _parse_guard_text(text, filename)
-
-
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  model_hook: Callable[[SemanticModel], None] | None = None,
@@ -347,8 +272,6 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     import libcst as cst
 
     if filename.lower().endswith(".ipynb") and not as_python:
-        from jaxfuse_lint.parse.notebook import check_notebook
-
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
                               apply_noqa=apply_noqa, model_hook=model_hook)
     result = FileResult(filename)
@@ -374,7 +297,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         if broken is not None:
             result.diagnostics.append(broken)
         return result
-    guard = _parse_guard(text, filename)
+    guard = parse_guard_text(text, filename)
     if guard is not None:
         result.diagnostics.append(guard)
         return result
@@ -407,8 +330,6 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     from jaxfuse_lint.codemods.plan import non_overlapping
 
     if filename.lower().endswith(".ipynb") and not as_python:
-        from jaxfuse_lint.parse.notebook import fix_notebook
-
         return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
                             model_hook=model_hook)
     big = too_large(len(source), filename, settings)
@@ -435,7 +356,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     code = text
     rejected: set[tuple[str, int, int, str]] = set()
     first_analysis: Analysis | None = None
-    guard = _parse_guard(text, filename)
+    guard = parse_guard_text(text, filename)
     if guard is not None:
         outcome.remaining = [guard]  # left alone
         return outcome
@@ -525,3 +446,82 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
     if is_valid_python(new_code, filename) is not None:
         return code, []
     return new_code, good
+
+
+# -- notebooks: the pipeline over a notebook's cells joined into one module (parse/notebook.py) --------
+
+def notebook_syntax_error(filename: str, message: str) -> Diagnostic:
+    loc = Location(1, 1)
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not read notebook: {message}", filename, loc, loc,
+                      noqa_row=None)
+
+
+def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
+    """`engine.check_source` for a notebook: diagnostics located in cells."""
+    from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
+
+    result = FileResult(filename)
+    try:
+        raw = decode_text(source)
+        nb = read(raw)
+    except (UnicodeDecodeError, NotebookError) as exc:
+        result.diagnostics.append(notebook_syntax_error(filename, _why(exc)))
+        return result
+    result.source = raw
+    if not nb.python or not nb.module:
+        result.skipped = True
+        return result
+    inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
+    result.diagnostics = [nb.to_cells(d) for d in inner.diagnostics]
+    result.errors = inner.errors
+    result.skipped = inner.skipped
+    return result
+
+
+def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
+    """`engine.fix_source` for a notebook: the outcome's texts are the notebook's JSON."""
+    from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
+
+    try:
+        raw = decode_text(source)
+        nb = read(raw)
+    except (UnicodeDecodeError, NotebookError) as exc:
+        text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+        outcome = FixOutcome(filename, text, text)
+        outcome.remaining = [notebook_syntax_error(filename, _why(exc))]
+        return outcome
+    encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
+    outcome = FixOutcome(filename, raw, raw, encoding=encoding)
+    if not nb.python or not nb.module:
+        return outcome
+    inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
+    outcome.errors = inner.errors
+    outcome.dropped = inner.dropped
+    if inner.source != nb.module:
+        try:
+            sources = nb.cell_sources(inner.source)
+        except NotebookError as exc:
+            outcome.errors.append(f"{filename}: fixes not applied: {exc}")
+            kwargs.pop("model_hook", None)
+            remaining = check_source_cells(nb, filename, settings, **kwargs)
+            outcome.remaining = remaining
+            return outcome
+        outcome.fixed = [nb.to_cells(d) for d in inner.fixed]
+        changed = {n: s for n, s in sources.items() if s != nb.cell_source(n)}
+        outcome.source = nb.with_sources(changed) if changed else raw
+        fixed_nb = read(outcome.source)
+        outcome.remaining = [fixed_nb.to_cells(d) for d in inner.remaining]
+    else:
+        outcome.remaining = [nb.to_cells(d) for d in inner.remaining]
+    return outcome
+
+
+def check_source_cells(nb: Notebook, filename: str, settings, **kwargs) -> list[Diagnostic]:
+    kwargs.pop("unsafe", None)
+    return [nb.to_cells(d) for d in check_source(nb.module, filename, settings, as_python=True, **kwargs).diagnostics]
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return str(exc)

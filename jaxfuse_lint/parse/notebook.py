@@ -359,15 +359,7 @@ def _first_line_indent(lines: list[str]) -> str:
     return m.group(0)
 
 
-# -- the pipeline, for notebooks ------------------------------------------------------------------------
-
-def syntax_error(filename: str, message: str) -> Diagnostic:
-    from jaxfuse_lint.engine.pipeline import SYNTAX_ERROR
-
-    loc = Location(1, 1)
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not read notebook: {message}", filename, loc, loc,
-                      noqa_row=None)
-
+# -- for the engine and the runner ------------------------------------------------------------------------
 
 def decode_text(source: bytes | str) -> str:
     if isinstance(source, str):
@@ -385,83 +377,11 @@ def python_text(raw: str) -> str | None:
 
 
 def guard_cells(raw: str, filename: str, guard: Callable[[str, str], Diagnostic | None]) -> Diagnostic | None:
-    """The runner's parse guard (runner.parse_guard) on a notebook's joined cells."""
+    """The parser guard (parser_guard.parse_guard_text, given as `guard`) on a notebook's
+    joined cells, located in its cell."""
     try:
         nb = read(raw)
     except NotebookError:
         return None  # the engine reports it
     found = guard(nb.module, filename) if nb.module else None
     return nb.to_cells(found) if found is not None else None
-
-
-def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
-    """`engine.check_source` for a notebook: diagnostics located in cells."""
-    from jaxfuse_lint.engine.pipeline import FileResult, check_source
-
-    result = FileResult(filename)
-    try:
-        raw = decode_text(source)
-        nb = read(raw)
-    except (UnicodeDecodeError, NotebookError) as exc:
-        result.diagnostics.append(syntax_error(filename, _why(exc)))
-        return result
-    result.source = raw
-    if not nb.python or not nb.module:
-        result.skipped = True
-        return result
-    inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
-    result.diagnostics = [nb.to_cells(d) for d in inner.diagnostics]
-    result.errors = inner.errors
-    result.skipped = inner.skipped
-    return result
-
-
-def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
-    """`engine.fix_source` for a notebook: the outcome's texts are the notebook's JSON."""
-    from jaxfuse_lint.engine.pipeline import FixOutcome, fix_source
-
-    try:
-        raw = decode_text(source)
-        nb = read(raw)
-    except (UnicodeDecodeError, NotebookError) as exc:
-        text = source if isinstance(source, str) else source.decode("utf-8", "replace")
-        outcome = FixOutcome(filename, text, text)
-        outcome.remaining = [syntax_error(filename, _why(exc))]
-        return outcome
-    encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
-    outcome = FixOutcome(filename, raw, raw, encoding=encoding)
-    if not nb.python or not nb.module:
-        return outcome
-    inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
-    outcome.errors = inner.errors
-    outcome.dropped = inner.dropped
-    if inner.source != nb.module:
-        try:
-            sources = nb.cell_sources(inner.source)
-        except NotebookError as exc:
-            outcome.errors.append(f"{filename}: fixes not applied: {exc}")
-            kwargs.pop("model_hook", None)
-            remaining = check_source_cells(nb, filename, settings, **kwargs)
-            outcome.remaining = remaining
-            return outcome
-        outcome.fixed = [nb.to_cells(d) for d in inner.fixed]
-        changed = {n: s for n, s in sources.items() if s != nb.cell_source(n)}
-        outcome.source = nb.with_sources(changed) if changed else raw
-        fixed_nb = read(outcome.source)
-        outcome.remaining = [fixed_nb.to_cells(d) for d in inner.remaining]
-    else:
-        outcome.remaining = [nb.to_cells(d) for d in inner.remaining]
-    return outcome
-
-
-def check_source_cells(nb: Notebook, filename: str, settings, **kwargs) -> list[Diagnostic]:
-    from jaxfuse_lint.engine.pipeline import check_source
-
-    kwargs.pop("unsafe", None)
-    return [nb.to_cells(d) for d in check_source(nb.module, filename, settings, as_python=True, **kwargs).diagnostics]
-
-
-def _why(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    return str(exc)

@@ -1,4 +1,4 @@
-"""JF000 syntax-error: reported by the engine (engine.parse_check, syntax_error_diagnostic)."""
+"""JF000 syntax-error: reported by the engine (parse/syntax_errors.py: parse_check, syntax_error_diagnostic)."""
 from __future__ import annotations
 
 from typing import Iterator

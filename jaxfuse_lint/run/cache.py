@@ -18,9 +18,9 @@ either (every input of it is in the keys), so the results are replayed from that
 warm run of an unchanged project reads one small file instead of every file's summary.
 A file whose stat signature (size, mtime, ctime, inode, device) is the one recorded is not
 read or hashed again: its key is the recorded one. That holds only for files last changed
-well before the recorded run looked at them (`trusted_signature`): a file written within
-the clock's granularity of the stat could change again without its times changing (git's
-"racily clean" entries), so it is hashed.
+well before the recorded run looked at them (core/stat_signature.py, `trusted_signature`): a
+file written within the clock's granularity of the stat could change again without its times
+changing (git's "racily clean" entries), so it is hashed.
 
 Each version of the tool has its own folder (`<root>/<tool fingerprint>/<settings key>/`);
 when a new version first writes, the folders of other versions that no run wrote to for a
@@ -28,10 +28,10 @@ day are removed: only folders holding the MARKER file this tool writes into each
 folder it creates (`cache-dir` may name any folder; what the tool did not create stays).
 
 Entries are JSON files written atomically, behind a line with the SHA-256 of the JSON; a
-missing, unreadable, corrupt (checksum), or malformed (schema: runner._entry_is_valid) entry or
+missing, unreadable, corrupt (checksum), or malformed (schema: cached_results.entry_is_valid) entry or
 record is a miss, and a cache directory that cannot be written is reported once and then left
 alone. The folder walks of discovery are remembered here too (`walks/`, see
-discovery._walk_remembered). JSON was measured against marshal, msgpack and pickle on the cache of flax (353
+discover/files.py, `_walk_remembered`; the cache is discovery's `WalkMemo`). JSON was measured against marshal, msgpack and pickle on the cache of flax (353
 files): decoding every full entry took 24, 17, 19 and 24 ms. The format matters less than
 not reading the summaries at all, so it stays JSON (stdlib, safe on a damaged file).
 """
@@ -51,36 +51,17 @@ from jaxfuse_lint.core.fingerprint import source_fingerprint
 
 DEFAULT_DIR = ".jaxfuse_lint_cache"
 FORMAT = 3  # 3: a SHA-256 line before each entry's JSON
-# A file changed less than this before a stat may change again without its times changing:
-# filesystems keep times at 1 ns (ext4, tmpfs; set from a coarse clock) to 2 s (FAT) steps.
-RACY_NS = 2_000_000_000
 # The cache folders of other versions of the tool are removed when no run wrote to them for
 # this long (checked when a new version first writes).
 PRUNE_AFTER_S = 24 * 3600
 VERSION_DIR = re.compile(r"[0-9a-f]{16}")
 
 
-def file_signature(path: str | os.PathLike) -> list[int] | None:
-    """What stat says about a file (size, mtime, ctime, inode, device); None if it cannot say."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-
-
-def trusted_signature(recorded: list[int] | None, now: list[int] | None, stat_time_ns: int) -> bool:
-    """Whether a file is unchanged since a run that took its signature `recorded` at
-    `stat_time_ns`: the same signature, and last changed well before that stat."""
-    return (recorded is not None and recorded == now
-            and max(recorded[1], recorded[2]) < stat_time_ns - RACY_NS)
-
-
 class RecordedFile(NamedTuple):
     filename: str
     key: str  # its cache key (Cache.key)
-    result: dict  # its final result (runner._result_to_json)
-    signature: list[int] | None  # file_signature, taken before the file was read
+    result: dict  # its final result (cached_results.result_to_json)
+    signature: list[int] | None  # stat_signature.file_signature, taken before the file was read
     module: str | None  # the module name it had (part of the key; re-derived, then compared)
 
 
@@ -153,7 +134,7 @@ class Cache:
         return self.directory / "walks" / f"{key}.json"
 
     def load_walk(self, key: str) -> dict[str, Any] | None:
-        """The last walk of a folder (discovery._walk_remembered), None if there is none."""
+        """The last walk of a folder (discover/files.py, `_walk_remembered`), None if there is none."""
         return self._read(self._walk_path(key))
 
     def store_walk(self, key: str, walk: dict[str, Any]) -> None:

@@ -1,0 +1,82 @@
+"""JF000, the syntax-error diagnostic: where a text that cannot be decoded or parsed is wrong, and
+CPython's own verdict on a file no rule needs to parse (`parse_check`). The engine reports
+these for every file that is not valid Python; the parser guard (parser_guard.py) and the
+runner's crashed workers word theirs the same way."""
+from __future__ import annotations
+
+import sys
+
+from jaxfuse_lint.core.diagnostics import Diagnostic, Location
+
+SYNTAX_ERROR = "JF000"
+
+
+def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None,
+                            data: bytes | None = None) -> Diagnostic:
+    """JF000 at the error. CPython's own message and position are preferred when it agrees
+    the file is invalid: they are what users know, and libcst's native parser may point
+    at the end of the file instead of the offending token. `data`: the file's bytes, to
+    place an undecodable byte at its line and column."""
+    row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, UnicodeDecodeError):
+        row, col, msg = _undecodable_at(exc, data)
+    elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
+        row, col, msg = _undecodable_at(exc, data)
+    elif "libcst" in sys.modules and isinstance(exc, sys.modules["libcst"].ParserSyntaxError):
+        # (libcst not imported: exc cannot be one of its errors)
+        row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
+    elif isinstance(exc, SyntaxError):
+        row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
+    if text is not None:
+        try:
+            compile(text, filename, "exec", dont_inherit=True)
+        except SyntaxError as py_exc:
+            row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    return syntax_error_at(filename, row, col, msg)
+
+
+def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnostic:
+    """JF000's one message shape, `Could not parse file: <reason>`, at the bad byte or token."""
+    loc = Location(max(row, 1), max(col, 1))
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {reason}", filename, loc, loc,
+                      noqa_row=loc.row)
+
+
+def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:
+    """Line and column of the first byte that cannot be decoded."""
+    encoding = getattr(exc, "encoding", None) or "utf-8"
+    start = getattr(exc, "start", None)
+    if data is not None and start is None:
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError as inner:
+            start, encoding = inner.start, inner.encoding
+        except LookupError:
+            pass
+    if data is None or start is None:
+        return 1, 1, " ".join(str(exc).split())
+    line_start = data.rfind(b"\n", 0, start) + 1
+    row = data.count(b"\n", 0, start) + 1
+    col = len(data[line_start:start].decode(encoding, errors="replace")) + 1
+    return row, col, f"invalid {encoding} byte 0x{data[start]:02x}; the file must be valid {encoding}"
+
+
+def parse_check(text: str, filename: str) -> Diagnostic | None:
+    """JF000 for a file that is not valid Python, without libcst: CPython's parser (to an
+    AST only; nothing is compiled or run). Used for the files no rule needs to analyse, so
+    that every checked file at least gets its syntax checked."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text, filename)
+    except SyntaxError as exc:
+        return syntax_error_at(filename, exc.lineno or 1, exc.offset or 1, exc.msg)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        reason = "too deeply nested to parse" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
+        return syntax_error_at(filename, 1, 1, reason or type(exc).__name__)
+    return None
