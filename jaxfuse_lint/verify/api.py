@@ -530,7 +530,7 @@ def _run(
                             f"verdict rejects nothing (a fix is kept)")
 
     if graph_dir:
-        from jaxfuse_lint.verify.graph import write_graph
+        from jaxfuse_lint.verify.graph_render import write_graph
         from jaxfuse_lint.verify.hlo import parse_hlo_module
 
         for version, _, side in sides:
