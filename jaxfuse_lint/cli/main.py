@@ -237,7 +237,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
 
     if fix:
         if verify_fixes:
-            from jaxfuse_lint.cli.fix_verify import verify_outcomes
+            from jaxfuse_lint.runtime.fix_rollback import verify_outcomes
 
             verified_sources = {id(o): o.source for o in changed}
             verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
