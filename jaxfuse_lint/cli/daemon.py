@@ -1,4 +1,9 @@
-"""`jaxfuse-lint daemon start|stop|status`: manage the resident `check` (see daemon/__init__)."""
+"""`jaxfuse-lint daemon start|stop|status`: manage the resident `check` (see daemon/__init__).
+
+The daemon process itself is `jaxfuse-lint daemon serve` (hidden; what `start` runs detached):
+it hands daemon/server.py this command line's own entry for the children to run, and what
+a `check` imports (`preload_check`), so the daemon package never imports the command line.
+"""
 from __future__ import annotations
 
 import os
