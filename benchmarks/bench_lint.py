@@ -326,7 +326,7 @@ def measure_daemon(lint: list[str], leaf: Path | None, cores: set[int], n: int, 
                    label: str) -> list[Timing]:
     """The warm runs again, forked from a `jaxfuse-lint daemon` (pinned to the same cores)."""
     daemon_env = {**env, "JAXFUSE_LINT_DAEMON": ""}
-    server = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint.daemon.server", "--idle-timeout", "600"],
+    server = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint", "daemon", "serve", "--idle-timeout", "600"],
                               env=daemon_env, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               preexec_fn=lambda: os.sched_setaffinity(0, cores))
     try:

@@ -73,7 +73,7 @@ def socket_dir(tmp_path):
 @pytest.fixture
 def running(socket_dir, tmp_path):
     """A daemon in the foreground of a subprocess of this test, idle timeout 120 s."""
-    proc = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint.daemon.server", "--idle-timeout", "120"],
+    proc = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint", "daemon", "serve", "--idle-timeout", "120"],
                             env=env_for(socket_dir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 90
@@ -239,7 +239,7 @@ def test_start_status_stop(socket_dir, tmp_path):
 
 
 def test_it_exits_when_idle_and_removes_its_socket(socket_dir):
-    proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint.daemon.server", "--idle-timeout", "1"],
+    proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "daemon", "serve", "--idle-timeout", "1"],
                           env=env_for(socket_dir), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert not list(socket_dir.glob(f"*{daemon.SUFFIX}"))
@@ -282,7 +282,7 @@ def test_parallel_auto_clients_start_one_daemon(socket_dir, project):
     servers = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"jaxfuse_lint.daemon.server" in (entry / "cmdline").read_bytes():
+            if entry.name.isdigit() and b"\0daemon\0serve\0" in (entry / "cmdline").read_bytes():
                 servers.append(int(entry.name))
         except OSError:
             continue

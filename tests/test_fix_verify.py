@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-from jaxfuse_lint.cli.fix_verify import changed_functions, restore_functions
+from jaxfuse_lint.runtime.function_diff import changed_functions, restore_functions
 
 ROOT = Path(__file__).resolve().parent.parent
 

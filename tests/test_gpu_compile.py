@@ -204,7 +204,7 @@ def test_without_the_plugin_a_gpu_target_says_what_stood_in_and_how_to_get_xla_g
 
 def test_stand_in_evidence_never_rolls_back_a_fix_for_the_gpu(no_gpu_compiler):
     from jaxfuse_lint.core.config import Settings, VerifySpec
-    from jaxfuse_lint.cli.fix_verify import _verify_functions
+    from jaxfuse_lint.runtime.fix_rollback import _verify_functions
 
     original = GPU_PROJECT["cccl.py"]
     fixed = original.replace("return x.sum(-1) * 2.0 + 1.0", "return (x[..., 0] + x[..., 1]) * 2.0 + 1.0")

@@ -105,7 +105,7 @@ def test_split_of_a_codemod_message():
 
 def test_verify_says_an_unsafe_fix_is_inside_the_function(tmp_path):
     pytest.importorskip("jax")
-    from jaxfuse_lint.verify.api import verify_fixed_file
+    from jaxfuse_lint.runtime.verify_fixed import verify_fixed_file
 
     path = tmp_path / "f.py"
     path.write_text(ONLY_UNSAFE)
@@ -119,7 +119,7 @@ def test_verify_says_an_unsafe_fix_is_inside_the_function(tmp_path):
 
 def test_verify_with_a_safe_fix_elsewhere_names_the_unsafe_one_inside(tmp_path):
     pytest.importorskip("jax")
-    from jaxfuse_lint.verify.api import verify_fixed_file
+    from jaxfuse_lint.runtime.verify_fixed import verify_fixed_file
 
     path = tmp_path / "f.py"
     path.write_text(WITH_SAFE_ELSEWHERE)

@@ -15,7 +15,7 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from jaxfuse_lint.core.config import load_settings  # noqa: E402
-from jaxfuse_lint.verify.api import verify_fixed_file  # noqa: E402
+from jaxfuse_lint.runtime.verify_fixed import verify_fixed_file  # noqa: E402
 from tests.test_verify_proofs import MEASURED, figures  # noqa: E402
 
 PROOFS = Path(__file__).resolve().parent.parent / "fixtures" / "proofs"

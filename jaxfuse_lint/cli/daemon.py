@@ -1,4 +1,9 @@
-"""`jaxfuse-lint daemon start|stop|status`: manage the resident `check` (see daemon/__init__)."""
+"""`jaxfuse-lint daemon start|stop|status`: manage the resident `check` (see daemon/__init__).
+
+The daemon process itself is `jaxfuse-lint daemon serve` (hidden; what `start` runs detached):
+it hands daemon/server.py this command line's own entry for the children to run, and what
+a `check` imports (`preload_check`), so the daemon package never imports the command line.
+"""
 from __future__ import annotations
 
 import os
@@ -8,6 +13,7 @@ import time
 import click
 
 from jaxfuse_lint import daemon
+from jaxfuse_lint.daemon.server import DEFAULT_IDLE_TIMEOUT
 
 
 def _sockets(directory: str) -> list[str]:
@@ -29,6 +35,45 @@ def _refused(path: str) -> bool:
     return False
 
 
+def preload_check() -> None:
+    """Everything a `check` imports, so that no child imports it again (not jax: check never
+    needs it). The command line itself (click, the settings, the reports) is imported already:
+    the daemon runs inside it."""
+    import multiprocessing
+    import multiprocessing.connection  # noqa: F401  (the runner's worker pool)
+
+    import jaxfuse_lint.discover.files  # noqa: F401
+    import jaxfuse_lint.engine.pipeline  # noqa: F401
+    import jaxfuse_lint.codemods.plan  # noqa: F401
+    import jaxfuse_lint.engine.noqa  # noqa: F401
+    import jaxfuse_lint.parse.notebook  # noqa: F401
+    import jaxfuse_lint.project.index  # noqa: F401
+    import jaxfuse_lint.report as report
+    import jaxfuse_lint.run.runner  # noqa: F401
+    import jaxfuse_lint.run.worker as worker
+    from jaxfuse_lint.rules import all_rules
+
+    for name in ("difflib", "tempfile", "pathspec", "tomllib"):
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    all_rules()
+    for fmt in getattr(report, "FORMATS", ()):
+        try:
+            report.renderer(fmt)
+        except Exception:
+            pass
+    multiprocessing.get_all_start_methods()
+    worker.preload_tool()  # the codemods; then gc.freeze() of all of it
+
+
+def _command_line(ctx: click.Context):
+    """What a child of the daemon runs: this very command line's root command, on the client's argv."""
+    root = ctx.find_root().command
+    return lambda: root.main(prog_name="jaxfuse-lint")
+
+
 @click.group("daemon")
 def daemon_command() -> None:
     """A resident process that runs `check` with the parser, model and rules already imported.
@@ -43,7 +88,8 @@ def daemon_command() -> None:
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=1800, show_default=True,
               help="Exit after this many seconds without a request.")
 @click.option("--foreground", is_flag=True, help="Run in this terminal instead of detached (Ctrl-C stops it).")
-def start(idle_timeout: float, foreground: bool) -> None:
+@click.pass_context
+def start(ctx: click.Context, idle_timeout: float, foreground: bool) -> None:
     """Start the daemon (or say that it already runs)."""
     if not daemon.enabled():
         raise click.ClickException("the daemon needs Unix sockets and fork (not available here)")
@@ -58,9 +104,9 @@ def start(idle_timeout: float, foreground: bool) -> None:
         click.echo(f"jaxfuse-lint daemon already running (pid {running['pid']}, {path})")
         return
     if foreground:
-        from jaxfuse_lint.daemon.server import main
+        from jaxfuse_lint.daemon.server import run_daemon
 
-        sys.exit(main(["--idle-timeout", str(idle_timeout)]))
+        sys.exit(run_daemon(_command_line(ctx), preload_check, idle_timeout=idle_timeout))
     daemon.start_in_background(idle_timeout)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -70,6 +116,17 @@ def start(idle_timeout: float, foreground: bool) -> None:
             return
         time.sleep(0.05)
     raise click.ClickException(f"the daemon did not start within 30 s (try `jaxfuse-lint daemon start --foreground`)")
+
+
+@daemon_command.command("serve", hidden=True)
+@click.option("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT)
+@click.option("--socket", "socket_path", default=None, help="default: daemon.socket_path()")
+@click.pass_context
+def serve(ctx: click.Context, idle_timeout: float, socket_path: str | None) -> None:
+    """The daemon process itself (what `start` runs detached): serve until idle or stopped."""
+    from jaxfuse_lint.daemon.server import run_daemon
+
+    sys.exit(run_daemon(_command_line(ctx), preload_check, idle_timeout=idle_timeout, socket_path=socket_path))
 
 
 @daemon_command.command("stop")

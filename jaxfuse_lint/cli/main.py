@@ -22,14 +22,26 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # Commands defined outside this module, imported only when they run (or `--help` lists
 # them): `check` on a warm cache must not pay for the verifier, the review bot or the
 # language server.
-LAZY_COMMANDS = {
-    "verify": "jaxfuse_lint.cli.verify:verify_command",
-    "review": "jaxfuse_lint.cli.review:review_command",
-    "server": "jaxfuse_lint.cli.server:server_command",
-    "record": "jaxfuse_lint.cli.record:record_command",
-    "explain": "jaxfuse_lint.cli.explain:explain_command",
-    "daemon": "jaxfuse_lint.cli.daemon:daemon_command",
-}
+LAZY_COMMANDS = ("verify", "review", "server", "record", "explain", "daemon")
+
+
+def lazy_command(name: str) -> click.Command:
+    """The command NAME of LAZY_COMMANDS, imported now."""
+    if name == "verify":
+        from jaxfuse_lint.cli.verify import verify_command as command
+    elif name == "review":
+        from jaxfuse_lint.cli.review import review_command as command
+    elif name == "server":
+        from jaxfuse_lint.cli.server import server_command as command
+    elif name == "record":
+        from jaxfuse_lint.cli.record import record_command as command
+    elif name == "explain":
+        from jaxfuse_lint.cli.explain import explain_command as command
+    elif name == "daemon":
+        from jaxfuse_lint.cli.daemon import daemon_command as command
+    else:
+        raise KeyError(name)
+    return command
 
 
 class DefaultCommandGroup(click.Group):
@@ -45,10 +57,7 @@ class DefaultCommandGroup(click.Group):
 
     def get_command(self, ctx, name):
         if name not in self.commands and name in LAZY_COMMANDS:
-            import importlib
-
-            module, attr = LAZY_COMMANDS[name].split(":")
-            self.add_command(getattr(importlib.import_module(module), attr), name)
+            self.add_command(lazy_command(name), name)
         return super().get_command(ctx, name)
 
 
@@ -237,7 +246,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
 
     if fix:
         if verify_fixes:
-            from jaxfuse_lint.cli.fix_verify import verify_outcomes
+            from jaxfuse_lint.runtime.fix_rollback import verify_outcomes
 
             verified_sources = {id(o): o.source for o in changed}
             verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
@@ -475,7 +484,7 @@ def rule_command(code, show_all, output_format) -> None:
 
 
 def main() -> None:
-    from jaxfuse_lint.launch import cwd_exists
+    from jaxfuse_lint.cli.working_directory import cwd_exists
 
     if not cwd_exists():
         sys.exit(EXIT_ERROR)

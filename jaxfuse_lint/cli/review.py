@@ -53,7 +53,7 @@ measured evidence to the comment. That imports and runs your code.
 def review_command(paths, base, head, output, summary_path, select, extend_select, ignore, config, verify,
                    compile_for, gpu, exit_zero) -> None:
     from jaxfuse_lint.core.config import ConfigError, load_settings, with_cli_overrides
-    from jaxfuse_lint.review.core import run_review
+    from jaxfuse_lint.review.core import review_payload, run_review
     from jaxfuse_lint.review.diff import ReviewError
     from jaxfuse_lint.review.summary import render_summary
 
@@ -75,7 +75,7 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
         return
     for err in review.errors:
         click.echo(f"jaxfuse-lint: {err}", err=True)
-    payload = json.dumps(review.payload(), indent=2, ensure_ascii=False) + "\n"
+    payload = json.dumps(review_payload(review), indent=2, ensure_ascii=False) + "\n"
     if output == "-":
         sys.stdout.write(payload)
     else:

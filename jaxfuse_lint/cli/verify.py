@@ -161,11 +161,11 @@ def run_verify(
 ) -> Any:
     """What the command does, as a function returning the VerifyResult. `compile_for` and `gpu`
     override the config's `target` and `gpu` (--target, --gpu)."""
+    from jaxfuse_lint.runtime.verify_fixed import verify_fixed_file
     from jaxfuse_lint.verify.api import (
         Version,
         VerifyResult,
         resolve_arg_specs,
-        verify_fixed_file,
         verify_versions,
     )
     from jaxfuse_lint.verify.loader import parse_target, read_source

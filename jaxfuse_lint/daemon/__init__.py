@@ -325,7 +325,7 @@ def start_in_background(idle_timeout: float | None = None) -> int:
     """Start a detached daemon for this interpreter and tool; its pid."""
     import subprocess
 
-    cmd = [sys.executable, "-m", "jaxfuse_lint.daemon.server"]
+    cmd = [sys.executable, "-m", "jaxfuse_lint", "daemon", "serve"]
     if idle_timeout is not None:
         cmd += ["--idle-timeout", str(idle_timeout)]
     env = dict(os.environ)

@@ -10,11 +10,14 @@ forked with everything imported too.
 It exits after `--idle-timeout` seconds without a request, on `jaxfuse-lint daemon stop`,
 or on SIGTERM; its socket is removed then (if it is still its own).
 
-    python -m jaxfuse_lint.daemon.server [--idle-timeout SECONDS] [--socket PATH]
+What the children run and what the daemon imports first are the caller's: the command line
+(cli/daemon.py) hands `run_daemon` its own entry and the modules a `check` needs, so this module
+knows neither. The process is started as
+
+    jaxfuse-lint daemon serve [--idle-timeout SECONDS] [--socket PATH]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -22,6 +25,7 @@ import socket
 import struct
 import sys
 import time
+from typing import Callable
 
 from jaxfuse_lint import daemon
 
@@ -30,43 +34,11 @@ MAX_REQUEST = 16 << 20
 READ_TIMEOUT = 2.0
 
 
-def preload() -> None:
-    """Everything a `check` imports, so that no child imports it again (not jax: check never
-    needs it)."""
-    import multiprocessing
-    import multiprocessing.connection  # noqa: F401  (the runner's worker pool)
-
-    import jaxfuse_lint.cli.main  # noqa: F401  (click, the settings, the reports)
-    import jaxfuse_lint.discover.files  # noqa: F401
-    import jaxfuse_lint.engine.pipeline  # noqa: F401
-    import jaxfuse_lint.codemods.plan  # noqa: F401
-    import jaxfuse_lint.engine.noqa  # noqa: F401
-    import jaxfuse_lint.parse.notebook  # noqa: F401
-    import jaxfuse_lint.project.index  # noqa: F401
-    import jaxfuse_lint.report as report
-    import jaxfuse_lint.run.runner  # noqa: F401
-    import jaxfuse_lint.run.worker as worker
-    from jaxfuse_lint.rules import all_rules
-
-    for name in ("difflib", "tempfile", "pathspec", "tomllib"):
-        try:
-            __import__(name)
-        except ImportError:
-            pass
-    all_rules()
-    for fmt in getattr(report, "FORMATS", ()):
-        try:
-            report.renderer(fmt)
-        except Exception:
-            pass
-    multiprocessing.get_all_start_methods()
-    worker.preload_tool()  # the codemods; then gc.freeze() of all of it
-
-
 class Daemon:
-    def __init__(self, path: str, idle_timeout: float) -> None:
+    def __init__(self, path: str, idle_timeout: float, run: Callable[[], None]) -> None:
         self.path = path
         self.idle_timeout = idle_timeout
+        self.run = run  # the command line's entry: reads sys.argv, exits with its status
         self.started = time.time()
         self.served = 0
         self.listener: socket.socket | None = None
@@ -198,13 +170,13 @@ class Daemon:
         try:
             assert self.listener is not None
             self.listener.close()
-            code = run_in_child(conn, request, fds)
+            code = run_in_child(conn, request, fds, self.run)
         finally:
             os._exit(code)
 
 
-def run_in_child(conn: socket.socket, request: dict, fds: list[int]) -> int:
-    """Become the client's `jaxfuse-lint` run; report its exit status to the client."""
+def run_in_child(conn: socket.socket, request: dict, fds: list[int], run: Callable[[], None]) -> int:
+    """Become the client's `jaxfuse-lint` run (`run()` with its argv); report its exit status to the client."""
     import atexit
     import io
     import traceback
@@ -243,9 +215,7 @@ def run_in_child(conn: socket.socket, request: dict, fds: list[int]) -> int:
         except OSError as exc:
             print(f"jaxfuse-lint: error: cannot run in {request['cwd']}: {exc.strerror or exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        from jaxfuse_lint.cli.main import main
-
-        main()
+        run()
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -275,18 +245,18 @@ def run_in_child(conn: socket.socket, request: dict, fds: list[int]) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jaxfuse_lint.daemon.server")
-    parser.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT)
-    parser.add_argument("--socket", default=None, help="default: daemon.socket_path()")
-    args = parser.parse_args(argv)
+def run_daemon(run: Callable[[], None], preload: Callable[[], None], *, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+               socket_path: str | None = None) -> int:
+    """Serve at `socket_path` (default: daemon.socket_path()) until idle for `idle_timeout` seconds
+    or stopped; the exit status. `preload()` imports what every run needs, once, before the socket
+    is named; each child calls `run()` with the client's command line in sys.argv."""
     if not daemon.enabled():
         print("jaxfuse-lint daemon: needs Unix sockets and fork", file=sys.stderr)
         return 2
     from jaxfuse_lint.core.fingerprint import source_fingerprint
 
     before = source_fingerprint()
-    if args.socket is None:
+    if socket_path is None:
         directory = daemon.socket_dir()
         if not daemon.private_dir(directory, create=True):
             print(f"jaxfuse-lint daemon: {directory} is not a private folder of this user", file=sys.stderr)
@@ -298,12 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     if source_fingerprint() != before:
         print("jaxfuse-lint daemon: the tool's files changed while it started", file=sys.stderr)
         return 2
-    path = args.socket or daemon.socket_path()
+    path = socket_path or daemon.socket_path()
     try:
         if daemon.ask(path, {"kind": "status"}):
             print(f"jaxfuse-lint daemon: one already serves {path}", file=sys.stderr)
             return 0
-        server = Daemon(path, args.idle_timeout)
+        server = Daemon(path, idle_timeout, run)
         server.bind()
     finally:
         try:
@@ -319,7 +289,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.close()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

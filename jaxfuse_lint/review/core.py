@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
@@ -20,9 +19,10 @@ from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.parse.notebook import is_notebook
 from jaxfuse_lint.core.edits import apply_edits
-from jaxfuse_lint.review.comments import ReviewComment, build_comment
+from jaxfuse_lint.review.comments import build_comment
+from jaxfuse_lint.review.results import FileReview, Review
+from jaxfuse_lint.review.summary import render_summary
 from jaxfuse_lint.review.diff import (
-    ChangedFile,
     ReviewError,
     diff_text,
     git,
@@ -34,36 +34,14 @@ from jaxfuse_lint.review.diff import (
 from jaxfuse_lint.discover.files import is_source  # `include`: notebooks too (review/notebooks.py)
 
 
-@dataclass
-class FileReview:
-    path: str  # repository-relative
-    source: str
-    changed: ChangedFile
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # only those on changed lines
-
-
-@dataclass
-class Review:
-    base: str  # the ref as given
-    base_sha: str
-    head_sha: str
-    files: list[FileReview] = field(default_factory=list)
-    comments: list[ReviewComment] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        return [d for f in self.files for d in f.diagnostics]
-
-    def payload(self) -> dict[str, Any]:
-        from jaxfuse_lint.review.summary import render_summary
-
-        return {
-            "commit_id": self.head_sha,
-            "event": "COMMENT",
-            "body": render_summary(self),
-            "comments": [c.to_json() for c in self.comments],
-        }
+def review_payload(review: Review) -> dict[str, Any]:
+    """The review as the JSON body of `POST /repos/{owner}/{repo}/pulls/{n}/reviews`."""
+    return {
+        "commit_id": review.head_sha,
+        "event": "COMMENT",
+        "body": render_summary(review),
+        "comments": [c.to_json() for c in review.comments],
+    }
 
 
 def _excluded(rel: str, exclude: pathspec.PathSpec) -> bool:

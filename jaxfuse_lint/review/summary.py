@@ -3,15 +3,12 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.core.edits import apply_edits, fix_line_span, split_lines
 from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.review.comments import fence
-
-if TYPE_CHECKING:
-    from jaxfuse_lint.review.core import FileReview, Review
+from jaxfuse_lint.review.results import FileReview, Review
 
 
 def _plural(n: int, word: str) -> str:
@@ -20,7 +17,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'es' if word.endswith(('x', 's', 'sh', 'ch')) else 's'}"
 
 
-def _safe_fix_diff(f: "FileReview") -> str:
+def _safe_fix_diff(f: FileReview) -> str:
     """What `--fix` would do to this file's reported findings: their safe fixes, non-overlapping."""
     if f.path.lower().endswith(".ipynb"):
         from jaxfuse_lint.review.notebooks import safe_fix_diff
@@ -48,7 +45,7 @@ def _where(d: Diagnostic) -> str:
     return f"{d.filename}:cell {d.cell}:{d.location.row}" if d.cell is not None else f"{d.filename}:{d.location.row}"
 
 
-def render_summary(review: "Review") -> str:
+def render_summary(review: Review) -> str:
     diagnostics: list[Diagnostic] = review.diagnostics
     n_files = len(review.files)
     out = [f"### jaxfuse-lint: {_plural(len(diagnostics), 'finding')} on the lines this pull request changes", ""]

@@ -147,7 +147,7 @@ def verify_paths(profile: Profile, paths: list[str], settings: Any, *, unsafe: b
     """`verify --profile`: fix each file in memory and verify what changed against the profile."""
     from jaxfuse_lint.discover.files import discover
     from jaxfuse_lint.engine.pipeline import decode, fix_source
-    from jaxfuse_lint.cli.fix_verify import changed_functions
+    from jaxfuse_lint.runtime.function_diff import changed_functions
 
     run = ProfileRun()
     for path in discover(paths, settings):

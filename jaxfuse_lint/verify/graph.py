@@ -1,4 +1,4 @@
-"""The kernel graph of an optimized HLO module, as Graphviz DOT (and SVG when `dot` exists).
+"""The kernel graph of an optimized HLO module, as Graphviz DOT (graph_render.py draws it as SVG).
 
 The notebook's advice reads off this picture: boxes are kernels, arrows between
 boxes are device arrays passed from one kernel to the next (temporaries), so
@@ -312,11 +312,3 @@ def kernel_graph(module: HloModule, title: str, kernel_notes: dict[str, list[str
 def kernel_graph_dot(module: HloModule, title: str, kernel_notes: dict[str, list[str]] | None = None) -> str:
     """DOT text for the kernel graph of `module`."""
     return kernel_graph(module, title, kernel_notes).to_dot()
-
-
-def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
-    """Write `stem.dot` and `stem.svg` (drawn by Graphviz's `dot` when installed, else laid out
-    in pure Python); return the paths."""
-    from jaxfuse_lint.verify.graph_render import write_graph_files
-
-    return write_graph_files(kernel_graph(module, title), directory, stem)

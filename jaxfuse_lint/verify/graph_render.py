@@ -16,7 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from html import escape
 
-from jaxfuse_lint.verify.graph import GraphNode, KernelGraph
+from jaxfuse_lint.verify.graph import GraphNode, KernelGraph, kernel_graph
+from jaxfuse_lint.verify.hlo import HloModule
 
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 FONT_SIZE = 10
@@ -48,6 +49,12 @@ def write_graph_files(graph: KernelGraph, directory: str, stem: str) -> list[str
     write_atomic(dot_path, graph.to_dot())
     write_atomic(svg_path, graph_svg(graph))
     return [dot_path, svg_path]
+
+
+def write_graph(module: HloModule, directory: str, stem: str, title: str) -> list[str]:
+    """Write `stem.dot` and `stem.svg` (drawn by Graphviz's `dot` when installed, else laid out
+    in pure Python); return the paths."""
+    return write_graph_files(kernel_graph(module, title), directory, stem)
 
 
 @dataclass

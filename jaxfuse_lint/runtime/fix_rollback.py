@@ -7,57 +7,13 @@ gets its original text back; the other functions of the file keep their fixes.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable
 
 import libcst as cst
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import FixOutcome
-
-
-def _functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
-    """Top-level functions and methods (as `Class.method`) by name."""
-    out: dict[str, cst.FunctionDef] = {}
-    for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            out[stmt.name.value] = stmt
-        elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-            for inner in stmt.body.body:
-                if isinstance(inner, cst.FunctionDef):
-                    out[f"{stmt.name.value}.{inner.name.value}"] = inner
-    return out
-
-
-def changed_functions(original: str, fixed: str) -> list[str]:
-    before, after = _functions(cst.parse_module(original)), _functions(cst.parse_module(fixed))
-    mod = cst.parse_module("")
-    return [name for name, node in after.items()
-            if name in before and mod.code_for_node(node) != mod.code_for_node(before[name])]
-
-
-class _Restore(cst.CSTTransformer):
-    def __init__(self, originals: dict[str, cst.FunctionDef], names: set[str]) -> None:
-        super().__init__()
-        self.originals, self.names, self.cls = originals, names, []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.cls.append(node.name.value)
-
-    def leave_ClassDef(self, original, updated):
-        self.cls.pop()
-        return updated
-
-    def leave_FunctionDef(self, original, updated):
-        name = ".".join(self.cls + [original.name.value])
-        if name in self.names and name in self.originals:
-            return self.originals[name]
-        return updated
-
-
-def restore_functions(original: str, fixed: str, names: Iterable[str]) -> str:
-    """The fixed text with the named functions put back as they were."""
-    originals = _functions(cst.parse_module(original))
-    return cst.parse_module(fixed).visit(_Restore(originals, set(names))).code
+from jaxfuse_lint.runtime.function_diff import changed_functions, restore_functions, top_level_functions
 
 
 def verify_outcomes(outcomes: list[FixOutcome], settings: Settings, echo: Callable[[str], None],
@@ -209,7 +165,7 @@ def _row_inside_any(row: int, original: str, names: list[str]) -> bool:
     from jaxfuse_lint.parse.locate import Locator
 
     module = cst.parse_module(original)
-    funcs = _functions(module)
+    funcs = top_level_functions(module)
     nodes = [funcs[n] for n in names if n in funcs]
     loc = Locator(module, nodes)
     for node in nodes:
