@@ -6,7 +6,7 @@ In a notebook: `jaxfuse_lint.show(fn, *args)` and `jaxfuse_lint.compare(f, g, *a
 imported only when `show` or `compare` is first called.
 """
 
-from jaxfuse_lint.core.version import __version__
+from jaxfuse_lint.core.version import __version__  # noqa: F401  (`jaxfuse_lint.__version__`)
 
 _NOTEBOOK_API = ("show", "compare")
 

@@ -115,7 +115,7 @@ def start(ctx: click.Context, idle_timeout: float, foreground: bool) -> None:
             click.echo(f"jaxfuse-lint daemon started (pid {answer['pid']}, {path})")
             return
         time.sleep(0.05)
-    raise click.ClickException(f"the daemon did not start within 30 s (try `jaxfuse-lint daemon start --foreground`)")
+    raise click.ClickException("the daemon did not start within 30 s (try `jaxfuse-lint daemon start --foreground`)")
 
 
 @daemon_command.command("serve", hidden=True)
