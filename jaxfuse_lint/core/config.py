@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-# Notebooks are sources too (as in ruff): their code cells are checked and fixed in place (notebook.py).
+# Notebooks are sources too (as in ruff): their code cells are checked and fixed in place (parse/notebook.py).
 DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox",

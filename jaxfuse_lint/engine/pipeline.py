@@ -264,7 +264,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
                  model_hook: Callable[[SemanticModel], None] | None = None,
                  runtime=None, as_python: bool = False,
                  parse: Callable[[str], cst.Module] | None = None) -> FileResult:
-    """Check one file. `external_traced`: its functions that other modules trace (see project.py);
+    """Check one file. `external_traced`: its functions that other modules trace (see project/);
     `model_hook` is called with the file's model when it was parsed (the runner's project summary).
     A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
     `as_python` (the notebook's cells joined into a module). `parse`: what parses the text

@@ -1,7 +1,7 @@
 """Return shapes across modules: `from .mesh import kvec_mesh` carries `kvec_mesh`'s known
 output sizes into the importing module's shape model.
 
-Like the cross-module traced facts (project.py), this goes through the per-file summary
+Like the cross-module traced facts (project/), this goes through the per-file summary
 and the project index, so a summary still depends on its own file's text only:
 
 * the summary of a module lists the return shape of each top-level function that the

@@ -402,7 +402,7 @@ class Staging:
 
 class CompiledFunctions:
     """Which traced functions end up in a compiled program, from a map of trace reasons (the
-    model's own, or the ones a module finds without other modules' facts: project.py)."""
+    model's own, or the ones a module finds without other modules' facts: project/)."""
 
     def __init__(self, model: "StagingView", reasons) -> None:
         self.model = model

@@ -195,7 +195,7 @@ def _statics(call: cst.Call | None) -> tuple[frozenset[int], frozenset[str]]:
 
 def external_reason(fn: "Function", why: str) -> TraceReason:
     """The reason for a function another module traces. `why` is the phrase, optionally followed
-    by project.py's "params-traced [static=..] [names=..]" line."""
+    by project/summary.py's "params-traced [static=..] [names=..]" line."""
     phrase, _, marker = why.partition("\n")
     reason = TraceReason("external", "", fn.node, description=phrase)
     words = marker.split()
