@@ -28,7 +28,6 @@ processes) and worker.py (one file in a worker); run_state.py is the per-file st
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -165,11 +164,3 @@ def fix_files(files: Iterable[Path | str], settings: Settings, *, unsafe: bool, 
               progress=None, timeout: float = FILE_TIMEOUT) -> RunResult:
     """Fix every file in memory; nothing is written here (the caller writes, or prints a diff)."""
     return _run(files, settings, "fix", unsafe=unsafe, jobs=jobs, progress=progress, timeout=timeout)
-
-
-def relative(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
