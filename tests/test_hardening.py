@@ -52,6 +52,24 @@ def test_fix_leaves_a_link_out_of_the_tree_and_says_so(tmp_path):
     assert "not fixed: a symbolic link" in result.output
 
 
+def test_add_noqa_leaves_a_link_out_of_the_tree_and_says_so(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    real = tmp_path / "elsewhere" / "real.py"
+    real.write_text(BAD)
+    (tmp_path / "tree" / "link.py").symlink_to(real)
+    inside = tmp_path / "tree" / "inside.py"
+    inside.write_text(BAD)
+    result = run_cli("check", "--no-cache", "--add-noqa", str(tmp_path / "tree"))
+    assert (tmp_path / "tree" / "link.py").is_symlink()
+    assert real.read_text() == BAD
+    assert "no `# noqa` added: a symbolic link" in result.output
+    assert "# noqa: JF201" in inside.read_text()
+    # Named, the link is the user's to change: written through to its target.
+    run_cli("check", "--no-cache", "--add-noqa", str(tmp_path / "tree" / "link.py"))
+    assert (tmp_path / "tree" / "link.py").is_symlink() and "# noqa: JF201" in real.read_text()
+
+
 def test_folder_links_out_of_the_tree_are_not_followed(tmp_path):
     (tmp_path / "tree").mkdir()
     (tmp_path / "elsewhere").mkdir()

@@ -210,7 +210,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
     if add_noqa:
-        _add_noqa(files, settings, jobs, out)
+        _add_noqa(files, settings, jobs, out, paths)
         return
 
     from jaxfuse_lint.run import progress
@@ -299,23 +299,32 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
+def _link_out_of_paths(filename: str, paths) -> str | None:
+    """The target of FILENAME when it is a symbolic link to a file outside every path the user
+    named (and not itself named): such a file is not this run's to write."""
+    import os
+
+    if not os.path.islink(filename) or os.path.abspath(filename) in {os.path.abspath(p) for p in paths}:
+        return None
+    real = os.path.realpath(filename)
+    roots = [os.path.realpath(p) for p in paths]
+    if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+        return None
+    return real
+
+
 def _write_fixes(changed, paths, out) -> None:
     """Write the fixed files. A symbolic link is fixed through its target when the target lies
     under a path the user named; a link out of those paths is left alone, and said so."""
-    import os
-
     from jaxfuse_lint.core.writer import write_atomic
 
-    roots = [os.path.realpath(p) for p in paths]
-    named = {os.path.abspath(p) for p in paths}
     for o in changed:
-        if os.path.islink(o.filename) and os.path.abspath(o.filename) not in named:
-            real = os.path.realpath(o.filename)
-            if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
-                out.warn(f"{o.filename}: not fixed: a symbolic link to {real}, outside the checked paths "
-                         f"(name the file to fix it)")
-                o.fixed = []
-                continue
+        real = _link_out_of_paths(o.filename, paths)
+        if real is not None:
+            out.warn(f"{o.filename}: not fixed: a symbolic link to {real}, outside the checked paths "
+                     f"(name the file to fix it)")
+            o.fixed = []
+            continue
         try:
             removed = write_atomic(o.filename, o.source, o.encoding)
         except OSError as exc:
@@ -372,9 +381,10 @@ def _emit(text: str, output_file: str | None, out) -> None:
         sys.stdout.write(text)
 
 
-def _add_noqa(files, settings, jobs, out) -> None:
+def _add_noqa(files, settings, jobs, out, paths) -> None:
     """--add-noqa: a `# noqa: CODE` comment on the line of every diagnostic (ruff's way to
-    adopt a linter on a large codebase), merged into an existing `# noqa: ...`."""
+    adopt a linter on a large codebase), merged into an existing `# noqa: ...`. Files are
+    written as `--fix` writes them: a link out of the named paths is left alone."""
     from jaxfuse_lint.run import runner
     from jaxfuse_lint.engine.noqa import add_noqa
     from jaxfuse_lint.core.writer import write_atomic
@@ -400,6 +410,11 @@ def _add_noqa(files, settings, jobs, out) -> None:
         for row in skipped_rows:
             out.warn(f"{filename}:{row}: no `# noqa` added: the line ends inside a string or a continuation")
         if n and new_text != text:
+            real = _link_out_of_paths(filename, paths)
+            if real is not None:
+                out.warn(f"{filename}: no `# noqa` added: a symbolic link to {real}, outside the checked paths "
+                         f"(name the file to change it)")
+                continue
             try:
                 write_atomic(filename, new_text, encoding)
             except OSError as exc:
