@@ -386,29 +386,42 @@ def _add_noqa(files, settings, jobs, out, paths) -> None:
     adopt a linter on a large codebase), merged into an existing `# noqa: ...`. Files are
     written as `--fix` writes them: a link out of the named paths is left alone."""
     from jaxfuse_lint.run import runner
-    from jaxfuse_lint.engine.noqa import add_noqa
     from jaxfuse_lint.core.writer import write_atomic
+    from jaxfuse_lint.engine.noqa import add_noqa, add_noqa_to_notebook
+    from jaxfuse_lint.parse.notebook import NotebookError, decode_text, is_notebook
 
     run = runner.check_files(files, settings, jobs=jobs or None, use_cache=False)
     for err in run.errors:
         out.error(err)
-    by_file: dict[str, dict[int, set[str]]] = {}
+    # {file: {row: codes}}; a notebook's rows are (cell, row in cell), as its diagnostics give them.
+    by_file: dict[str, dict] = {}
     for d in run.diagnostics:
         if d.code in ("JF000", "JF901") or d.noqa_row is None:  # JF000 cannot be suppressed; JF901 is the noqa itself
             continue
-        by_file.setdefault(d.filename, {}).setdefault(d.noqa_row, set()).add(d.code)
+        row = (d.cell, d.noqa_row) if is_notebook(d.filename) else d.noqa_row
+        by_file.setdefault(d.filename, {}).setdefault(row, set()).add(d.code)
     added = 0
     for filename, rows in by_file.items():
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            text, encoding = decode(Path(filename).read_bytes())
+            data = Path(filename).read_bytes()
+            if is_notebook(filename):
+                encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
+                text = decode_text(data)
+                new_text, n, skipped_rows = add_noqa_to_notebook(text, rows)
+            else:
+                text, encoding = decode(data)
+                new_text, n, skipped_rows = add_noqa(text, rows)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
             out.error(f"{filename}: cannot read file: {exc}")
             continue
-        new_text, n, skipped_rows = add_noqa(text, rows)
+        except NotebookError as exc:
+            out.error(f"{filename}: no `# noqa` added: {exc}")
+            continue
         for row in skipped_rows:
-            out.warn(f"{filename}:{row}: no `# noqa` added: the line ends inside a string or a continuation")
+            where = f"cell {row[0]}:{row[1]}" if isinstance(row, tuple) else row
+            out.warn(f"{filename}:{where}: no `# noqa` added: the line ends inside a string or a continuation")
         if n and new_text != text:
             real = _link_out_of_paths(filename, paths)
             if real is not None:

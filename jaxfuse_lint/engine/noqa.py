@@ -149,6 +149,29 @@ def add_noqa(source: str, codes_by_row: dict[int, set[str]]) -> tuple[str, int, 
     return "".join(lines), added, skipped
 
 
+
+def add_noqa_to_notebook(raw: str, codes_by_cell_row: dict[tuple[int, int], set[str]]
+                         ) -> tuple[str, int, list[tuple[int, int]]]:
+    """`add_noqa` for a notebook's JSON text RAW: the rows are (cell, row in cell), as the
+    diagnostics of a notebook give them. The directives go into the joined module (where the
+    engine reads them) and back into the cells' sources; the file's JSON layout is kept.
+    Raises NotebookError where a cell cannot take them back (IPython dedents it line by line)."""
+    from jaxfuse_lint.parse.notebook import read
+
+    nb = read(raw)
+    by_module_row = {nb.module_row(cell, row): codes for (cell, row), codes in codes_by_cell_row.items()}
+    module, added, skipped = add_noqa(nb.module, by_module_row)
+    skipped_cells = []
+    for row in skipped:
+        hit = nb.cell_at(row)
+        if hit is not None:
+            skipped_cells.append((hit[0].number, hit[1]))
+    if not added:
+        return raw, 0, skipped_cells
+    sources = nb.cell_sources(module)
+    changed = {n: s for n, s in sources.items() if s != nb.cell_source(n)}
+    return nb.with_sources(changed), added, skipped_cells
+
 # -- JF901 unused-noqa ----------------------------------------------------------------------------
 
 OWN_PREFIX = "JF"  # codes of other tools (E501, F401...) in a shared `# noqa` are theirs: left alone
