@@ -12,7 +12,7 @@ from jaxfuse_lint.model import SemanticModel
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [p for p in sorted((ROOT / "fixtures").glob("JF*/*.py")) if p.parent.name != "JF000"]  # JF000: syntax errors
-FILES.append(ROOT / "jaxfuse_lint" / "model" / "shapes.py")
+FILES.append(ROOT / "jaxfuse_lint" / "model" / "shape_calls.py")
 
 
 def nodes_of(module: cst.Module) -> list[cst.CSTNode]:

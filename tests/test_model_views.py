@@ -13,7 +13,7 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.device_arrays import DeviceView
 from jaxfuse_lint.model.numpy_values import NumpyView
 from jaxfuse_lint.model.runtime_facts import RuntimeView
-from jaxfuse_lint.model.shapes import ShapeView
+from jaxfuse_lint.model.shape_view import ShapeView
 from jaxfuse_lint.model.staging import StagingView
 from jaxfuse_lint.model.static_use import StaticUseView
 from jaxfuse_lint.model.traced import TracingView

@@ -53,7 +53,7 @@ other = [
 '''
 
 REAL_FILES = [
-    ROOT / "jaxfuse_lint" / "model" / "shapes.py",
+    ROOT / "jaxfuse_lint" / "model" / "shape_calls.py",
     ROOT / "jaxfuse_lint" / "model" / "staging.py",
     ROOT / "fixtures" / "JF201" / "positives.py",
     ROOT / "jaxfuse_lint" / "codemods" / "jf203_recompute_in_loop.py",
@@ -163,7 +163,7 @@ def test_line_endings_indentation_and_the_end_of_the_file(variant):
 
 
 def test_an_edit_in_the_middle_reparses_a_few_statements():
-    text = (ROOT / "jaxfuse_lint" / "model" / "shapes.py").read_text()
+    text = (ROOT / "jaxfuse_lint" / "model" / "shape_calls.py").read_text()
     parser = IncrementalParser()
     parser.parse(text)
     assert parser.last_reparsed is None  # the first version: a full parse

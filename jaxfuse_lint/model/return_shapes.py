@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 
 # The external map's key prefix lives in core/, which a warm run imports without libcst.
 from jaxfuse_lint.core.external_map import SHAPE_PREFIX as PREFIX
-from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
+from jaxfuse_lint.model.shape_analysis import ShapeAnalysis
+from jaxfuse_lint.model.shapes import Shape
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.shapes import ShapeView
+    from jaxfuse_lint.model.shape_view import ShapeView
 
 
 def shape_to_json(shape: Shape) -> str:

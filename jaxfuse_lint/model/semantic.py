@@ -17,7 +17,8 @@ from jaxfuse_lint.model.flow import Flow
 from jaxfuse_lint.model.names import NameResolver
 from jaxfuse_lint.model.return_shapes import split_external
 from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, ModuleIndex, Scope, build_index
-from jaxfuse_lint.model.shapes import Shape, ShapeAnalysis
+from jaxfuse_lint.model.shape_analysis import ShapeAnalysis
+from jaxfuse_lint.model.shapes import Shape
 from jaxfuse_lint.model.traced import TracedAnalysis, TracedRegions, TraceReason, _unbound_call, keyword, positional
 from jaxfuse_lint.model.values import Kind, ValueAnalysis
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from jaxfuse_lint.model.device_arrays import DeviceArrays
     from jaxfuse_lint.model.numpy_values import NumpyArrays
     from jaxfuse_lint.model.scopes import Binding, Function, Scope
-    from jaxfuse_lint.model.shapes import ShapeAnalysis
+    from jaxfuse_lint.model.shape_analysis import ShapeAnalysis
     from jaxfuse_lint.model.traced import TracedAnalysis, TraceReason
 
 
