@@ -1,5 +1,6 @@
-"""model/static_use.py: where a value flows (static uses, the program, in-place changes), which
-functions run on the host, and which values are arrays the program computes."""
+"""Where a value flows (model/static_use.py: static uses, the program, in-place changes), which
+functions run on the host (model/host_code.py), and which values are arrays the program computes
+(model/computed_arrays.py)."""
 from __future__ import annotations
 
 import textwrap
