@@ -10,6 +10,7 @@ import libcst as cst
 import pytest
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.computed_arrays import ComputedArrayView
 from jaxfuse_lint.model.device_arrays import DeviceView
 from jaxfuse_lint.model.numpy_values import NumpyView
 from jaxfuse_lint.model.runtime_facts import RuntimeView
@@ -20,7 +21,8 @@ from jaxfuse_lint.model.traced import TracingView
 from jaxfuse_lint.model.values import ValueView
 from jaxfuse_lint.model.view import ModelView
 
-VIEWS = [ModelView, TracingView, ValueView, NumpyView, DeviceView, ShapeView, RuntimeView, StagingView, StaticUseView]
+VIEWS = [ModelView, TracingView, ValueView, NumpyView, DeviceView, ShapeView, RuntimeView, StagingView, StaticUseView,
+         ComputedArrayView]
 
 
 def members(view: type) -> set[str]:

@@ -1,5 +1,6 @@
-"""model/static_use.py: where a value flows (static uses, the program, in-place changes), which
-functions run on the host, and which values are arrays the program computes."""
+"""Where a value flows (model/static_use.py: static uses, the program, in-place changes), which
+functions run on the host (model/host_code.py), and which values are arrays the program computes
+(model/computed_arrays.py)."""
 from __future__ import annotations
 
 import textwrap
@@ -8,7 +9,7 @@ import libcst as cst
 import pytest
 
 from jaxfuse_lint.model import SemanticModel
-from jaxfuse_lint.model.static_use import computed_array, known_scalar
+from jaxfuse_lint.model.computed_arrays import computed_array, known_scalar
 
 HEADER = "import functools, itertools\nimport jax\nimport jax.numpy as jnp\nimport numpy as np\n"
 
@@ -141,7 +142,7 @@ def test_host_callback_functions_run_on_the_host():
         return a + b + traced_helper(x)
     """)
     fns = {f.name: f for f in m.index.functions}
-    host = m.static_uses.runs_on_host
+    host = m.host_code.runs_on_host
     assert not host(fns["by_name"]) or not m.is_traced(fns["by_name"])
     assert host(fns["by_partial"]) and host(fns["outer"]) and host(fns["inner"])
     assert not host(fns["traced_helper"]) and not host(fns["f"])

@@ -41,7 +41,7 @@ from jaxfuse_lint.codemods._statements import insert_before, remove_statement, t
 from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
-from jaxfuse_lint.model.static_use import computed_array, costly_to_recompute
+from jaxfuse_lint.model.computed_arrays import computed_array, costly_to_recompute
 from jaxfuse_lint.model.values import Kind
 from jaxfuse_lint.core.targets import WHILE_LOOP_LICM, holds
 

@@ -35,7 +35,7 @@ def captured_reads(model: "SemanticModel", is_array: Callable[[list[Binding], Sc
             continue  # a Pallas kernel cannot capture constants at all: Pallas says so itself
         if not st.is_compiled(fn):
             continue  # run eagerly (vmap, a lax loop outside jit): captured arrays are operands
-        if model.static_uses.runs_on_host(fn):
+        if model.host_code.runs_on_host(fn):
             continue  # a host callback's body, or code run at trace time on purpose: reads host values
         for read in fn.reads:
             found = model.lookup(read.name.value, fn)
@@ -294,7 +294,7 @@ def static_use(model: "SemanticModel", name: cst.Name) -> bool:
     if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in STATIC_ATTRIBUTES:
         return True
     scope = model.scope_of(name)
-    if model.static_uses.at_compile_time(name, scope):
+    if model.host_code.at_compile_time(name, scope):
         return True  # under `jax.ensure_compile_time_eval()`: a concrete value on purpose
     # Followed further (model/static_use.py): through names, tuples and helpers to axes, shapes,
     # permutations, Python indices and control; nothing of it reaches the program.

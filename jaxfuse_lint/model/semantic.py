@@ -24,6 +24,7 @@ from jaxfuse_lint.model.values import Kind, ValueAnalysis
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.device_arrays import DeviceArrays
+    from jaxfuse_lint.model.host_code import HostCode
     from jaxfuse_lint.model.static_use import StaticUses
     from jaxfuse_lint.model.dtypes import DType, DTypeAnalysis
     from jaxfuse_lint.model.numpy_values import NumpyArrays
@@ -295,6 +296,14 @@ class SemanticModel:
         from jaxfuse_lint.model.static_use import static_uses
 
         return static_uses(self)
+
+    @cached_property
+    def host_code(self) -> "HostCode":
+        """Which functions run on the host, on concrete values: host callbacks, `ensure_compile_time_eval`
+        (model/host_code.py)."""
+        from jaxfuse_lint.model.host_code import host_code
+
+        return host_code(self)
 
     # -- values -----------------------------------------------------------------------------------
     def kind(self, expr: cst.CSTNode, scope: Scope) -> Kind:

@@ -233,7 +233,7 @@ class _Summarizer:
             call = site.call
             if m.qn(call.func, fn) in CALLBACKS:
                 continue
-            if m.static_uses.at_compile_time(call, fn):
+            if m.host_code.at_compile_time(call, fn):
                 continue  # under `jax.ensure_compile_time_eval()`: run eagerly on concrete values
             local.extend(callee for callee, _ in helper.callables(call.func, fn, direct_only=True))
             r = self.ref(call.func, fn)

@@ -176,7 +176,7 @@ class NumpyConstantInTracedCode(Rule):
                 # An axis, a shape, a permutation, split points (`jnp.split(x, np.cumsum(sizes))`), a list
                 # index, Python control, `list(set(np.arange(n)[axes]))`: never program data.
                 continue
-            if model.static_uses.at_compile_time(node, scope):
+            if model.host_code.at_compile_time(node, scope):
                 continue  # under `jax.ensure_compile_time_eval()`: a trace-time constant on purpose
             if model.static_uses.uses(node, scope).mutated:
                 continue  # built in place by host code (`q[i, j] = ...`): a table on purpose, no jnp equivalent
@@ -209,7 +209,7 @@ class NumpyConstantInTracedCode(Rule):
 
 def _numpy_nodes(model: SemanticModel):
     compiled = staging(model).is_compiled  # traced eagerly, the array is an operand, not a constant
-    host = model.static_uses.runs_on_host  # a host callback's body runs on concrete values
+    host = model.host_code.runs_on_host  # a host callback's body runs on concrete values
     for site in model.index.calls:
         scope = site.scope
         if isinstance(scope, Function) and model.is_xla_traced(scope) and compiled(scope) and not host(scope):

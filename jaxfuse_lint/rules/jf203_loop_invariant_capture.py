@@ -10,7 +10,7 @@ from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
 from jaxfuse_lint.model.api import CONTROL_FLOW
-from jaxfuse_lint.model.static_use import computed_array, costly_to_recompute, known_scalar
+from jaxfuse_lint.model.computed_arrays import computed_array, costly_to_recompute, known_scalar
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LICM, Claim, Evidence
 
 
