@@ -13,7 +13,9 @@ from jaxfuse_lint.core.config import ConfigError, settings_from_table
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model import api
 from jaxfuse_lint.model.routes import ROUTES
-from jaxfuse_lint.model.staging import STAGING, staging
+from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staging_transforms import STAGING
 
 
 def model_of(src: str) -> SemanticModel:
@@ -121,7 +123,7 @@ def test_haiku_transform_and_linen_apply_are_entry_points():
     assert set(names) == {"step", "forward", "unused_forward", "Model.__call__"}
     assert m.trace_reason(names["forward"]).kind == "entry"
     assert m.trace_reason(names["unused_forward"]).kind == "framework"
-    values = staging(m).values
+    values = staged_values(m)
     # apply(params, state, rng, x): `x` is forward's first parameter, a tracer.
     assert values.param_kind(names["forward"], "x").value == "traced"
     assert values.param_kind(names["Model.__call__"], "x").value == "traced"
@@ -228,7 +230,7 @@ def test_library_drivers_and_lifted_transforms():
     st = staging(m)
     # blackjax passes tracers to the log-density; optax's update is staged only where the
     # optimizer is used under jit.
-    assert st.values.param_kind(reasons["logdensity"], "position").value == "traced"
+    assert staged_values(m).param_kind(reasons["logdensity"], "position").value == "traced"
     assert not st.is_staged(reasons["update_fn"])
     why = m.trace_reason(reasons["logdensity"])
     assert why.kind == "driver" and why.transform == "blackjax.nuts"
@@ -263,7 +265,7 @@ def test_static_argnums_of_a_jitted_entry_point_count_past_its_own_arguments():
         apply = jax.jit(net.apply, static_argnums=3)
     """)
     fn = next(f for f in m.traced.reasons if f.display_name == "forward")
-    values = staging(m).values
+    values = staged_values(m)
     # apply(params, rng, x, training): argnum 3 is `training`.
     assert values.param_kind(fn, "training").value == "static"
     assert values.param_kind(fn, "x").value == "traced"
@@ -359,7 +361,7 @@ def test_partial_bound_values_keep_their_kind_under_drivers_and_transforms():
         def traced(w, n):
             return jax.vmap(partial(loss, n=n))(w)
     """)
-    v = staging(m).values
+    v = staged_values(m)
     fns = {fn.display_name: fn for fn in m.traced.reasons}
     assert [v.param_kind(fns["body"], p).value for p in ("i", "x", "scale", "clip")] == [
         "traced", "traced", "static", "static"]
@@ -393,7 +395,7 @@ def test_vmap_in_axes_and_grad_argnums_decide_which_parameters_are_tracers():
         def staged(t, i):
             return jax.grad(energy, argnums=1)(t, i)
     """)
-    v = staging(m).values
+    v = staged_values(m)
     fns = {fn.display_name: fn for fn in m.traced.reasons}
     assert v.param_kind(fns["mapped"], "x").value == "traced"
     assert v.param_kind(fns["mapped"], "y").value == "static"  # passed through: the caller's 2.0
@@ -445,7 +447,7 @@ def test_framework_bodies_are_traced_by_default_staged_but_not_compiled():
     st = staging(m)
     for fn in fns.values():
         assert st.is_staged(fn) and not st.is_compiled(fn)
-    v = st.values
+    v = staged_values(m)
     assert v.param_kind(fns["Linen.__call__"], "x").value == "traced"
     assert v.param_kind(fns["Linen.__call__"], "train").value == "unknown"
     assert v.param_kind(fns["Linen.encode"], "z").value == "traced"

@@ -17,6 +17,7 @@ import pytest
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
 from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.scopes import walk
 
@@ -313,7 +314,7 @@ def test_staging_distinguishes_eager_transforms():
     assert not st.is_staged(_fn(m, "eager"))
     assert st.is_staged(_fn(m, "loss"))  # grad inside jit is staged by the jit
     assert not st.is_staged(_fn(m, "batched")) and st.is_staged(_fn(m, "batched"), batching=True)
-    v = st.values
+    v = staged_values(m)
     assert v.param_kind(_fn(m, "eager"), "x") is Kind.UNKNOWN
     assert m.values.param_kind(_fn(m, "eager"), "x") is Kind.TRACED  # the general analysis: a tracer
     assert v.param_kind(_fn(m, "loss"), "p") is Kind.TRACED
@@ -338,7 +339,7 @@ def test_identity_tests_and_pytree_membership_are_not_traced():
             return a, b, c, d, e
     ''')
     fn = _fn(m, "f")
-    st = staging(m).values
+    st = staged_values(m)
     assigns = {t.target.value: a.value for a in walk(m.module) if isinstance(a, cst.Assign) for t in a.targets}
     assert m.kind(assigns["a"], fn) is Kind.STATIC and m.kind(assigns["b"], fn) is Kind.STATIC
     assert st.kind(assigns["c"], fn) is Kind.UNKNOWN and st.kind(assigns["d"], fn) is Kind.UNKNOWN

@@ -29,7 +29,7 @@ from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Scope
-from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staged_values import staged_values
 
 CODE = "JF401"
 
@@ -152,9 +152,9 @@ def _value(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, convers
             raise NoFix(str(exc)) from exc
         text = format(repr(literal) if conversion in ("r", "a") else literal, spec or "")
         return _Text(text)
-    kind = staging(model).values.kind(expr, scope)
+    kind = staged_values(model).kind(expr, scope)
     if isinstance(expr, cst.Tuple) and not all(
-            isinstance(el, cst.Element) and staging(model).values.kind(el.value, scope) is Kind.TRACED
+            isinstance(el, cst.Element) and staged_values(model).kind(el.value, scope) is Kind.TRACED
             for el in expr.elements):
         # `{x, 3}`: jax.debug.print would make the 3 an array (`Array(3, dtype=int32, ...)`)
         raise NoFix("a tuple with values that are not arrays")

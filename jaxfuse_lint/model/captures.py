@@ -12,7 +12,8 @@ import libcst as cst
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, ClassInfo, Function, Scope, walk
-from jaxfuse_lint.model.staging import ACCEPTS_STATIC_ARGNAMES, FILTERED, STAGING, own_nodes, staging
+from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, FILTERED, STAGING
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.semantic import SemanticModel

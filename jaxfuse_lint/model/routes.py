@@ -15,7 +15,7 @@ A route is found by the canonical qualified name of the callable that opens it
 * MODULE_BASES: classes whose subclasses' `__call__` is what their framework's
   entry points run (`model.apply(variables, x)` runs `Model.__call__`).
 
-Flags say what the route does to the function's arguments (see model/staging.py):
+Flags say what the route does to the function's arguments (see model/staging_transforms.py):
 `stages` (abstract tracers, Python run once per trace), `compiles`, `batches`,
 `filtered` (non-array arguments stay Python values). Adding a framework is an
 edit of this table; the analysis (model/traced.py) reads it and nothing else.

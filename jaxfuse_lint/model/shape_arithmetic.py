@@ -11,7 +11,8 @@ from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import Kind, keyword, positional
 from jaxfuse_lint.model.api import JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, walk
-from jaxfuse_lint.model.staging import STATIC_RESULT_FUNCTIONS, own_nodes
+from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS
+from jaxfuse_lint.model.staging import own_nodes
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model import SemanticModel

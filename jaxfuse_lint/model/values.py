@@ -111,7 +111,7 @@ class ValueAnalysis:
 
     def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
         """The kind of parameter `name` of `fn` when fn is traced for reason `r`
-        (subclasses refine this, e.g. the staged analysis in model/staging.py)."""
+        (subclasses refine this, e.g. the staged analysis in model/staged_parameters.py)."""
         if r.kind in ("decorator", "transform"):
             if self._is_static_param(fn, name, r):
                 return STATIC

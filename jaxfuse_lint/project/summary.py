@@ -186,12 +186,12 @@ class _Summarizer:
     def local_values(self):
         """The staged value analysis of this module on its own (no other module's facts, so the
         summary depends on the file's text alone)."""
-        from jaxfuse_lint.model.staging import staging as staging_of
+        from jaxfuse_lint.model.staged_values import staged_values
 
         if "_values" not in self.__dict__:
             self._values = None
             if not self.model.external_traced:
-                self._values = staging_of(self.model).values
+                self._values = staged_values(self.model)
         return self._values
 
     def imported_instance(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
@@ -362,7 +362,7 @@ def summarize(model: "SemanticModel", module: str | None, is_package: bool = Fal
 def transform_marker(transform: str, options: cst.Call | None, call: cst.Call, direct: bool) -> str:
     """PARAMS_TRACED for a staging transform applied straight to an imported function with
     options the model reads (`jax.jit(other.f, static_argnums=1)`); "" when unsure."""
-    from jaxfuse_lint.model.staging import FILTERED, STAGING, options_understood
+    from jaxfuse_lint.model.staging_transforms import FILTERED, STAGING, options_understood
     from jaxfuse_lint.model.traced import TraceReason, _statics
 
     if not direct or transform not in STAGING or transform in FILTERED:

@@ -7,6 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
+from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -131,7 +132,7 @@ class PrintInTracedCode(Rule):
                 continue
             if model.qn(site.call.func, scope) != "builtins.print" or not st.is_staged(scope, batching=True):
                 continue
-            traced = [v for v in printed_values(site.call) if st.values.kind(v, scope) is Kind.TRACED]
+            traced = [v for v in printed_values(site.call) if staged_values(model).kind(v, scope) is Kind.TRACED]
             if not traced:
                 continue
             shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v in traced[:3])

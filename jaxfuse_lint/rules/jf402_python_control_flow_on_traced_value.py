@@ -9,8 +9,10 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, iter_children
-from jaxfuse_lint.model.staging import (ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS, omnistaged_function,
-                                        own_nodes, staging)
+from jaxfuse_lint.model.omnistaging import omnistaged_function
+from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -199,7 +201,7 @@ class _Checker:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.staging = staging(model)
-        self.values = self.staging.values
+        self.values = staged_values(model)
         self.read_names = {r.name for r in model.index.reads}
 
     def traced(self, expr: cst.CSTNode, scope: Scope) -> bool:

@@ -9,6 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
+from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
@@ -465,7 +466,7 @@ class _Writes:
         return None
 
     def _stores_tracer(self, fn: Function, value: cst.BaseExpression | None) -> bool:
-        return value is not None and self.staging.values.kind(value, fn) is Kind.TRACED
+        return value is not None and staged_values(self.model).kind(value, fn) is Kind.TRACED
 
     def _outside(self, fn: Function, owner: Function, value: cst.BaseExpression | None = None) -> bool:
         """Whether an enclosing function's state outlives fn's trace: the owner is not traced

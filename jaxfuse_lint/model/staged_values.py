@@ -1,0 +1,293 @@
+"""The staged value analysis: `StagedValues`, where TRACED means an abstract tracer derived from
+a staged function's arguments (the analysis behind the trace-time hazard rules, JF401-JF403),
+and `staged_values`, the one each model keeps."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES, TRANSFORMS
+from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
+from jaxfuse_lint.model.staged_parameters import StagedParameters
+from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.traced import positional
+from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, combine
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Binding, Function, Scope
+    from jaxfuse_lint.model.staging import StagingView
+
+# Methods of arrays (and of `x.at[i]`): on a traced array they give traced arrays.
+ARRAY_METHODS = frozenset(
+    "all any argmax argmin argpartition argsort astype choose clip compress conj conjugate copy cumprod "
+    "cumsum diagonal dot flatten max mean min nonzero prod ptp ravel repeat reshape round searchsorted "
+    "sort squeeze std sum swapaxes take trace transpose var view set add multiply divide power get apply "
+    "mul __getitem__ __add__ __mul__ __sub__ __truediv__ block_until_ready".split()
+)
+# Attributes only an array has (a dict or list has none of them).
+_ARRAY_ONLY = frozenset({"shape", "ndim", "T", "mT", "reshape", "astype", "at", "dtype"})
+_ARRAY_ONLY_OPERATORS = (cst.Subtract, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
+# Omnistaged functions whose result is a tuple or a container (of arrays, or of a pytree).
+NOT_AN_ARRAY = frozenset({
+    "jax.lax.cond", "jax.lax.switch", "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
+    "jax.lax.associative_scan", "jax.lax.custom_root", "jax.lax.custom_linear_solve", "jax.lax.platform_dependent",
+    "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather", "jax.lax.stop_gradient",
+    "jax.lax.optimization_barrier", "jax.device_put", "jax.lax.with_sharding_constraint",
+})
+# pytree functions that list the leaves.
+TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
+
+
+class StagedValues(StagedParameters):
+    """TRACED here means: an abstract tracer derived from the arguments of a staged function.
+
+    Stricter than the general analysis, to keep the rules that use it free of false
+    positives: eager transforms (`grad`, `custom_jvp`) give UNKNOWN arguments; `jnp` results
+    are TRACED only when computed from TRACED inputs; attributes of a traced pytree
+    (`state.step`, `cfg.use_bias`) may be static fields, so they are UNKNOWN; loop variables
+    over traced containers (dict keys) are UNKNOWN; `in` tests are UNKNOWN.
+    """
+
+    model: "StagingView"
+
+    def binding_kind(self, b: "Binding", owner: "Scope", depth: int = 0) -> Kind:
+        if b.kind == "for" and b.value is not None:
+            return self._loop_target_kind(b, owner, depth)
+        if b.kind in ("except", "with"):
+            return UNKNOWN
+        return super().binding_kind(b, owner, depth)
+
+    def _loop_target_kind(self, b: "Binding", owner: "Scope", depth: int) -> Kind:
+        it = b.value
+        if isinstance(it, cst.Call):
+            qn = self.model.qn(it.func, owner)
+            args = [a.value for a in it.args if a.keyword is None and not a.star]
+            if qn == "builtins.range":
+                return combine(self.kind(a, owner, depth) for a in args)
+            if qn == "builtins.enumerate" and args:
+                if b.index == 0:
+                    return STATIC
+                if b.index == 1:
+                    return self._element_kind(args[0], owner, depth)
+                return UNKNOWN
+            if qn == "builtins.zip" and b.index is not None and b.index < len(args):
+                return self._element_kind(args[b.index], owner, depth)
+        if b.index is None:
+            return self._element_kind(it, owner, depth)
+        if self.kind(it, owner, depth) is TRACED and self.is_array(it, owner, depth):
+            return TRACED  # `for a, b in pairs`: the items of a traced array's rows
+        return UNKNOWN
+
+    def _element_kind(self, it: cst.BaseExpression, scope: "Scope", depth: int) -> Kind:
+        """The kind of the items of an iterable: static for static iterables; unknown for a
+        traced one (rows of an array are traced, but keys of a dict pytree are not), except the
+        leaves of a traced pytree (`tree_leaves(params)`), which are tracers."""
+        if isinstance(it, cst.Call) and self.model.qn(it.func, scope) == "builtins.range":
+            return combine(self.kind(a.value, scope, depth) for a in it.args)
+        if isinstance(it, cst.Call) and self.model.qn(it.func, scope) in TREE_LEAVES:
+            tree = positional(it, 0)
+            return TRACED if tree is not None and self.kind(tree, scope, depth) is TRACED else UNKNOWN
+        if isinstance(it, (cst.Tuple, cst.List)):
+            return combine(self.kind(el.value, scope, depth) for el in it.elements)
+        k = self.kind(it, scope, depth)
+        if k is TRACED and self.is_array(it, scope, depth):
+            return TRACED  # the rows of a traced array are tracers (its leading axis is static)
+        if self._captured_device_array(it, scope):
+            st = staging(self.model)
+            if st.omnistaged(scope) and not st.compile_time_eval(it, scope):
+                return TRACED  # the rows of a captured jax array are sliced out under the trace
+        return STATIC if k is STATIC else UNKNOWN
+
+    def is_array(self, e: cst.BaseExpression, scope: "Scope", depth: int = 0) -> bool:
+        """Whether e is known to be an array (not a dict, a list or another pytree): what a jax
+        array operation returns, an array method, view or index of an array, arithmetic on one,
+        or a name every reaching binding of which is one (a parameter counts when annotated as
+        an array, given a shape, or used as one: `x.shape`, `x.T`, `x[:, 0]`)."""
+        from jaxfuse_lint.model.scopes import Function
+
+        m = self.model
+        if depth > self.MAX_DEPTH:
+            return False
+        depth += 1
+        if isinstance(e, cst.Call):
+            qn = m.qn(e.func, scope)
+            if qn is not None:
+                return omnistaged_function(qn) and qn not in NOT_AN_ARRAY
+            if isinstance(e.func, cst.Attribute) and e.func.attr.value in ARRAY_METHODS:
+                return self.is_array(e.func.value, scope, depth)
+            return False
+        if isinstance(e, cst.Attribute):
+            return e.attr.value in ("T", "mT", "real", "imag") and self.is_array(e.value, scope, depth)
+        if isinstance(e, cst.Subscript):
+            return self.is_array(e.value, scope, depth)
+        if isinstance(e, cst.BinaryOperation):
+            if isinstance(e.operator, (cst.BitOr, cst.Add, cst.Multiply)):
+                # `d1 | d2` merges dicts; `a + b`, `a * 2` join or repeat lists: both operands must be arrays
+                return self.is_array(e.left, scope, depth) and self.is_array(e.right, scope, depth)
+            return self.is_array(e.left, scope, depth) or self.is_array(e.right, scope, depth)
+        if isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+            return self.is_array(e.expression, scope, depth)
+        if not isinstance(e, cst.Name):
+            return False
+        found = m.bindings_at(e, scope)
+        if found is None or not isinstance(found[0], Function) or not found[1]:
+            return False
+        owner, bindings = found
+        for b in bindings:
+            if b.kind == "param":
+                if not self._param_is_array(owner, b.name):
+                    return False
+            elif b.kind in ("assign", "annassign", "walrus") and b.index is None and b.value is not None:
+                if not self.is_array(b.value, owner, depth):
+                    return False
+            else:
+                return False
+        return True
+
+    def _param_is_array(self, fn: "Function", name: str) -> bool:
+        if name in fn.star_params:
+            return False
+        if self._array_annotated(fn, name):
+            return True
+        shape = self.model.shapes.param_shape(fn, name)
+        if shape is not None and shape.rank != 0:
+            return True
+        for read in fn.reads:
+            if read.name.value != name or self.model.bindings_at(read.name, fn) is None:
+                continue
+            parent = self.model.parent(read.name)
+            if isinstance(parent, cst.Attribute) and parent.value is read.name and parent.attr.value in _ARRAY_ONLY:
+                return True
+            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARRAY_ONLY_OPERATORS):
+                return True  # a list, tuple or dict has no `-`, `/`, `**`, `@`
+            if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+                return True
+            if isinstance(parent, cst.Subscript) and parent.value is read.name and len(parent.slice) > 1 and any(
+                    isinstance(el.slice, cst.Slice) or (isinstance(el.slice, cst.Index) and (
+                        isinstance(el.slice.value, cst.Ellipsis) or
+                        (isinstance(el.slice.value, cst.Name) and el.slice.value.value == "None")))
+                    for el in parent.slice):
+                return True
+        return self._passed_an_array(fn, name)
+
+    def _passed_an_array(self, fn: "Function", name: str) -> bool:
+        """Whether a call of fn in this module (by its name) passes an array for `name`: a jax
+        array operation's result, or a jax or NumPy array bound to a name (`f(jnp.ones(3))`,
+        `f(X_TRAIN)`)."""
+        m = self.model
+        for site in m.index.calls:
+            call = site.call
+            if not isinstance(call.func, cst.Name) or call.func.value != fn.name or any(a.star for a in call.args):
+                continue
+            if m.function_named(call.func.value, site.scope) is not fn:
+                continue
+            arg = m.argument_for(call, fn, name)
+            if arg is None:
+                continue
+            if isinstance(arg, cst.Call):
+                qn = m.qn(arg.func, site.scope)
+                if omnistaged_function(qn) and qn not in NOT_AN_ARRAY:
+                    return True
+            if m.device_arrays.is_array(arg, site.scope) or m.numpy_arrays.is_array(arg, site.scope):
+                return True
+        return False
+
+    def _captured_device_array(self, e: cst.CSTNode, scope: "Scope") -> bool:
+        """A name read in staged code that holds a concrete jax array bound outside traced code
+        (`K = jnp.arange(3)` at module level): any jax operation on it there is staged out."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if not isinstance(e, cst.Name) or not isinstance(scope, Function):
+            return False
+        found = self.model.bindings_at(e, scope)
+        if found is None:
+            return False
+        owner, bindings = found
+        if owner is scope or (isinstance(owner, Function) and self.model.is_traced(owner)):
+            return False
+        return self.model.device_arrays.binding_is_array(bindings, owner)
+
+    def _operates_on_captured_array(self, e: cst.CSTNode, scope: "Scope") -> bool:
+        """`K[0]`, `K > 0`, `-K`, `K.sum()` on a captured jax array in staged code: a tracer,
+        though K itself is a concrete value (its `.shape`, `bool(K)`, `float(K)` are not)."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if isinstance(e, cst.Subscript):
+            operands = [e.value]
+        elif isinstance(e, cst.BinaryOperation):
+            operands = [e.left, e.right]
+        elif isinstance(e, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in e.comparisons):
+                return False
+            operands = [e.left, *(c.comparator for c in e.comparisons)]
+        elif isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+            operands = [e.expression]
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ARRAY_METHODS:
+            operands = [e.func.value]
+        else:
+            return False
+        if not any(self._captured_device_array(o, scope) for o in operands):
+            return False
+        st = staging(self.model)
+        return isinstance(scope, Function) and st.omnistaged(scope) and not st.compile_time_eval(e, scope)
+
+    def _kind(self, e: cst.CSTNode, scope: "Scope", depth: int) -> Kind:
+        if self._operates_on_captured_array(e, scope):
+            return TRACED
+        if isinstance(e, cst.Attribute):
+            attr = e.attr.value
+            if attr not in STATIC_ATTRIBUTES and attr not in ARRAY_VIEW_ATTRIBUTES and self.model.qn(e, scope) is None:
+                # A field of a traced pytree may be declared static (flax `pytree_node=False`,
+                # `eqx.field(static=True)`): only a static base is known to give a static field.
+                base = self.kind(e.value, scope, depth)
+                return STATIC if base is STATIC else UNKNOWN
+        if isinstance(e, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
+            return STATIC  # `result is old_result`: object identity is a Python bool, even of tracers
+        if isinstance(e, cst.Comparison) and any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in e.comparisons):
+            return UNKNOWN  # `"w" in params`: membership in a pytree container is static
+        if isinstance(e, cst.Comparison) and any(
+                isinstance(x, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                for x in (e.left, *(c.comparator for c in e.comparisons))):
+            return STATIC  # `jac == "fwd"`: an option compared with a string (no array is a string)
+        if isinstance(e, cst.Comparison) and all(isinstance(c.operator, (cst.Equal, cst.NotEqual))
+                                                 for c in e.comparisons) and any(
+                isinstance(x, (cst.Tuple, cst.List, cst.Dict)) and not getattr(x, "elements", None)
+                for x in (e.left, *(c.comparator for c in e.comparisons))):
+            return STATIC  # `xs == ()`: a pytree container compared with an empty one
+        return super()._kind(e, scope, depth)
+
+    def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
+        from jaxfuse_lint.model.scopes import Function
+
+        qn = self.model.qn(e.func, scope)
+        if qn in STATIC_RESULT_FUNCTIONS:
+            return STATIC
+        if omnistaged_function(qn) and isinstance(scope, Function) and staging(self.model).omnistaged(scope) \
+                and not staging(self.model).compile_time_eval(e, scope):
+            return TRACED  # omnistaging: staged out whatever its inputs are
+        if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
+                and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
+            # A jnp/lax result is derived from the traced arguments only if its inputs are.
+            kinds = [self.kind(a.value, scope, depth) for a in e.args]
+            return TRACED if TRACED in kinds else UNKNOWN
+        if isinstance(e.func, cst.Call) and self.model.qn(e.func.func, scope) in TRANSFORMS:
+            # `jax.value_and_grad(loss)(params, batch)`, `jax.vmap(f)(x)`: traced in, traced out.
+            kinds = [self.kind(a.value, scope, depth) for a in e.args]
+            return TRACED if TRACED in kinds else UNKNOWN
+        if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
+            # `a.is_traced()`, `model.apply(...)`: a traced pytree may be any object.
+            base = super()._call_kind(e, scope, depth)
+            return UNKNOWN if base is TRACED else base
+        return super()._call_kind(e, scope, depth)
+
+
+def staged_values(model: "StagingView") -> StagedValues:
+    """The model's StagedValues analysis (built once per model, kept with it)."""
+    v = model.__dict__.get("_staged_values")
+    if v is None:
+        v = model.__dict__["_staged_values"] = StagedValues(model)
+    return v
+
+
+__all__ = ["StagedValues", "staged_values"]
