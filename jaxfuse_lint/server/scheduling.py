@@ -15,7 +15,8 @@ one types. Instead, for each document:
 A notebook is one document here, under its notebook URI (a change to any cell re-schedules
 it); its "text" is a snapshot of its cells, compared as a whole. One worker thread serves all
 documents (analysis is CPU-bound Python: more threads would only share the interpreter lock), and
-other work that must stay off the message loop (`run`: the fix-all code action's fixes). `stats` counts what happened, for benchmarks/bench_lsp.py.
+other work that must stay off the message loop (`run`: the fix-all code action's fixes). `stats`
+counts what happened, for benchmarks/bench_lsp.py.
 """
 from __future__ import annotations
 
