@@ -62,7 +62,8 @@ def server(tmp_path, monkeypatch):
     ls.published = []  # (thread, PublishDiagnosticsParams)
     monkeypatch.setattr(ls, "text_document_publish_diagnostics",
                         lambda p: ls.published.append((threading.current_thread().name, p)))
-    monkeypatch.setattr(ls, "window_log_message", lambda p: None)
+    ls.logged = []
+    monkeypatch.setattr(ls, "window_log_message", lambda p: ls.logged.append(p.message))
     ls.check = Held(pipeline.check_source)
     ls.fix = Held(pipeline.fix_source)
     monkeypatch.setattr(pipeline, "check_source", ls.check)
@@ -274,5 +275,29 @@ def test_notebook_fix_all_is_computed_off_the_loop_with_the_same_edits(server, t
         assert [a.kind for a in actions] == [features.FIX_ALL_KIND] and actions == before
         (change,) = actions[0].edit.document_changes
         assert change.text_document.uri == cells[0] and change.text_document.version == 1
+
+    asyncio.run(main())
+
+
+def test_a_notebook_check_that_fails_is_logged_and_its_cells_cleared(server, tmp_path, monkeypatch):
+    ls = server
+    nb_uri = (tmp_path / "broken.ipynb").as_uri()
+    cell = f"vscode-notebook-cell:{tmp_path / 'broken.ipynb'}#W0sZmlsZQ%3D%3D"
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "check_source", boom)
+
+    async def main() -> None:
+        opened = types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(uri=nb_uri, notebook_type="jupyter-notebook", version=1, cells=[
+                types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell)]),
+            cell_text_documents=[types.TextDocumentItem(uri=cell, language_id="python", version=1, text=CELL_DEFS)])
+        ls.workspace.put_notebook_document(opened)
+        handler(ls, types.NOTEBOOK_DOCUMENT_DID_OPEN)(opened)
+        await until(lambda: diagnostics_of(ls, cell))
+        assert diagnostics_of(ls, cell) == [(1, [])]
+        assert ls.logged == [f"{nb_uri}: internal error: RuntimeError: boom"]
 
     asyncio.run(main())

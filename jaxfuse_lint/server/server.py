@@ -177,7 +177,11 @@ class JaxFuseLanguageServer(LanguageServer):
         from jaxfuse_lint.engine.pipeline import check_source
 
         path = self.notebook_path(notebook_uri)
-        result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
+        try:
+            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
+        except Exception as exc:  # as for a document: never lose the server, say so
+            return LintedNotebook(cells, notebooks.by_cell(cells, []),
+                                  errors=[f"{notebook_uri}: internal error: {type(exc).__name__}: {exc}"])
         return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors))
 
     def publish_notebook(self, notebook_uri: str, checked: LintedNotebook) -> None:
@@ -248,11 +252,11 @@ def create_server() -> JaxFuseLanguageServer:
     # Documents and notebooks are analysed in the scheduler's worker thread, never on the message loop.
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: JaxFuseLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.scheduler.changed(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: JaxFuseLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.scheduler.changed(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: JaxFuseLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
