@@ -94,3 +94,29 @@ def test_a_failing_analysis_publishes_nothing_and_the_next_change_is_analysed():
         sched.shutdown()
 
     asyncio.run(main())
+
+
+def test_run_does_work_in_the_worker_thread_after_the_analyses_queued_before_it():
+    async def main() -> None:
+        doc = Document()
+        order: list[str] = []
+        gate = threading.Event()
+
+        def analyse(uri: str, text: str, version: int) -> int:
+            assert gate.wait(30)
+            order.append(f"analyse {version}")
+            return version
+
+        sched = LintScheduler(doc.now, analyse, lambda uri, result: None, debounce=0.0)
+        doc.edit(1)
+        sched.changed("u")
+        await until(lambda: sched._documents["u"].running)
+        fixed = sched.run(lambda: (order.append("run"), threading.current_thread().name)[1])
+        await asyncio.sleep(0.02)
+        assert not fixed.done()  # queued behind the running analysis; the loop is free meanwhile
+        gate.set()
+        assert (await fixed).startswith("jaxfuse-lint-analysis")
+        assert order == ["analyse 1", "run"]
+        sched.shutdown()
+
+    asyncio.run(main())

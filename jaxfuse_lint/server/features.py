@@ -68,6 +68,13 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
     return any(kind == k or kind.startswith(k + ".") for k in only)
 
 
+def wants_fix_all(diagnostics: list[Diagnostic], only: list[str] | None) -> bool:
+    """Whether a fix-all action is asked for and may change something (a safe fix exists): only
+    then are the fixes computed."""
+    return _wanted(FIX_ALL_KIND, only) and any(
+        d.fix is not None and d.fix.applicability is Applicability.SAFE for d in diagnostics)
+
+
 def _workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
@@ -88,7 +95,8 @@ def code_actions(
     """A quick fix per fixable diagnostic in the range, and a fix-all source action.
 
     `fix_all()` returns the text with every safe fix applied (the engine's
-    `fix_source`); it is called only when a fix-all action is wanted.
+    `fix_source`); it is called only when a fix-all action is wanted (`wants_fix_all`: the
+    server computes it off the message loop beforehand).
     """
     lines = document_lines(text)
     actions: list[types.CodeAction] = []
@@ -108,9 +116,7 @@ def code_actions(
                 is_preferred=safe,
                 edit=_workspace_edit(uri, version, text_edits(d.fix.edits, lines, encoding)),
             ))
-    if fix_all is not None and _wanted(FIX_ALL_KIND, only) and any(
-        d.fix is not None and d.fix.applicability is Applicability.SAFE for d in diagnostics
-    ):
+    if fix_all is not None and wants_fix_all(diagnostics, only):
         fixed = fix_all()
         if fixed is not None and fixed != text:
             actions.append(types.CodeAction(

@@ -28,6 +28,7 @@ from jaxfuse_lint.server.features import (
     line_edits,
     lsp_diagnostic,
     text_edits,
+    wants_fix_all,
 )
 from jaxfuse_lint.server.positions import UTF16, document_lines
 
@@ -105,7 +106,8 @@ def code_actions(
 ) -> list[types.CodeAction]:
     """Quick fixes for the diagnostics of one cell in the range, and a fix-all for the notebook.
 
-    `fix_all()` returns cell number -> text for the cells every safe fix changes."""
+    `fix_all()` returns cell number -> text for the cells every safe fix changes (called only
+    when `wants_fix_all`)."""
     cell = next((c for c in cells if c.uri == cell_uri), None)
     if cell is None:
         return []
@@ -125,9 +127,7 @@ def code_actions(
             title = f"{d.code}: {d.fix.message}" + ("" if safe else f" ({d.fix.applicability.value} fix)")
             actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
                                             is_preferred=safe, edit=types.WorkspaceEdit(document_changes=changes)))
-    if fix_all is not None and _wanted(FIX_ALL_KIND, only) and any(
-        d.fix is not None and d.fix.applicability is Applicability.SAFE for d in diagnostics
-    ):
+    if fix_all is not None and wants_fix_all(diagnostics, only):
         fixed = fix_all()
         changes = []
         for number, text in sorted((fixed or {}).items()):

@@ -12,8 +12,11 @@ one types. Instead, for each document:
   editor only ever sees diagnostics of the text it shows or of a text it is about to be
   given diagnostics for.
 
-One worker thread serves all documents (analysis is CPU-bound Python: more threads would only
-share the interpreter lock). `stats` counts what happened, for benchmarks/bench_lsp.py.
+A notebook is one document here, under its notebook URI (a change to any cell re-schedules
+it); its "text" is a snapshot of its cells, compared as a whole. One worker thread serves all
+documents (analysis is CPU-bound Python: more threads would only share the interpreter lock), and
+other work that must stay off the message loop (`run`: the fix-all code action's fixes). `stats`
+counts what happened, for benchmarks/bench_lsp.py.
 """
 from __future__ import annotations
 
@@ -36,9 +39,9 @@ class _Document:
 class LintScheduler:
     """`current(uri) -> (version, text)` reads the document now; `analyse(uri, text, version)`
     runs in the worker thread and returns a result that `publish(uri, result)` (on the event
-    loop) sends."""
-    current: Callable[[str], tuple[int | None, str]]
-    analyse: Callable[[str, str, int | None], Any]
+    loop) sends. `text` is anything compared with `==` (a notebook's cells)."""
+    current: Callable[[str], tuple[int | None, Any]]
+    analyse: Callable[[str, Any, int | None], Any]
     publish: Callable[[str, Any], None]
     debounce: float = DEBOUNCE
     stats: dict[str, int] = field(default_factory=lambda: {"changes": 0, "analysed": 0, "skipped": 0,
@@ -76,12 +79,17 @@ class LintScheduler:
         except Exception:  # closed meanwhile
             doc.running = False
             return
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxfuse-lint-analysis")
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self.analyse, uri, text, version)
+        future = self.run(self.analyse, uri, text, version)
         future.add_done_callback(lambda f: self._finished(uri, version, text, f))
 
-    def _finished(self, uri: str, version: int | None, text: str, future: asyncio.Future) -> None:
+    def run(self, function: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """`function(*args)` in the worker thread, after the work queued before it (call on the
+        event loop; await the result)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxfuse-lint-analysis")
+        return asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
+    def _finished(self, uri: str, version: int | None, text: Any, future: asyncio.Future) -> None:
         doc = self._documents.get(uri)
         if doc is None:  # closed while it ran
             return

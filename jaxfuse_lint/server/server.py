@@ -4,9 +4,11 @@ Jupyter notebooks are synced cell by cell (LSP notebook document sync): each is
 checked as a whole and its diagnostics published per cell (notebooks.py).
 
 Diagnostics are published on open, change and save (changes are debounced and
-analysed off the message loop, stale results dropped: scheduling.py); code actions offer each
+analysed off the message loop, stale results dropped: scheduling.py; a notebook is
+scheduled as one document, re-scheduled by a change to any cell); code actions offer each
 diagnostic's fix (safe ones preferred) and a `source.fixAll.jaxfuse-lint`
-action applying every safe fix; hovering a flagged range shows the rule's
+action applying every safe fix, computed in the same worker thread (the handler is a
+coroutine awaiting it, so the loop keeps reading messages meanwhile); hovering a flagged range shows the rule's
 documentation. Settings come from the pyproject.toml above each file, re-read
 when a pyproject.toml is saved. Like `check`, it only reads source text: it
 never imports jax or the code it lints.
@@ -46,6 +48,14 @@ class Linted:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass
+class LintedNotebook:
+    """A check of a notebook's cells (as they were: `cells`): cell URI -> its diagnostics."""
+    cells: list[notebooks.CellText]
+    diagnostics: dict[str, list[Diagnostic]]
+    errors: list[str] = field(default_factory=list)
+
+
 class JaxFuseLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("jaxfuse-lint", __version__, notebook_document_sync=notebooks.sync_options())
@@ -78,26 +88,28 @@ class JaxFuseLanguageServer(LanguageServer):
         self._settings[start] = settings
         return settings
 
-    def lint(self, uri: str) -> Linted:
-        doc = self.workspace.get_text_document(uri)
-        linted = self.analyse(uri, doc.source, doc.version)
-        self.publish(uri, linted)
-        return linted
+    def schedule(self, uri: str) -> None:
+        """Analyse the document again, in the scheduler's thread; a cell's notebook is (its cells
+        are checked together)."""
+        notebook = self.notebook_of(uri)
+        self.scheduler.changed(notebook.uri if notebook is not None else uri)
 
-    def _document_now(self, uri: str) -> tuple[int | None, str]:
+    def _document_now(self, uri: str) -> tuple[int | None, str | tuple[notebooks.CellText, ...]]:
+        """The document as it is now: a notebook (scheduled under its URI) is its cells."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is not None:
+            return notebook.version, tuple(self.notebook_cells(notebook))
         doc = self.workspace.get_text_document(uri)
         return doc.version, doc.source
 
-    def analyse(self, uri: str, text: str, version: int | None) -> Linted:
-        """The diagnostics of a text of the document (also run in the scheduler's thread: it
-        reads the workspace, and the document's parser takes a lock)."""
+    def analyse(self, uri: str, text: str | tuple[notebooks.CellText, ...],
+                version: int | None) -> Linted | LintedNotebook:
+        """The diagnostics of a text of the document, or of a notebook's cells (run in the
+        scheduler's thread: it reads the workspace, and the document's parser takes a lock)."""
         from jaxfuse_lint.engine.pipeline import check_source
 
-        notebook = self.notebook_of(uri)
-        if notebook is not None:  # a cell: the notebook is checked as a whole
-            linted = self.lint_notebook(notebook.uri).get(uri)
-            if linted is not None:
-                return linted
+        if isinstance(text, tuple):
+            return self.analyse_notebook(uri, list(text))
         doc = self.workspace.get_text_document(uri)
         path = doc.path if uri.startswith("file:") else None
         settings = self.settings_for(path)
@@ -118,7 +130,10 @@ class JaxFuseLanguageServer(LanguageServer):
             return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
         return Linted(version, text, result.diagnostics, list(result.errors))
 
-    def publish(self, uri: str, linted: Linted) -> None:
+    def publish(self, uri: str, linted: Linted | LintedNotebook) -> None:
+        if isinstance(linted, LintedNotebook):
+            self.publish_notebook(uri, linted)
+            return
         for err in linted.errors:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, err))
         self.linted[uri] = linted
@@ -135,9 +150,7 @@ class JaxFuseLanguageServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         linted = self.linted.get(uri)
         if linted is None or linted.text != doc.source:
-            if self.notebook_of(uri) is not None:
-                return self.lint(uri)  # a cell: its notebook's cells are checked together
-            self.scheduler.changed(uri)
+            self.schedule(uri)
             return Linted(doc.version, doc.source)
         return linted
 
@@ -159,20 +172,25 @@ class JaxFuseLanguageServer(LanguageServer):
 
         return to_fs_path(uri) if uri.startswith("file:") else None
 
-    def lint_notebook(self, notebook_uri: str) -> dict[str, Linted]:
-        """Check a notebook and publish each cell's diagnostics; cell URI -> Linted."""
+    def analyse_notebook(self, notebook_uri: str, cells: list[notebooks.CellText]) -> LintedNotebook:
+        """Check a notebook's cells (in the scheduler's thread)."""
         from jaxfuse_lint.engine.pipeline import check_source
 
-        notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
-        if notebook is None:
-            return {}
-        cells = self.notebook_cells(notebook)
         path = self.notebook_path(notebook_uri)
-        result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
-        for err in result.errors:
+        try:
+            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
+        except Exception as exc:  # as for a document: never lose the server, say so
+            return LintedNotebook(cells, notebooks.by_cell(cells, []),
+                                  errors=[f"{notebook_uri}: internal error: {type(exc).__name__}: {exc}"])
+        return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors))
+
+    def publish_notebook(self, notebook_uri: str, checked: LintedNotebook) -> None:
+        """Publish each cell's diagnostics (on the event loop), clearing those of cells gone since
+        the last check."""
+        for err in checked.errors:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, err))
         out: dict[str, Linted] = {}
-        grouped = notebooks.by_cell(cells, result.diagnostics)
+        grouped, cells = checked.diagnostics, checked.cells
         for cell in cells:
             linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []))
             out[cell.uri] = self.linted[cell.uri] = linted
@@ -185,35 +203,38 @@ class JaxFuseLanguageServer(LanguageServer):
         for gone in set(self.published_cells.get(notebook_uri, ())) - set(out):
             self.forget_cell(gone)
         self.published_cells[notebook_uri] = list(out)
-        return out
 
     def forget_cell(self, uri: str) -> None:
         self.linted.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    def notebook_code_actions(self, notebook: types.NotebookDocument,
-                              params: types.CodeActionParams) -> list[types.CodeAction]:
-        from jaxfuse_lint.engine.pipeline import fix_source
-
+    async def notebook_code_actions(self, notebook: types.NotebookDocument,
+                                    params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
         linted = self.current(uri)
         cells = self.notebook_cells(notebook)
         path = self.notebook_path(notebook.uri)
+        only = list(params.context.only) if params.context.only else None
+        fixed = None
+        if features.wants_fix_all(linted.diagnostics, only):  # off the loop, on these cells
+            fixed = await self.scheduler.run(self.fixed_cells, cells, path)
+        return notebooks.code_actions(uri, cells, linted.diagnostics, params.range, only,
+                                      lambda: fixed, self.encoding)
 
-        def fix_all() -> dict[int, str] | None:
-            source = notebooks.notebook_json(cells)
-            try:
-                outcome = fix_source(source, path or "untitled.ipynb", self.settings_for(path))
-            except Exception as exc:  # unparsable cells: nothing to fix
-                log.info("fix-all: %s", exc)
-                return None
-            return notebooks.fixed_cells(source, outcome.source)
+    def fixed_cells(self, cells: list[notebooks.CellText], path: str | None) -> dict[int, str] | None:
+        """Cell number -> text for the cells every safe fix changes (in the scheduler's thread)."""
+        from jaxfuse_lint.engine.pipeline import fix_source
 
-        return notebooks.code_actions(uri, cells, linted.diagnostics, params.range,
-                                      list(params.context.only) if params.context.only else None,
-                                      fix_all, self.encoding)
+        source = notebooks.notebook_json(cells)
+        try:
+            outcome = fix_source(source, path or "untitled.ipynb", self.settings_for(path))
+        except Exception as exc:  # unparsable cells: nothing to fix
+            log.info("fix-all: %s", exc)
+            return None
+        return notebooks.fixed_cells(source, outcome.source)
 
     def fixed_text(self, uri: str, text: str) -> str | None:
+        """The text with every safe fix applied (in the scheduler's thread)."""
         from jaxfuse_lint.engine.pipeline import fix_source
 
         doc = self.workspace.get_text_document(uri)
@@ -228,14 +249,14 @@ class JaxFuseLanguageServer(LanguageServer):
 def create_server() -> JaxFuseLanguageServer:
     server = JaxFuseLanguageServer()
 
-    # Documents are analysed in the scheduler's worker thread, never on the message loop.
+    # Documents and notebooks are analysed in the scheduler's worker thread, never on the message loop.
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: JaxFuseLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.scheduler.changed(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: JaxFuseLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.scheduler.changed(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: JaxFuseLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -243,12 +264,9 @@ def create_server() -> JaxFuseLanguageServer:
         if uri.endswith(("/pyproject.toml", "/jaxfuse-lint.toml")):
             ls._settings.clear()
             for open_uri in list(ls.linted):
-                ls.scheduler.changed(open_uri)
+                ls.schedule(open_uri)  # a cell: its notebook
             return
-        if ls.notebook_of(uri) is not None:
-            ls.lint(uri)
-        else:
-            ls.scheduler.changed(uri)
+        ls.schedule(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: JaxFuseLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -260,18 +278,19 @@ def create_server() -> JaxFuseLanguageServer:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: JaxFuseLanguageServer, params: types.DidOpenNotebookDocumentParams) -> None:
-        ls.lint_notebook(params.notebook_document.uri)
+        ls.scheduler.changed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(ls: JaxFuseLanguageServer, params: types.DidChangeNotebookDocumentParams) -> None:
-        ls.lint_notebook(params.notebook_document.uri)
+        ls.scheduler.changed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_did_save(ls: JaxFuseLanguageServer, params: types.DidSaveNotebookDocumentParams) -> None:
-        ls.lint_notebook(params.notebook_document.uri)
+        ls.scheduler.changed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(ls: JaxFuseLanguageServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.scheduler.closed(params.notebook_document.uri)
         ls.published_cells.pop(params.notebook_document.uri, None)
         for cell in params.cell_text_documents:
             ls.forget_cell(cell.uri)
@@ -281,17 +300,23 @@ def create_server() -> JaxFuseLanguageServer:
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, features.FIX_ALL_KIND],
                                 resolve_provider=False),
     )
-    def code_action(ls: JaxFuseLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: JaxFuseLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        # A coroutine: the fix-all's fixes are computed in the scheduler's thread while the loop
+        # keeps answering (a cancelled request cancels only the wait).
         uri = params.text_document.uri
         notebook = ls.notebook_of(uri)
         if notebook is not None:
-            return ls.notebook_code_actions(notebook, params)
+            return await ls.notebook_code_actions(notebook, params)
         linted = ls.current(uri)
         doc = ls.workspace.get_text_document(uri)
+        version = doc.version
+        only = list(params.context.only) if params.context.only else None
+        fixed = None
+        if features.wants_fix_all(linted.diagnostics, only):
+            fixed = await ls.scheduler.run(ls.fixed_text, uri, linted.text)
         return features.code_actions(
-            uri, doc.version, linted.text, linted.diagnostics, params.range,
-            list(params.context.only) if params.context.only else None,
-            lambda: ls.fixed_text(uri, linted.text), ls.encoding,
+            uri, version, linted.text, linted.diagnostics, params.range, only,
+            lambda: fixed, ls.encoding,
         )
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
