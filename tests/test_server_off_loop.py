@@ -301,3 +301,48 @@ def test_a_notebook_check_that_fails_is_logged_and_its_cells_cleared(server, tmp
         assert ls.logged == [f"{nb_uri}: internal error: RuntimeError: boom"]
 
     asyncio.run(main())
+
+
+def test_a_configuration_error_found_in_the_worker_is_shown_from_the_loop(server, tmp_path, monkeypatch):
+    """Settings are read where the document is analysed (the worker thread); the error message
+    they raise goes out through the message loop (pygls' transport is not thread-safe), once."""
+    ls = server
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\nselect = ["JF1"]\nno-such-key = 1\n')
+    shown = []
+    monkeypatch.setattr(ls, "window_show_message", lambda p: shown.append((threading.current_thread().name, p.message)))
+    path = tmp_path / "model.py"
+
+    async def main() -> None:
+        loop_thread = threading.current_thread().name
+        opened = types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, SOURCE))
+        ls.workspace.put_text_document(opened.text_document)
+        handler(ls, types.TEXT_DOCUMENT_DID_OPEN)(opened)
+        await until(lambda: shown and ls.published)
+        assert ls.check.threads == [f"{WORKER}_0"]
+        assert [thread for thread, _ in shown] == [loop_thread]
+        assert "no-such-key" in shown[0][1] and "using the default settings" in shown[0][1]
+
+    asyncio.run(main())
+
+
+def test_settings_read_across_a_configuration_save_are_not_kept(server, tmp_path, monkeypatch):
+    """The worker reads the settings while the loop handles a save of pyproject.toml: what it read
+    serves this analysis but is not cached (the save's re-analysis reads the new file)."""
+    from jaxfuse_lint.server import server as server_module
+
+    ls = server
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxfuse-lint]\nselect = ["JF101"]\n')
+    path = str(tmp_path / "model.py")
+    real_load = server_module.load_settings
+
+    def load_while_saved(*args, **kwargs):
+        settings = real_load(*args, **kwargs)
+        ls.settings_changed()  # the save, handled on the loop while this read was under way
+        return settings
+
+    monkeypatch.setattr(server_module, "load_settings", load_while_saved)
+    assert ls.settings_for(path).select == ("JF101",)
+    assert ls._settings == {}
+    monkeypatch.setattr(server_module, "load_settings", real_load)
+    assert ls.settings_for(path).select == ("JF101",)
+    assert list(ls._settings.values())[0].select == ("JF101",)

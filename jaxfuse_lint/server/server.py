@@ -15,6 +15,7 @@ never imports jax or the code it lints.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field, replace
@@ -64,7 +65,10 @@ class JaxFuseLanguageServer(LanguageServer):
         self.parsers: dict[str, IncrementalParser] = {}
         self.published_cells: dict[str, list[str]] = {}  # notebook URI -> cell URIs with diagnostics
         self._settings: dict[str, Settings] = {}
+        # Bumped when a configuration file is saved: settings read before it are not cached.
+        self._settings_generation = 0
         self._reported_config_errors: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the message loop (set by `schedule`)
         self.scheduler = LintScheduler(self._document_now, self.analyse, self.publish)
 
     # -- helpers ---------------------------------------------------------
@@ -75,22 +79,42 @@ class JaxFuseLanguageServer(LanguageServer):
 
     def settings_for(self, path: str | None) -> Settings:
         start = os.path.dirname(path) if path else (self.workspace.root_path if self.workspace else None) or "."
-        if start in self._settings:
-            return self._settings[start]
+        cached = self._settings.get(start)
+        if cached is not None:
+            return cached
+        generation = self._settings_generation
         try:
             settings = load_settings(None, start=start)
         except ConfigError as exc:
             message = f"jaxfuse-lint: {exc} (using the default settings)"
             if message not in self._reported_config_errors:
                 self._reported_config_errors.add(message)
-                self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
+                self._on_loop(self.window_show_message, types.ShowMessageParams(types.MessageType.Error, message))
             settings = Settings()
-        self._settings[start] = settings
+        if generation == self._settings_generation:  # no configuration saved meanwhile
+            self._settings[start] = settings
         return settings
+
+    def settings_changed(self) -> None:
+        """A configuration file was saved (on the loop): settings are read again."""
+        self._settings_generation += 1
+        self._settings.clear()
+
+    def _on_loop(self, function, *args) -> None:
+        """Call FUNCTION on the message loop: directly there, through the loop from the scheduler's
+        worker thread (which reads settings too): pygls' transport is not thread-safe."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(function, *args)
+                return
+        function(*args)
 
     def schedule(self, uri: str) -> None:
         """Analyse the document again, in the scheduler's thread; a cell's notebook is (its cells
         are checked together)."""
+        self._loop = asyncio.get_running_loop()
         notebook = self.notebook_of(uri)
         self.scheduler.changed(notebook.uri if notebook is not None else uri)
 
@@ -262,7 +286,7 @@ def create_server() -> JaxFuseLanguageServer:
     def did_save(ls: JaxFuseLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri.endswith(("/pyproject.toml", "/jaxfuse-lint.toml")):
-            ls._settings.clear()
+            ls.settings_changed()
             for open_uri in list(ls.linted):
                 ls.schedule(open_uri)  # a cell: its notebook
             return
