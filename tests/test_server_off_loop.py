@@ -23,6 +23,7 @@ from jaxfuse_lint.server import features, notebooks  # noqa: E402
 from jaxfuse_lint.server.server import create_server  # noqa: E402
 from tests.test_server_lsp import SOURCE, apply_text_edits  # noqa: E402
 from tests.test_server_notebooks import CELL_DEFS, CELL_JIT  # noqa: E402
+from tests.test_server_scheduling import until  # noqa: E402
 from tests.test_review_support import install_jf101_fixer  # noqa: E402
 
 WORKER = "jaxfuse-lint-analysis"
@@ -76,14 +77,6 @@ def server(tmp_path, monkeypatch):
 
 def handler(ls, method):
     return ls.protocol.fm.features[method]
-
-
-async def until(condition, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.005)
 
 
 def diagnostics_of(ls, uri: str) -> list[tuple[int | None, list[str]]]:
