@@ -72,11 +72,11 @@ def cli() -> None:
 
 
 def _load(config: str | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None,
-          target=None, gpu=None) -> Settings:
+          target=None, gpu=None, preview=None) -> Settings:
     start = paths[0] if paths and paths[0] != "-" else "."
     settings = load_settings(config, start=start)
     return with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore, cache_dir=cache_dir,
-                              target=target, gpu=gpu)
+                              target=target, gpu=gpu, preview=preview)
 
 
 def _fail(message: str) -> None:
@@ -117,6 +117,9 @@ def _fail(message: str) -> None:
 @click.option("--no-profile", is_flag=True, help="Ignore any runtime profile.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude patterns to paths named on the command line too (for pre-commit).")
+@click.option("--preview/--no-preview", default=None,
+              help="Also report preview rules and findings (whose evidence is not yet good enough for the default "
+                   "output); overrides `preview` in the config.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
@@ -133,7 +136,7 @@ def _fail(message: str) -> None:
 @click.option("--no-daemon", is_flag=True, help="Run here even if a `jaxfuse-lint daemon` runs.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, gpu, verify_fixes,
-                  profile_path, no_profile, force_exclude,
+                  profile_path, no_profile, force_exclude, preview,
                   show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
                   no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
@@ -146,7 +149,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
 
     out = Output(verbose=verbose, quiet=quiet, silent=silent)
     try:
-        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu)
+        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu, preview)
         from jaxfuse_lint.runtime.use import with_profile
 
         settings, profile = with_profile(settings, profile_path, no_profile)
@@ -491,22 +494,26 @@ def rule_command(code, show_all, output_format) -> None:
 
     from jaxfuse_lint.rules import all_rules, get_rule
 
+    def as_json(r) -> dict:
+        return {"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fixable, "preview": r.preview,
+                "explanation": r.documentation()}
+
     if show_all or not code:
         rules = all_rules()
         if output_format == "json":
-            click.echo(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fixable,
-                                    "explanation": r.documentation()} for r in rules], indent=2))
+            click.echo(json.dumps([as_json(r) for r in rules], indent=2))
             return
         for r in rules:
             fix = {"always": "fix", "sometimes": "fix*", "never": ""}[r.fixable]
-            click.echo(f"{r.code}  {r.name:<40} {fix:<5} {r.summary}")
+            tier = "preview" if r.preview else ""
+            click.echo(f"{r.code}  {r.name:<40} {fix:<5} {tier:<8}{r.summary}")
+        click.echo("\nfix: always fixable; fix*: sometimes. preview: runs only with `--preview` or `preview = true`.")
         return
     rule = get_rule(code)
     if rule is None:
         _fail(f"unknown rule `{code}`; `jaxfuse-lint rule --all` lists them")
     if output_format == "json":
-        click.echo(json.dumps({"code": rule.code, "name": rule.name, "summary": rule.summary, "fix": rule.fixable,
-                               "explanation": rule.documentation()}, indent=2))
+        click.echo(json.dumps(as_json(rule), indent=2))
     else:
         click.echo(rule.documentation())
 

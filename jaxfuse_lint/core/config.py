@@ -85,6 +85,9 @@ class Settings:
     temporary_bytes_max: int = 16 << 20
     # Files larger than this (bytes) are not analysed: JF000 says so (one file must not take a run down).
     max_file_size: int = 10 << 20
+    # The preview tier (ruff's meaning): rules and findings whose evidence is not yet good enough for
+    # the default output are reported only when this is on (`preview = true`, `--preview`).
+    preview: bool = False
     # Internal-only switches that change analysis results (part of the cache key).
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -94,7 +97,7 @@ class Settings:
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max, self.assume_traced,
-            self.max_file_size,
+            self.max_file_size, self.preview,
         )
         if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
             fields += (self.fixable, self.unfixable)
@@ -156,7 +159,7 @@ _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
     "cache-dir", "target", "gpu", "max-compilations", "constant-bytes-max", "temporary-bytes-max", "assume-traced",
-    "max-file-size",
+    "max-file-size", "preview",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
 _NOT_KEYS = {"config_path", "project_root", "extra"}
@@ -366,6 +369,10 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
         kw["target"] = validate_target(table["target"], f"{where}: `target`")
     if "gpu" in table:
         kw["gpu"] = validate_gpu(table["gpu"], f"{where}: `gpu`", os.path.dirname(os.path.abspath(where)))
+    if "preview" in table:
+        if not isinstance(table["preview"], bool):
+            raise ConfigError(f"{where}: `preview` must be true or false")
+        kw["preview"] = table["preview"]
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
@@ -444,9 +451,12 @@ def with_cli_overrides(
     cache_dir: str | None = None,
     target: str | None = None,
     gpu: str | None = None,
+    preview: bool | None = None,
 ) -> Settings:
     """Command-line selectors replace (select) or extend (extend-select, ignore) the file's."""
     kw: dict[str, Any] = {}
+    if preview is not None:
+        kw["preview"] = preview
     if target:
         kw["target"] = validate_target(target, "--target")
     if gpu:

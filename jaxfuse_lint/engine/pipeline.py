@@ -98,7 +98,12 @@ def runtime_facts_for(text: str, settings: Settings):
 def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]:
     from jaxfuse_lint.rules import all_rules
 
-    return [r for r in all_rules() if r.stage == "model" and settings.is_enabled(r.code, filename)]
+    return [r for r in all_rules() if r.stage == "model" and rule_runs(r, settings, filename)]
+
+
+def rule_runs(rule: Rule, settings: Settings, filename: str | None = None) -> bool:
+    """Selected (and not ignored here), and in the default set or preview is on."""
+    return (not rule.preview or settings.preview) and settings.is_enabled(rule.code, filename)
 
 
 def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
@@ -161,6 +166,8 @@ class Analysis:
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
         self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
+        if not settings.preview:  # findings with an assumed link in their evidence: the preview tier
+            self.violations = [(r, v) for r, v in self.violations if v.preview is None]
         if runtime is not None:
             from jaxfuse_lint.model.runtime_facts import cite_evidence
 
@@ -196,7 +203,7 @@ class Analysis:
 
         rules = [r for r in all_rules() if r.stage == "model"]
         known = {r.code for r in all_rules()}
-        enabled = {r.code for r in rules if self.settings.is_enabled(r.code, self.filename)}
+        enabled = {r.code for r in rules if rule_runs(r, self.settings, self.filename)}
         lines = split_lines(self.source)
         out = []
         for d, unused, unknown in unused_directives(suppress, lines, lambda c: c in enabled, known):
@@ -237,8 +244,11 @@ class Analysis:
             plan = self.plan(rule, v)
             if plan is not None:
                 fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
+        text = v.render(self.locator.line)
+        if v.preview is not None:
+            text += f" (preview: {v.preview})"
         return Diagnostic(
-            code=rule.code, name=rule.name, message=v.render(self.locator.line), filename=self.filename,
+            code=rule.code, name=rule.name, message=text, filename=self.filename,
             location=start, end_location=end, fix=fix, noqa_row=start.row,
         )
 

@@ -15,9 +15,10 @@ FIX = {"always": "yes", "sometimes": "sometimes", "never": ""}
 
 
 def rules_table() -> str:
-    lines = ["| Code | Name | What it finds | Fix |", "|---|---|---|---|"]
+    lines = ["| Code | Name | What it finds | Fix | Tier |", "|---|---|---|---|---|"]
     for r in all_rules():
-        lines.append(f"| {r.code} | [{r.name}](docs/rules/{r.name}.md) | {r.summary} | {FIX[r.fixable]} |")
+        tier = "preview" if r.preview else ("opt-in" if not r.default_enabled else "default")
+        lines.append(f"| {r.code} | [{r.name}](docs/rules/{r.name}.md) | {r.summary} | {FIX[r.fixable]} | {tier} |")
     return "\n".join(lines)
 
 
