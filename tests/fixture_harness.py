@@ -13,6 +13,11 @@ Layout of a rule's folder:
                        (`jaxfuse-lint record -o <case>.profile.json -- python <case>.py`), used as
                        `check --profile` does; the measured rules (JF5xx) need one
 
+The rules whose findings follow a calibration table (jaxfuse_lint/calibrate: JF1xx/JF2xx) report
+their raw pattern in the fixture cases (how the calibration harness sees them: detection, sizes
+and fixes are what those cases test), except in cases named `calibrated*.py`, which run with the
+table's decisions as users get them (with `preview = true` in their .toml for the preview tier).
+
 Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
 current output (then read the diff before committing it).
 """
@@ -22,6 +27,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from jaxfuse_lint.calibrate.variants import GENERATORS
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings, load_settings
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
@@ -34,6 +41,9 @@ def rule_settings(code: str, path: Path | None = None) -> Settings:
     config = path.with_suffix(".toml") if path is not None else None
     if config is not None and config.exists():
         settings = load_settings(config)
+    calibrated = code in GENERATORS or code.startswith("JF9")  # JF9xx: noqa against the raw findings
+    if calibrated and (path is None or not path.name.startswith("calibrated")):
+        settings = replace(settings, extra=settings.extra + (RAW,))
     if code.startswith("JF9"):
         # The rules about suppression comments judge the other rules' findings: all of them run.
         return replace(settings, select=("JF", code), extend_select=(), ignore=())

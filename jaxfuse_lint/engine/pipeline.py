@@ -122,7 +122,7 @@ def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, 
 
 def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settings, errors: list[str],
                 filename: str) -> FixPlan | None:
-    if rule.fixable == "never":
+    if rule.fixable == "never" or v.no_fix is not None:
         return None
     from jaxfuse_lint.codemods import fixer_for
 

@@ -36,6 +36,9 @@ class Violation:
     # the compiler shows the harm): what is assumed, in a few words. Such a finding is in the
     # preview tier: reported only with `preview = true` / `--preview`, where the text is appended.
     preview: str | None = None
+    # Set when no fix may be offered for this finding although the rule has a codemod: why (the
+    # calibration table does not show the fixed form to be no worse for this code, say).
+    no_fix: str | None = None
 
     def render(self, line_of) -> str:
         return "".join(p if isinstance(p, str) else str(line_of(p.node)) for p in self.message)
@@ -88,6 +91,11 @@ class Rule:
             tier = ("This rule is in **preview**: it runs only with `preview = true` in `[tool.jaxfuse-lint]` or "
                     f"`--preview`. {cls.preview_why}".rstrip() + "\n\n")
         page = f"# {cls.name} ({cls.code})\n\n{tier}{fix}\n\n{textwrap.dedent(cls.doc).strip()}\n"
+        from jaxfuse_lint.core.calibration import page_section
+
+        calibration = page_section(cls.code)
+        if calibration:
+            page += "\n" + calibration
         if cls.backends:
             claims = "\n".join(claim.render() for claim in cls.backends)
             page += (

@@ -5,6 +5,8 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxfuse_lint.core.calibration import decide, evidence_text, raw
+from jaxfuse_lint.model import fusion_context
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import REDUCTION_METHODS, REDUCTIONS
@@ -177,8 +179,40 @@ class SmallAxisReduction(Rule):
                     found = self._method_form(model, call, scope, REDUCTION_METHODS[attr], limit)
                 elif attr == "dot" and call.args:
                     found = self._dot(model, call, scope, call.func.value, positional(call, 0), "method", limit)
-            if found is not None:
+            if found is None:
+                continue
+            if raw(settings):  # the calibration harness: the pattern, whatever the table says
                 yield found
+                continue
+            judged = self._judge(model, found, scope, settings)
+            if judged is not None:
+                yield judged
+
+    # -- what the compiler does with this form (the calibration table) ---------------------------
+    def _judge(self, model, v: Violation, scope, settings) -> Violation | None:
+        data = v.data
+        kind = data.get("kind")
+        if kind not in _CALIBRATED:
+            v.preview = f"`{kind}` contractions are not calibrated: what XLA fuses around them is not measured"
+            v.no_fix = v.preview
+            return v
+        call, operand, size = v.node, data["operand"], data["size"]
+        keepdims = keyword(call, "keepdims")
+        producer = fusion_context.producer(model, operand, scope)
+        consumer = fusion_context.consumer(model, call, scope, isinstance(keepdims, cst.Name) and keepdims.value == "True")
+        decision = decide(self.code, settings, reduction=kind, producer=producer, consumer=consumer, size=size,
+                          rows=fusion_context.rows(data["shape"], data["axis"]),
+                          dtype=fusion_context.dtype_name(model, operand, scope), loop=fusion_context.loop(model, scope))
+        if decision.outcome == "none":
+            return None  # the compiler fuses it: no extra kernel, no temporary, nothing to win
+        where = "the only axis" if data["axis"] is None else f"axis {data['axis']}"
+        form = _FORMS.get(producer, "")
+        head = f"`{data['short']}` reduces {where} of `{code_of(model, operand, 40)}` (size {size}{form})"
+        if not decision.fires:
+            return Violation(call, message(f"{head}: write it as {size} explicit terms"), data=data,
+                             preview=decision.preview, no_fix=decision.preview)
+        evidence = evidence_text(decision, "this form", f"{size} explicit terms")
+        return Violation(call, message(f"{head}: {evidence}; write it as {size} explicit terms"), data=data)
 
     # -- sum / mean / prod / max / min / norm ----------------------------------------------------
     def _function_form(self, model, call, scope, kind, qn, limit):
@@ -219,7 +253,8 @@ class SmallAxisReduction(Rule):
                 f"`{short}` reduces {where} of `{code_of(model, operand, 40)}`, which has size {size}: "
                 f"a separate kernel and a fusion barrier; write it as {size} explicit terms",
             ),
-            data={"kind": kind, "operand": operand, "axis": axis, "size": size, "form": form, "shape": shape},
+            data={"kind": kind, "operand": operand, "axis": axis, "size": size, "form": form, "shape": shape,
+                  "short": short},
         )
 
     # -- dot / vdot / einsum ---------------------------------------------------------------------
@@ -269,6 +304,12 @@ class SmallAxisReduction(Rule):
             f"{name} contracts an axis of size {size} (`{code_of(model, a, 30)}` · `{code_of(model, b, 30)}`): "
             f"a separate kernel and a fusion barrier; write it as {size} explicit products"),
             data={"kind": "dot", "a": a, "b": b, "size": size, "form": form, "shape_a": sa, "shape_b": sb})
+
+
+_CALIBRATED = frozenset({"sum", "mean", "max", "min", "prod", "norm"})
+# How a message names the producer of the reduced axis (model/fusion_context.py).
+_FORMS = {"stack": ", built by `jnp.stack` here", "concatenate": ", built by `jnp.concatenate` here",
+          "broadcast": ", from a new axis", "elementwise": ", elementwise work on an input", "arg": ", an input"}
 
 
 def _total(s: Shape | None) -> int | None:

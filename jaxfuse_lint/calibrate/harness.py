@@ -1,0 +1,219 @@
+"""Fix, compile and measure every variant of a rule; write its tables.
+
+For one rule: the generator's variants go into modules of `BATCH` functions each; the linter
+fixes each module with the rule's own codemod (unsafe fixes included: the table is about what
+the fix does to the compiled program; whether it is safe is the codemod's business), and both
+versions of every function are compiled for each target in worker processes:
+
+- XLA:GPU without a GPU (`jaxfuse_lint/verify/backend.py`), for each bundled GPU model;
+- XLA:CPU, where the compiled programs are also run and timed (alternating, median of `repeat`).
+
+Figures per version: kernels and launches per run (the optimized HLO, loops counted by their
+trip counts), temporary bytes (XLA's buffer assignment), folded-constant bytes. A variant the
+fix does not change is `nofix`; one that fails to compile is `error` (with what failed).
+"""
+from __future__ import annotations
+
+import ast
+import datetime
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from jaxfuse_lint.core.calibration import RAW, Figures, Row, Table, table_path, verdict
+
+BATCH = 40
+GPU_KEYS = ("h100", "a100")
+TARGET_KEYS = (*GPU_KEYS, "cpu")
+
+
+def calibration_settings(code: str):
+    """The rule alone, reporting its raw pattern (not its table's decision), fixes included."""
+    from jaxfuse_lint.core.config import Settings
+
+    return Settings(select=(code,), per_file_ignores=(), extra=(RAW,))
+
+
+def functions_text(source: str) -> dict[str, str]:
+    """Top-level function name -> its source text (to tell which functions a fix changed)."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    return {node.name: "".join(lines[node.lineno - 1:node.end_lineno])
+            for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def fixed_batches(code: str, variants: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The variants in modules of BATCH functions, each with the rule's fix applied (no jax here)."""
+    from jaxfuse_lint.calibrate.variants import generator, module
+    from jaxfuse_lint.engine import fix_source
+
+    gen = generator(code)
+    settings = calibration_settings(code)
+    batches = []
+    for start in range(0, len(variants), BATCH):
+        chunk = list(variants[start:start + BATCH])
+        before, names = module(gen, chunk)
+        if hasattr(gen, "advised"):  # a rule without a codemod: the generator spells the advice's form
+            after = gen.HEADER.rstrip() + "\n" + "".join(
+                "\n\n" + gen.advised(f, n).rstrip() + "\n" for f, n in zip(chunk, names))
+        else:
+            outcome = fix_source(before, f"{code.lower()}_variants.py", settings, unsafe=True)
+            after = outcome.source if isinstance(outcome.source, str) else outcome.source.decode("utf-8")
+        old, new = functions_text(before), functions_text(after)
+        batches.append({
+            "code": code, "before": before, "after": after, "names": names, "features": chunk,
+            "args": [gen.args(f) for f in chunk], "fixed": [old[n] != new.get(n) for n in names],
+        })
+    return batches
+
+
+# --- in the worker processes -------------------------------------------------------------------------
+
+_TARGETS: dict[str, Any] = {}
+
+
+def _target(key: str):
+    if key not in _TARGETS:
+        from jaxfuse_lint.verify.backend import select
+
+        target = select("cpu") if key == "cpu" else select("gpu", key)
+        if key != "cpu" and not target.deviceless and target.stand_in:
+            raise RuntimeError(f"no XLA:GPU compiler here for `{key}`: {target.stand_in}")
+        _TARGETS[key] = target
+    return _TARGETS[key]
+
+
+def _figures(measurement) -> Figures:
+    return Figures(measurement.kernels.total, measurement.kernels.launches_per_run, measurement.temp_bytes,
+                   measurement.folded_constant_bytes)
+
+
+def _measure_batch(batch: dict, key: str, repeat: int) -> list[tuple]:
+    """(features, before, after, verdict, noise, args) for each function of the batch."""
+    import warnings
+
+    from jaxfuse_lint.verify.loader import get_function, load_module
+    from jaxfuse_lint.verify.measure import measure
+    from jaxfuse_lint.verify.shapes import parse_arg_spec
+
+    warnings.simplefilter("ignore")
+    target = _target(key)
+    modules = {label: load_module(batch[label], f"{batch['code'].lower()}_{label}.py", label=label)
+               for label in ("before", "after")}
+    out = []
+    for name, features, args, fixed in zip(batch["names"], batch["features"], batch["args"], batch["fixed"]):
+        spec_text = ", ".join(args)
+        if not fixed:
+            out.append((features, None, None, "nofix", None, spec_text))
+            continue
+        specs = [parse_arg_spec(a, {}) for a in args]
+        try:
+            measured = {label: measure(get_function(module, name, label), specs, {}, filename=label, label=label,
+                                       device=target.device) for label, module in modules.items()}
+        except Exception as exc:  # noqa: BLE001 - recorded in the table, not fatal to the run
+            out.append((features, None, None, "error", None, f"{spec_text}: {' '.join(str(exc).split())[:200]}"))
+            continue
+        before, after = _figures(measured["before"]), _figures(measured["after"])
+        noise = None
+        if key == "cpu" and repeat:
+            before, after, noise = _timed(measured, specs, target, repeat, before, after)
+        out.append((features, before, after, verdict(before, after, noise), noise, spec_text))
+    return out
+
+
+def _timed(measured, specs, target, repeat, before: Figures, after: Figures):
+    from jaxfuse_lint.verify.numerics import random_inputs
+    from jaxfuse_lint.verify.timing import noise, time_versions
+
+    inputs = random_inputs(specs, 0, target.run_device)
+    calls = [lambda m=measured[label]: m.compiled(*inputs) for label in ("before", "after")]
+    timings = time_versions(calls, repeat=repeat, mode="compiled")
+    return (replace(before, seconds=timings[0].median), replace(after, seconds=timings[1].median),
+            noise(timings[0], timings[1]))
+
+
+def _work(task: tuple) -> list[tuple]:
+    batch, key, repeat = task
+    return _measure_batch(batch, key, repeat)
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+def environment(key: str) -> dict[str, Any]:
+    import jax
+    import jaxlib
+
+    target = _target(key)
+    return {
+        "compiler": "XLA:CPU" if key == "cpu" else "XLA:GPU",
+        "device": target.device_kind if key != "cpu" else f"CPU ({os.cpu_count()} cores here)",
+        "deviceless": bool(getattr(target, "deviceless", False)),
+        "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+        "date": datetime.date.today().isoformat(),
+        "command": f"python -m jaxfuse_lint.calibrate --rule {{rule}} --target {key}",
+    }
+
+
+def calibrate(code: str, keys: Iterable[str] = TARGET_KEYS, *, workers: int = 1, repeat: int = 5,
+              limit: int | None = None, directory: str | None = None, log=print) -> list[str]:
+    """Calibrate one rule for `keys`; write its tables; return their paths."""
+    from jaxfuse_lint.calibrate.variants import generator
+
+    gen = generator(code)
+    variants = list(gen.variants())
+    if limit:
+        variants = variants[:limit]
+    log(f"{code}: {len(variants)} variants; fixing them with the rule's codemod")
+    batches = fixed_batches(code, variants)
+    log(f"{code}: {sum(sum(b['fixed']) for b in batches)} of {len(variants)} changed by the fix")
+    written = []
+    for key in keys:
+        tasks = [(batch, key, repeat) for batch in batches]
+        rows: list[Row] = []
+        if workers > 1:
+            import multiprocessing
+
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                results = pool.map(_work, tasks)
+                for i, result in enumerate(results):
+                    rows += [Row(*r) for r in result]
+                    log(f"{code} {key}: {min((i + 1) * BATCH, len(variants))}/{len(variants)}")
+        else:
+            for i, task in enumerate(tasks):
+                rows += [Row(*r) for r in _work(task)]
+                log(f"{code} {key}: {min((i + 1) * BATCH, len(variants))}/{len(variants)}")
+        meta = environment(key)
+        meta["command"] = meta["command"].format(rule=code)
+        meta["page"] = [list(g) for g in getattr(gen, "PAGE", ())] or [list(gen.FEATURES)[:2]]
+        if key == "cpu":
+            meta["timing"] = f"median of {repeat} alternating runs each, on this machine's CPU"
+        table = Table(code, key, meta, {k: tuple(v) for k, v in gen.FEATURES.items()}, tuple(rows),
+                      tuple(getattr(gen, "NEAREST", ())))
+        path = table_path(code, key, directory) if directory else table_path(code, key)
+        write_table(table, path)
+        counts = {v: sum(r.verdict == v for r in rows) for v in ("harm", "none", "worse", "mixed", "nofix", "error")}
+        log(f"{code} {key}: wrote {path}: {counts}")
+        written.append(path)
+    return written
+
+
+def write_table(table: Table, path: str) -> None:
+    """One row per line: the file diffs well when a compiler release changes a few decisions."""
+    data = table.to_json()
+    rows = data.pop("rows")
+    head = json.dumps(data, indent=1, ensure_ascii=False)
+    body = ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in rows)
+    text = head[:-2] + ',\n "rows": [\n' + body + "\n ]\n}\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    json.loads(text)  # a table that does not read back is a bug here, not a file to commit
+
+
+if __name__ == "__main__":  # pragma: no cover - use `python -m jaxfuse_lint.calibrate`
+    sys.exit("use: python -m jaxfuse_lint.calibrate")

@@ -1,0 +1,329 @@
+"""The calibration tables: what the compiler really does with each form a rule flags.
+
+A rule whose claim is about compiled code (kernels, launches, temporaries, folded constants)
+does not decide from prose. For each such rule, `python -m jaxfuse_lint.calibrate` generates the
+variants of its pattern (the producer of the operand, its consumer, sizes, dtypes, loops...),
+applies the rule's own fix to each, compiles both versions for each target (XLA:GPU deviceless
+for the bundled GPU models, XLA:CPU with wall-clock) and writes one table per rule and target
+into `core/calibration_tables/<CODE>.<target>.json`, with the jax version that made it.
+
+Here, without jax, a rule asks the table of the configured target about the form it found:
+`decide(code, settings, producer="stack", size=3, rows=None, ...)`. A feature the rule could not
+establish is None and matches every value; a value the table has no variant for matches none.
+
+- every matching variant shows the harm (the fixed form is better on some figure and worse on
+  none): the finding is reported, with the measured figures of one of them (`Decision.evidence`);
+- some do and some do not (the harm depends on what the rule cannot see, such as the number of
+  rows): the finding is in the preview tier, saying so;
+- none does: the compiler contradicts the claim, and nothing is reported;
+- no variant matches, or there is no table for the target: the finding is in the preview tier.
+
+What counts as a change: kernels and launches, any difference; bytes (temporaries, constants), a
+difference of at least `BYTES_FLOOR` and `BYTES_RELATIVE` of the larger figure (XLA's buffer
+assignment moves a few bytes of padding and scalars around between forms); wall-clock, a
+difference beyond the noise of the runs (`noise` in the row, from the timings' spread).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration_tables")
+# Figures of one compiled version, in the order a table stores them.
+FIGURES = ("kernels", "launches", "temp_bytes", "constant_bytes", "seconds")
+LABELS = {"kernels": "kernels", "launches": "launches", "temp_bytes": "temporaries",
+          "constant_bytes": "folded constants", "seconds": "wall-clock"}
+BYTES_FLOOR = 1024
+BYTES_RELATIVE = 0.01
+VERDICTS = ("harm", "none", "worse", "mixed", "nofix", "error")
+# The internal switch under which a rule reports its raw pattern, whatever its table says: how the
+# calibration harness gets every variant's fix (Settings.extra).
+RAW = ("calibration", "raw")
+
+
+def raw(settings: Any) -> bool:
+    return RAW in getattr(settings, "extra", ())
+
+
+@dataclass(frozen=True)
+class Figures:
+    kernels: int | None
+    launches: int | None
+    temp_bytes: int | None
+    constant_bytes: int | None
+    seconds: float | None = None  # median wall-clock where it was measured (XLA:CPU)
+
+    def to_list(self) -> list:
+        return [getattr(self, f) for f in FIGURES]
+
+    @classmethod
+    def from_list(cls, values: list) -> "Figures":
+        return cls(*(list(values) + [None] * (len(FIGURES) - len(values))))
+
+
+def change(figure: str, before: Any, after: Any, noise: float | None = None) -> str:
+    """"better", "worse" or "same" for one figure (lower is better for every one)."""
+    if before is None or after is None:
+        return "same"
+    if figure in ("temp_bytes", "constant_bytes"):
+        if abs(after - before) < max(BYTES_FLOOR, BYTES_RELATIVE * max(before, after)):
+            return "same"
+    elif figure == "seconds":
+        if noise is None or abs(after - before) <= noise:
+            return "same"
+    elif after == before:
+        return "same"
+    return "better" if after < before else "worse"
+
+
+def verdict(before: Figures, after: Figures, noise: float | None = None) -> str:
+    """"harm" (the fixed form is better on some figure, worse on none), "none", "worse" or "mixed"."""
+    changes = {change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
+    if "worse" in changes:
+        return "mixed" if "better" in changes else "worse"
+    return "harm" if "better" in changes else "none"
+
+
+@dataclass(frozen=True)
+class Row:
+    features: Mapping[str, Any]
+    before: Figures | None
+    after: Figures | None
+    verdict: str
+    noise: float | None = None
+    args: str = ""  # the argument shapes compiled for, as `verify --arg` spells them
+
+    def changes(self) -> dict[str, str]:
+        if self.before is None or self.after is None:
+            return {}
+        return {f: change(f, getattr(self.before, f), getattr(self.after, f), self.noise) for f in FIGURES}
+
+
+@dataclass(frozen=True)
+class Table:
+    rule: str
+    key: str  # "h100", "a100", "a6000" (XLA:GPU) or "cpu" (XLA:CPU)
+    meta: Mapping[str, Any]  # compiler, device, jax and jaxlib versions, date, command
+    features: Mapping[str, tuple]  # feature name -> the values the variants take, in order
+    rows: tuple[Row, ...]
+    # Numeric features whose calibrated values stand for size classes: a value between them matches
+    # the nearest one (on a log scale): 100,000 rows behave as the 262,144 variant does.
+    nearest: tuple[str, ...] = ()
+
+    @property
+    def compiler(self) -> str:
+        """"XLA:GPU for the NVIDIA H100 80GB HBM3 (deviceless, jax 0.10.2)"."""
+        m = self.meta
+        where = m.get("device", "")
+        how = ", deviceless" if m.get("deviceless") else ""
+        return f"{m.get('compiler', 'XLA')} for the {where} ({'jax ' + str(m.get('jax', '?'))}{how})" if where else \
+            f"{m.get('compiler', 'XLA')} (jax {m.get('jax', '?')})"
+
+    def snapped(self, name: str, value: Any) -> Any:
+        """`value` as the table knows it: itself, or for a `nearest` feature the closest size class."""
+        values = self.features.get(name, ())
+        if value is None or value in values or name not in self.nearest or not isinstance(value, int) or value <= 0:
+            return value
+        import math
+
+        return min(values, key=lambda v: abs(math.log(v) - math.log(value)))
+
+    def matching(self, features: Mapping[str, Any]) -> list[Row]:
+        features = {name: self.snapped(name, value) for name, value in features.items()}
+        out = []
+        for row in self.rows:
+            if all(value is None or row.features.get(name) == value for name, value in features.items()):
+                out.append(row)
+        return out
+
+    def to_json(self) -> dict:
+        names = list(self.features)
+        return {
+            "rule": self.rule, "key": self.key, **dict(self.meta),
+            "features": {k: list(v) for k, v in self.features.items()}, "nearest": list(self.nearest),
+            "figures": list(FIGURES),
+            "rows": [[[r.features[n] for n in names], r.before.to_list() if r.before else None,
+                      r.after.to_list() if r.after else None, r.verdict, r.noise, r.args] for r in self.rows],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Table":
+        features = {k: tuple(v) for k, v in data["features"].items()}
+        names = list(features)
+        rows = []
+        for values, before, after, v, noise, args in data["rows"]:
+            rows.append(Row(dict(zip(names, values)), Figures.from_list(before) if before else None,
+                            Figures.from_list(after) if after else None, v, noise, args))
+        meta = {k: v for k, v in data.items() if k not in ("rule", "key", "features", "figures", "rows", "nearest")}
+        return cls(data["rule"], data["key"], meta, features, tuple(rows), tuple(data.get("nearest", ())))
+
+
+def table_path(code: str, key: str, directory: str = TABLES_DIR) -> str:
+    return os.path.join(directory, f"{code}.{key}.json")
+
+
+@functools.lru_cache(maxsize=64)
+def load_table(code: str, key: str) -> Table | None:
+    path = table_path(code, key)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return Table.from_json(json.load(fh))
+    except FileNotFoundError:
+        return None
+
+
+def target_key(settings: Any) -> str | None:
+    """Which table the configured target reads: the GPU model's name, "cpu", or None (no table:
+    XLA:TPU's pipeline is not public; a GPU given as a target-config file was not calibrated)."""
+    target = getattr(settings, "target", "gpu")
+    if target == "cpu":
+        return "cpu"
+    if target != "gpu":
+        return None
+    from jaxfuse_lint.gpu_targets import DEFAULT_GPU, MODELS
+
+    gpu = (getattr(settings, "gpu", None) or DEFAULT_GPU).strip().lower()
+    return gpu if gpu in MODELS else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the table says about one flagged form."""
+
+    outcome: str  # "harm" (every matching variant), "some", "none", "unknown"
+    table: Table | None
+    rows: tuple[Row, ...]
+    why: str = ""  # for "some" and "unknown": what is not established, in a few words
+
+    @property
+    def fires(self) -> bool:
+        return self.outcome == "harm"
+
+    @property
+    def preview(self) -> str | None:
+        """The preview note for a finding this decision does not put in the default output."""
+        return self.why if self.outcome in ("some", "unknown") else None
+
+    @property
+    def evidence(self) -> Row | None:
+        """The harm row to cite: the largest figures among the matching harmful variants."""
+        harmful = [r for r in self.rows if r.verdict == "harm"]
+        if not harmful:
+            return None
+        return max(harmful, key=lambda r: (r.before.temp_bytes or 0, r.before.launches or 0, r.before.kernels or 0))
+
+
+def decide(code: str, settings: Any, **features: Any) -> Decision:
+    key = target_key(settings)
+    if key is None:
+        what = "the TPU" if getattr(settings, "target", "") == "tpu" else "this GPU target config"
+        return Decision("unknown", None, (), f"no calibration table for {what}: the compiler's behaviour is not measured")
+    table = load_table(code, key)
+    if table is None:
+        return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`")
+    unknown_values = [f"{name} `{value}`" for name, value in features.items()
+                      if name in table.features and table.snapped(name, value) not in (None, *table.features[name])]
+    rows = table.matching({k: v for k, v in features.items() if k in table.features})
+    measured = [r for r in rows if r.verdict in ("harm", "none", "worse", "mixed")]
+    if not measured:
+        what = ", ".join(unknown_values) or "this form"
+        return Decision("unknown", table, tuple(rows), f"not calibrated for {what}")
+    harmful = [r for r in measured if r.verdict == "harm"]
+    if len(harmful) == len(measured):
+        return Decision("harm", table, tuple(measured))
+    if not harmful:
+        return Decision("none", table, tuple(measured))
+    open_features = sorted({name for name in table.features
+                            if features.get(name) is None and len({r.features[name] for r in measured}) > 1})
+    depends = ", ".join(open_features) if open_features else "the form"
+    return Decision("some", table, tuple(measured),
+                    f"{table.meta.get('compiler', 'the compiler')} shows the harm in {len(harmful)} of the "
+                    f"{len(measured)} calibrated forms this code may take (it depends on: {depends})")
+
+
+def size_text(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    if n == 0:
+        return "none"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def figures_text(f: Figures) -> str:
+    """"2 kernels (2 launches), 48.0 MiB of temporaries" — what a message cites."""
+    parts = [f"{f.kernels} kernel{'s' if f.kernels != 1 else ''}"]
+    if f.launches is not None and f.launches != f.kernels:
+        parts[0] += f" ({f.launches} launches)"
+    parts.append("no temporaries" if not f.temp_bytes or f.temp_bytes < BYTES_FLOOR
+                 else f"{size_text(f.temp_bytes)} of temporaries")
+    if f.constant_bytes and f.constant_bytes >= BYTES_FLOOR:
+        parts.append(f"{size_text(f.constant_bytes)} of folded constants")
+    if f.seconds is not None:
+        parts.append(f"{f.seconds * 1e6:.0f} µs")
+    return ", ".join(parts)
+
+
+def evidence_text(decision: Decision, form: str, fixed: str) -> str:
+    """One clause for a message: "on XLA:GPU for the NVIDIA H100 80GB HBM3 (jax 0.10.2, deviceless),
+    this form at f32[4194304,3] compiles to 2 kernels, 48.0 MiB of temporaries; <fixed> to 1 kernel,
+    no temporaries"."""
+    row = decision.evidence
+    if row is None or decision.table is None:
+        return ""
+    where = f" at {row.args}" if row.args else ""
+    return (f"on {decision.table.compiler}, {form}{where} compiles to {figures_text(row.before)}; "
+            f"{fixed} to {figures_text(row.after)}")
+
+
+PAGE_KEYS = ("h100", "a100", "cpu")
+
+
+def page_section(code: str) -> str:
+    """The "Calibration" section of a rule's page: where its tables say it fires, and why."""
+    tables = [t for t in (load_table(code, key) for key in PAGE_KEYS) if t is not None]
+    if not tables:
+        return ""
+    out = ["## Calibration",
+           "What the compiler does with each calibrated form of this pattern, before and after the fix "
+           "(`python -m jaxfuse_lint.calibrate --rule " + code + "` regenerates the tables, "
+           "`jaxfuse_lint/core/calibration_tables/" + code + ".<target>.json`). A finding is reported only "
+           "where every form the code may take shows the harm — the fixed form better on some figure "
+           "(kernels, launches, temporaries, folded constants; wall-clock on XLA:CPU) and worse on none; "
+           "where only some do, it is in the preview tier; where none does, nothing is reported.", ""]
+    for table in tables:
+        counts = {v: sum(r.verdict == v for r in table.rows) for v in VERDICTS}
+        measured = counts["harm"] + counts["none"] + counts["worse"] + counts["mixed"]
+        out.append(f"**{table.compiler}** (`{table.key}`, {table.meta.get('date', '')}): harm in "
+                   f"{counts['harm']} of {measured} variants; no change in {counts['none']}; the fix worse "
+                   f"in {counts['worse']} and mixed in {counts['mixed']}"
+                   + (f"; {counts['error']} did not compile" if counts["error"] else "") + ".")
+        out.append("")
+        for group in table.meta.get("page", [list(table.features)[:2]]):
+            header = " × ".join(group)
+            out.append(f"| {header} | harm / variants |")
+            out.append("|---|---|")
+            for key, harmful, n in summarize(table, group):
+                out.append(f"| {' · '.join(str(k) for k in key)} | {harmful} / {n} |")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def summarize(table: Table, by: Iterable[str]) -> list[tuple[tuple, int, int]]:
+    """(values of `by`, harmful variants, measured variants) per group, in the table's order: what a
+    rule page shows."""
+    by = tuple(by)
+    groups: dict[tuple, list[int]] = {}
+    for row in table.rows:
+        if row.verdict not in ("harm", "none", "worse", "mixed"):
+            continue
+        key = tuple(row.features[name] for name in by)
+        counts = groups.setdefault(key, [0, 0])
+        counts[0] += row.verdict == "harm"
+        counts[1] += 1
+    return [(key, h, n) for key, (h, n) in groups.items()]

@@ -1,0 +1,160 @@
+"""The calibration tables and the rules that follow them (jaxfuse_lint/core/calibration.py).
+
+- The decision logic: what counts as a change, "harm" / "some" / "none" / "unknown", size classes.
+- Agreement: every variant of a committed table, as source, checked by its rule with the table's
+  target: the rule reports it (default tier) exactly where the compiler showed the harm. The rule
+  reads the same table, so a disagreement is the rule misreading the code around the pattern
+  (producer, consumer, sizes, dtype, loop) — the features its decision rests on.
+- Freshness: where the installed jax made the table and XLA:GPU is here, a sample of variants
+  compiled again gives the table's figures.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from jaxfuse_lint.calibrate.variants import GENERATORS, generator, module
+from jaxfuse_lint.core import calibration
+from jaxfuse_lint.core.calibration import Figures, Row, Table, decide, verdict
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.engine import check_source
+
+CHUNK = 200
+
+
+def F(kernels, launches=None, temp=0, const=0, seconds=None):
+    return Figures(kernels, kernels if launches is None else launches, temp, const, seconds)
+
+
+def test_what_counts_as_a_change():
+    assert verdict(F(2, temp=1 << 20), F(1)) == "harm"
+    assert verdict(F(1, temp=524_548), F(1, temp=524_544)) == "none"  # 4 bytes of buffer assignment
+    assert verdict(F(1, temp=0), F(2, temp=16 << 20)) == "worse"
+    assert verdict(F(2), F(1, temp=1 << 20)) == "mixed"
+    assert verdict(F(1, seconds=1.0), F(1, seconds=0.5), noise=0.1) == "harm"
+    assert verdict(F(1, seconds=1.0), F(1, seconds=0.95), noise=0.1) == "none"
+    assert verdict(F(5, launches=35), F(5, launches=27)) == "harm"
+
+
+def _table(rows, nearest=()):
+    features = {"producer": ("arg", "stack"), "rows": (4096, 262144, 4194304)}
+    return Table("JF999", "h100", {"compiler": "XLA:GPU", "device": "NVIDIA H100 80GB HBM3", "deviceless": True,
+                                   "jax": "0.10.2"}, features,
+                 tuple(Row({"producer": p, "rows": n}, F(2, temp=n * 12), F(1), v, None, f"f32[{n},3]")
+                       for p, n, v in rows), nearest)
+
+
+def test_decisions(monkeypatch):
+    table = _table([("arg", 4096, "none"), ("arg", 262144, "harm"), ("arg", 4194304, "harm"),
+                    ("stack", 4096, "harm"), ("stack", 262144, "harm"), ("stack", 4194304, "harm")], ("rows",))
+    monkeypatch.setattr(calibration, "load_table", lambda code, key: table if key == "h100" else None)
+    s = Settings()
+    assert decide("JF999", s, producer="stack").outcome == "harm"
+    some = decide("JF999", s, producer="arg")
+    assert some.outcome == "some" and some.preview and "rows" in some.preview
+    assert decide("JF999", s, producer="arg", rows=300_000).outcome == "harm"  # snaps to 262,144
+    assert decide("JF999", s, producer="arg", rows=5000).outcome == "none"  # snaps to 4,096
+    unknown = decide("JF999", s, producer="matmul")
+    assert unknown.outcome == "unknown" and "producer `matmul`" in unknown.preview
+    assert decide("JF999", dataclasses.replace(s, target="tpu"), producer="stack").outcome == "unknown"
+    assert decide("JF999", dataclasses.replace(s, gpu="a6000"), producer="stack").outcome == "unknown"
+    evidence = decide("JF999", s, producer="stack")
+    text = calibration.evidence_text(evidence, "this form", "the fix")
+    assert text.startswith("on XLA:GPU for the NVIDIA H100 80GB HBM3 (jax 0.10.2, deviceless), this form at "
+                           "f32[4194304,3] compiles to 2 kernels, 48.0 MiB of temporaries; the fix to 1 kernel")
+
+
+def test_a_table_reads_back_as_written(tmp_path):
+    from jaxfuse_lint.calibrate.harness import write_table
+
+    table = _table([("arg", 4096, "none"), ("stack", 4096, "harm")], ("rows",))
+    path = tmp_path / "JF999.h100.json"
+    write_table(table, str(path))
+    import json
+
+    assert Table.from_json(json.loads(path.read_text())) == table
+
+
+def _tables():
+    out = []
+    for code in sorted(GENERATORS):
+        for key in ("h100", "a100", "cpu"):
+            if calibration.load_table(code, key) is not None:
+                out.append((code, key))
+    return out
+
+
+TABLES = _tables()
+
+
+def test_every_calibrated_rule_has_its_tables():
+    for code in GENERATORS:
+        for key in ("h100", "a100", "cpu"):
+            assert calibration.load_table(code, key) is not None, f"{code} has no {key} table: " \
+                f"python -m jaxfuse_lint.calibrate --rule {code} --target {key}"
+
+
+def _settings(code: str, key: str) -> Settings:
+    target = {"target": "cpu"} if key == "cpu" else {"target": "gpu", "gpu": key}
+    return Settings(select=(code,), per_file_ignores=(), **target)
+
+
+@pytest.mark.parametrize("code,key", TABLES, ids=[f"{c}-{k}" for c, k in TABLES])
+def test_the_rule_decides_as_the_compiler_did(code, key):
+    """Every variant for the default target (h100), a seeded fifth of them for the others."""
+    table = calibration.load_table(code, key)
+    gen = generator(code)
+    rows = [r for r in table.rows if r.verdict in ("harm", "none", "worse", "mixed")]
+    if key != "h100":
+        rows = random.Random(0).sample(rows, max(1, len(rows) // 5))
+    settings = _settings(code, key)
+    agree = false_harm = 0
+    disagreements = []
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start:start + CHUNK]
+        source, names = module(gen, [r.features for r in chunk])
+        result = check_source(source, "variants.py", settings, with_fixes=False)
+        assert not result.errors, result.errors
+        lines = source.splitlines()
+        starts = {i + 1: line.split("(")[0][4:] for i, line in enumerate(lines) if line.startswith("def ")}
+        reported = set()
+        for d in result.diagnostics:
+            row = max(r for r in starts if r <= d.location.row)
+            reported.add(starts[row])
+        for name, row in zip(names, chunk):
+            fired, harm = name in reported, row.verdict == "harm"
+            agree += fired == harm
+            false_harm += fired and not harm
+            if fired != harm and len(disagreements) < 10:
+                disagreements.append((dict(row.features), row.verdict, fired))
+    n = len(rows)
+    assert agree / n >= 0.95 and false_harm / n <= 0.02, (
+        f"{code} on {key}: agreement {agree}/{n}, harm claimed where the compiler shows none {false_harm}/{n}; "
+        f"first disagreements: {disagreements}")
+
+
+def test_the_committed_tables_are_what_this_compiler_says():
+    """A sample of each XLA:GPU table, compiled again (only where this jax made the table)."""
+    jax = pytest.importorskip("jax")
+    from jaxfuse_lint.calibrate.harness import _measure_batch, fixed_batches
+
+    checked = 0
+    for code, key in TABLES:
+        table = calibration.load_table(code, key)
+        if key == "cpu" or table.meta.get("jax") != jax.__version__:
+            continue
+        try:
+            from jaxfuse_lint.calibrate.harness import _target
+
+            _target(key)
+        except Exception as exc:  # noqa: BLE001
+            pytest.skip(f"no XLA:GPU compiler here: {exc}")
+        sample = random.Random(1).sample([r for r in table.rows if r.verdict in ("harm", "none")], 4)
+        (batch,) = fixed_batches(code, [r.features for r in sample])
+        for (features, before, after, v, _, _), row in zip(_measure_batch(batch, key, 0), sample):
+            assert (before, after, v) == (row.before, row.after, row.verdict), (code, key, features)
+            checked += 1
+    if not checked:
+        pytest.skip("no table was made with the installed jax")
