@@ -20,7 +20,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N variants (to try a generator)")
     ap.add_argument("-o", "--output-dir", default=None,
                     help="write the tables here instead of jaxfuse_lint/core/calibration_tables/")
+    ap.add_argument("--reverdict", action="store_true",
+                    help="recompute the verdicts of the committed tables from their figures; compile nothing")
     args = ap.parse_args(argv)
+    if args.reverdict:
+        import glob
+        import os
+
+        from jaxfuse_lint.calibrate.harness import reverdict
+        from jaxfuse_lint.core.calibration import TABLES_DIR
+
+        for path in sorted(glob.glob(os.path.join(args.output_dir or TABLES_DIR, "*.json"))):
+            print(f"{os.path.basename(path)}: {reverdict(path) or 'unchanged'}", file=sys.stderr)
+        return 0
     print("calibrate: imports jax and compiles (and on XLA:CPU runs) generated functions; no user code",
           file=sys.stderr)
     for code in args.rule or sorted(GENERATORS):

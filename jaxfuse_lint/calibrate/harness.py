@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from jaxfuse_lint.core.calibration import RAW, Figures, Row, Table, table_path, verdict
+from jaxfuse_lint.core.calibration import RAW, VERDICTS, Figures, Row, Table, table_path, verdict
 
 BATCH = 40
 GPU_KEYS = ("h100", "a100")
@@ -149,7 +149,7 @@ def environment(key: str) -> dict[str, Any]:
     target = _target(key)
     return {
         "compiler": "XLA:CPU" if key == "cpu" else "XLA:GPU",
-        "device": target.device_kind if key != "cpu" else f"CPU ({os.cpu_count()} cores here)",
+        "device": target.device_kind if key != "cpu" else f"a CPU with {os.cpu_count()} cores",
         "deviceless": bool(getattr(target, "deviceless", False)),
         "jax": jax.__version__, "jaxlib": jaxlib.__version__,
         "date": datetime.date.today().isoformat(),
@@ -194,10 +194,30 @@ def calibrate(code: str, keys: Iterable[str] = TARGET_KEYS, *, workers: int = 1,
                       tuple(getattr(gen, "NEAREST", ())))
         path = table_path(code, key, directory) if directory else table_path(code, key)
         write_table(table, path)
-        counts = {v: sum(r.verdict == v for r in rows) for v in ("harm", "none", "worse", "mixed", "nofix", "error")}
+        counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
         log(f"{code} {key}: wrote {path}: {counts}")
         written.append(path)
     return written
+
+
+def reverdict(path: str) -> dict[str, int]:
+    """Recompute a table's verdicts from its stored figures (after a change of what counts as harm);
+    nothing is compiled. Returns how many verdicts changed, by new verdict."""
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        table = Table.from_json(json.load(fh))
+    changed: dict[str, int] = {}
+    rows = []
+    for row in table.rows:
+        if row.before is not None and row.after is not None:
+            new = verdict(row.before, row.after, row.noise)
+            if new != row.verdict:
+                changed[new] = changed.get(new, 0) + 1
+                row = replace(row, verdict=new)
+        rows.append(row)
+    write_table(replace(table, rows=tuple(rows)), path)
+    return changed
 
 
 def write_table(table: Table, path: str) -> None:

@@ -120,6 +120,9 @@ def _fail(message: str) -> None:
 @click.option("--preview/--no-preview", default=None,
               help="Also report preview rules and findings (whose evidence is not yet good enough for the default "
                    "output); overrides `preview` in the config.")
+@click.option("--confirm", is_flag=True,
+              help="Confirm findings about kernels, temporaries and constants by compiling their functions where "
+                   "argument shapes are known (imports and runs your code; docs/verify.md#confirm).")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
@@ -136,7 +139,7 @@ def _fail(message: str) -> None:
 @click.option("--no-daemon", is_flag=True, help="Run here even if a `jaxfuse-lint daemon` runs.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, gpu, verify_fixes,
-                  profile_path, no_profile, force_exclude, preview,
+                  profile_path, no_profile, force_exclude, preview, confirm,
                   show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
                   no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
@@ -168,6 +171,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     if output_format is None:
         output_format = settings.output_format or "concise"
     paths = paths or (".",)
+    keep_preview = settings.preview
+    if confirm:  # preview findings too: a confirmed one is reported
+        from dataclasses import replace as _replace
+
+        settings = _replace(settings, preview=True)
     fix = (fix or fix_only) and not no_fix
     if show_settings:
         from jaxfuse_lint.cli.output import describe_settings
@@ -258,6 +266,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         _write_fixes(changed, paths, out)
 
     diagnostics = run.diagnostics
+    if confirm:
+        from jaxfuse_lint.runtime.confirm import confirm_findings
+
+        diagnostics = confirm_findings(diagnostics, settings, echo=lambda m: click.echo(m, err=True),
+                                       keep_preview=keep_preview)
     hidden_from = diagnostics  # what is left, before --fix-only drops it from the report
     fixed = [d for o in changed for d in o.fixed] if fix else []
     if fix_only:

@@ -38,7 +38,8 @@ LABELS = {"kernels": "kernels", "launches": "launches", "temp_bytes": "temporari
           "constant_bytes": "folded constants", "seconds": "wall-clock"}
 BYTES_FLOOR = 1024
 BYTES_RELATIVE = 0.01
-VERDICTS = ("harm", "none", "worse", "mixed", "nofix", "error")
+VERDICTS = ("harm", "launch", "none", "worse", "mixed", "nofix", "error")
+MEASURED = ("harm", "launch", "none", "worse", "mixed")
 # The internal switch under which a rule reports its raw pattern, whatever its table says: how the
 # calibration harness gets every variant's fix (Settings.extra).
 RAW = ("calibration", "raw")
@@ -80,11 +81,34 @@ def change(figure: str, before: Any, after: Any, noise: float | None = None) -> 
 
 
 def verdict(before: Figures, after: Figures, noise: float | None = None) -> str:
-    """"harm" (the fixed form is better on some figure, worse on none), "none", "worse" or "mixed"."""
-    changes = {change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
-    if "worse" in changes:
-        return "mixed" if "better" in changes else "worse"
-    return "harm" if "better" in changes else "none"
+    """One variant's verdict, from its figures before and after the fix:
+
+    - "worse" / "mixed": the fixed form is worse on some figure (and better on none / on another);
+    - "harm": better on memory (temporaries, folded constants) or, where it was timed, faster; or,
+      untimed, two or more kernel launches per run fewer (a loop's launches);
+    - "launch": untimed, one kernel launch fewer and nothing else: not evidence enough — on a real
+      H200, such rewrites of small-axis reductions were slower in 9 of 48 forms (up to 2.7x for
+      `sqrt(sum((x - 1) ** 2, -1))` over 2 columns: the reduction kernel's loads beat the fused
+      strided ones), so a finding that rests on it is in the preview tier;
+    - "none": nothing changed (or, timed, no faster).
+    """
+    changes = {f: change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
+    values = set(changes.values())
+    if "worse" in values:
+        return "mixed" if "better" in values else "worse"
+    if "better" in (changes["temp_bytes"], changes["constant_bytes"], changes["seconds"]):
+        return "harm"
+    timed = before.seconds is not None and after.seconds is not None
+    if timed:
+        return "none"
+    saved = _launches(before) - _launches(after)
+    if saved >= 2:
+        return "harm"
+    return "launch" if saved >= 1 or changes["kernels"] == "better" else "none"
+
+
+def _launches(f: Figures) -> int:
+    return f.launches if f.launches is not None else (f.kernels or 0)
 
 
 @dataclass(frozen=True)
@@ -115,12 +139,14 @@ class Table:
 
     @property
     def compiler(self) -> str:
-        """"XLA:GPU for the NVIDIA H100 80GB HBM3 (deviceless, jax 0.10.2)"."""
+        """"XLA:GPU for the NVIDIA H100 80GB HBM3 (jax 0.10.2, deviceless)", "XLA:CPU (jax 0.10.2, timed on
+        a CPU with 2 cores)"."""
         m = self.meta
-        where = m.get("device", "")
+        version = f"jax {m.get('jax', '?')}"
+        if m.get("compiler") == "XLA:CPU":
+            return f"XLA:CPU ({version}, timed on {m.get('device', 'a CPU')})"
         how = ", deviceless" if m.get("deviceless") else ""
-        return f"{m.get('compiler', 'XLA')} for the {where} ({'jax ' + str(m.get('jax', '?'))}{how})" if where else \
-            f"{m.get('compiler', 'XLA')} (jax {m.get('jax', '?')})"
+        return f"{m.get('compiler', 'XLA')} for the {m.get('device', 'GPU')} ({version}{how})"
 
     def snapped(self, name: str, value: Any) -> Any:
         """`value` as the table knows it: itself, or for a `nearest` feature the closest size class."""
@@ -132,12 +158,24 @@ class Table:
         return min(values, key=lambda v: abs(math.log(v) - math.log(value)))
 
     def matching(self, features: Mapping[str, Any]) -> list[Row]:
-        features = {name: self.snapped(name, value) for name, value in features.items()}
-        out = []
-        for row in self.rows:
-            if all(value is None or row.features.get(name) == value for name, value in features.items()):
-                out.append(row)
-        return out
+        """The rows whose features equal the known ones (None: any value)."""
+        import itertools
+
+        choices = []
+        for name, values in self.features.items():
+            value = self.snapped(name, features.get(name))
+            choices.append(values if value is None else (value,))
+        index = self._index()
+        return [row for key in itertools.product(*choices) for row in index.get(key, ())]
+
+    def _index(self) -> dict[tuple, list[Row]]:
+        index = self.__dict__.get("_by_features")
+        if index is None:
+            index = {}
+            for row in self.rows:
+                index.setdefault(tuple(row.features.get(n) for n in self.features), []).append(row)
+            object.__setattr__(self, "_by_features", index)
+        return index
 
     def to_json(self) -> dict:
         names = list(self.features)
@@ -224,18 +262,24 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
     table = load_table(code, key)
     if table is None:
         return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`")
-    unknown_values = [f"{name} `{value}`" for name, value in features.items()
+    unknown_values = [f"its {name} (`{value}`) is none of the calibrated ones ({', '.join(map(str, table.features[name]))})"
+                      for name, value in features.items()
                       if name in table.features and table.snapped(name, value) not in (None, *table.features[name])]
     rows = table.matching({k: v for k, v in features.items() if k in table.features})
-    measured = [r for r in rows if r.verdict in ("harm", "none", "worse", "mixed")]
+    measured = [r for r in rows if r.verdict in MEASURED]
     if not measured:
-        what = ", ".join(unknown_values) or "this form"
-        return Decision("unknown", table, tuple(rows), f"not calibrated for {what}")
+        what = "; ".join(unknown_values) or "this form has no calibrated variant"
+        return Decision("unknown", table, tuple(rows), f"what the compiler does here is not calibrated: {what}")
     harmful = [r for r in measured if r.verdict == "harm"]
     if len(harmful) == len(measured):
         return Decision("harm", table, tuple(measured))
-    if not harmful:
+    launches = [r for r in measured if r.verdict == "launch"]
+    if not harmful and not launches:
         return Decision("none", table, tuple(measured))
+    if not harmful:
+        return Decision("some", table, tuple(measured),
+                        f"{table.meta.get('compiler', 'the compiler')} saves one kernel launch per call here and no "
+                        f"memory; whether that is faster depends on the GPU (not timed without one)")
     open_features = sorted({name for name in table.features
                             if features.get(name) is None and len({r.features[name] for r in measured}) > 1})
     depends = ", ".join(open_features) if open_features else "the form"
@@ -298,10 +342,11 @@ def page_section(code: str) -> str:
            "where only some do, it is in the preview tier; where none does, nothing is reported.", ""]
     for table in tables:
         counts = {v: sum(r.verdict == v for r in table.rows) for v in VERDICTS}
-        measured = counts["harm"] + counts["none"] + counts["worse"] + counts["mixed"]
+        measured = sum(counts[v] for v in MEASURED)
         out.append(f"**{table.compiler}** (`{table.key}`, {table.meta.get('date', '')}): harm in "
-                   f"{counts['harm']} of {measured} variants; no change in {counts['none']}; the fix worse "
-                   f"in {counts['worse']} and mixed in {counts['mixed']}"
+                   f"{counts['harm']} of {measured} variants; one kernel launch saved and nothing else in "
+                   f"{counts['launch']}; no change in {counts['none']}; the fix worse in {counts['worse']} and "
+                   f"mixed in {counts['mixed']}"
                    + (f"; {counts['error']} did not compile" if counts["error"] else "") + ".")
         out.append("")
         for group in table.meta.get("page", [list(table.features)[:2]]):
@@ -320,7 +365,7 @@ def summarize(table: Table, by: Iterable[str]) -> list[tuple[tuple, int, int]]:
     by = tuple(by)
     groups: dict[tuple, list[int]] = {}
     for row in table.rows:
-        if row.verdict not in ("harm", "none", "worse", "mixed"):
+        if row.verdict not in MEASURED:
             continue
         key = tuple(row.features[name] for name in by)
         counts = groups.setdefault(key, [0, 0])

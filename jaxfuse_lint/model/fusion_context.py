@@ -2,8 +2,8 @@
 
 What XLA fuses around a reduction (or an FFT, a loop...) depends on where its operand comes from
 and what reads its result. A rule reads those here, in the vocabulary of its table's features,
-and asks the table; a form this module cannot name is None (the rule then knows the compiler's
-behaviour is not established for it):
+and asks the table; a form this module cannot name is "other" (the rule then knows the compiler's
+behaviour is not established for it: no table has such a variant):
 
 - `producer(expr)`: "arg" (a parameter of the traced function, as it comes from memory),
   "elementwise" (elementwise work on parameters), "stack" / "concatenate" (the small axis is
@@ -50,10 +50,12 @@ _RANK = {"stack": 0, "concatenate": 1, "broadcast": 2, "elementwise": 3, "arg": 
 _DEPTH = 4
 
 
-def producer(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -> str | None:
+def producer(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -> str:
+    """The producer kind, or "other" (a matmul, a gather, a call this module does not know: a form the
+    tables do not cover, which is not the same as any of the ones they do)."""
     kinds = _leaves(model, expr, scope, 0)
-    if kinds is None or not kinds:
-        return None
+    if not kinds:
+        return "other"
     best = min(kinds, key=_RANK.__getitem__)
     if best == "arg" and not _is_name_or_param(expr):
         return "elementwise"
@@ -146,15 +148,15 @@ def _is_list(call: cst.Call) -> bool:
     return bool(call.args) and isinstance(call.args[0].value, (cst.List, cst.Tuple))
 
 
-def consumer(model: FusionContextView, call: cst.Call, scope: Scope, keepdims: bool) -> str | None:
-    """What reads the reduction `call`'s result (see the module docstring)."""
+def consumer(model: FusionContextView, call: cst.Call, scope: Scope, keepdims: bool) -> str:
+    """What reads the reduction `call`'s result (see the module docstring), or "other"."""
     node: cst.CSTNode = call
     parent = _parent(model, node)
     if keepdims:
-        return "broadcast_back" if _against_array(model, parent, node, scope) else None
+        return "broadcast_back" if _against_array(model, parent, node, scope) else "other"
     if isinstance(parent, cst.Subscript) and _adds_axis(parent):
-        return "broadcast_back" if _against_array(model, _parent(model, parent), parent, scope) else None
-    return _reader(model, node, parent, scope, 0)
+        return "broadcast_back" if _against_array(model, _parent(model, parent), parent, scope) else "other"
+    return _reader(model, node, parent, scope, 0) or "other"
 
 
 def _reader(model: FusionContextView, node: cst.CSTNode, parent: cst.CSTNode | None, scope: Scope,
@@ -235,11 +237,15 @@ def _adds_axis(sub: cst.Subscript) -> bool:
 
 
 def _against_array(model: FusionContextView, parent: cst.CSTNode | None, node: cst.CSTNode, scope: Scope) -> bool:
+    """Combined elementwise with an array (`keepdims=True` keeps the axis for nothing else): any
+    operand but a number or a value known to be 0-d."""
     if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, _ARITHMETIC):
         return False
     other = parent.right if parent.left is node else parent.left
+    if isinstance(other, (cst.Integer, cst.Float, cst.Imaginary)):
+        return False
     shape = model.shape(other, scope)
-    return shape is not None and shape.rank is not None and shape.rank >= 1
+    return shape is None or shape.rank is None or shape.rank >= 1
 
 
 def loop(model: FusionContextView, scope: Scope) -> str:

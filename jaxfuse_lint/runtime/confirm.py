@@ -1,0 +1,128 @@
+"""`check --confirm`: where a function's argument shapes are known, its findings about compiled code are
+confirmed by compiling it, before and after the finding's fix, for the configured target.
+
+A rule whose claim is about kernels, temporaries or constants decides from its calibration table
+(core/calibration.py) without compiling anything. With `--confirm`, each such finding (JF1xx, JF2xx)
+in a module-level function whose shapes are known — a `[tool.jaxfuse-lint.verify]` entry, or
+jaxtyping annotations with sizes — is compiled with that one fix applied (the rule's raw fix, as the
+calibration harness applies it), and:
+
+- the compiler shows the harm (`verify`'s verdict "proved"): the finding is reported, with the
+  function's own figures, in the default output (also a preview finding: it is now shown);
+- it does not ("unchanged", "regressed"): the finding is dropped, and the run says so on stderr;
+- it cannot be compiled here, or the shapes are not known: the finding keeps the table's decision.
+
+This imports and runs the checked modules (their top level and the functions' tracing), as `verify`
+does; `check` without `--confirm` never does.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Callable, Iterable
+
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.diagnostics import Diagnostic
+
+PREVIEW_MARK = " (preview: "
+CONFIRMED_CODES = ("JF1", "JF2")
+
+
+def is_preview(d: Diagnostic) -> bool:
+    return PREVIEW_MARK in d.message and d.message.endswith(")")
+
+
+def confirm_findings(diagnostics: list[Diagnostic], settings: Settings, echo: Callable[[str], None],
+                     keep_preview: bool) -> list[Diagnostic]:
+    """The diagnostics after confirmation (see the module docstring); preview ones that were not
+    confirmed are kept only with `keep_preview`."""
+    echo("jaxfuse-lint: --confirm imports and runs the checked modules to compile their functions")
+    out: list[Diagnostic] = []
+    sources: dict[str, str | None] = {}
+    for d in diagnostics:
+        if not d.code.startswith(CONFIRMED_CODES) or d.cell is not None or not d.filename.endswith(".py"):
+            if keep_preview or not is_preview(d):
+                out.append(d)
+            continue
+        if d.filename not in sources:
+            sources[d.filename] = _read(d.filename)
+        confirmed = _confirm(d, sources[d.filename], settings, echo)
+        if confirmed is None:  # not confirmable here: the table's decision stands
+            if keep_preview or not is_preview(d):
+                out.append(d)
+        elif confirmed is not False:
+            out.append(confirmed)
+    return out
+
+
+def _read(filename: str) -> str | None:
+    try:
+        with open(filename, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _confirm(d: Diagnostic, source: str | None, settings: Settings, echo) -> Diagnostic | bool | None:
+    """The confirmed diagnostic, False (the compiler shows no harm: drop it) or None (unknown)."""
+    if source is None:
+        return None
+    func = _enclosing_function(source, d.location.row)
+    if func is None:
+        return None
+    from jaxfuse_lint.verify.api import resolve_arg_specs, verify_pair
+    from jaxfuse_lint.verify.errors import VerifyError
+
+    try:
+        resolved = resolve_arg_specs(source, func, filename=d.filename, settings=settings)
+    except VerifyError:
+        return None
+    if resolved.args is None or (not resolved.args and resolved.origin == "no array arguments"):
+        return None
+    fixed = _with_raw_fix(d, source, settings)
+    if fixed is None:
+        return None
+    result = verify_pair(source, fixed, func, resolved.args, resolved.static, filename=d.filename,
+                         target=settings.target, gpu=settings.gpu)
+    where = f"{d.filename}:{d.location.row}:{d.location.column}: {d.code}"
+    if result.verdict == "proved":
+        message = d.message.split(PREVIEW_MARK)[0] if is_preview(d) else d.message
+        figures = f"confirmed by compiling `{func}` for {', '.join(result.args)} ({resolved.origin})"
+        return dataclasses.replace(d, message=f"{message}; {figures}: {result.summary()}")
+    if result.verdict in ("unchanged", "regressed") and not result.keeps_fix:
+        echo(f"jaxfuse-lint: {where}: dropped: compiling `{func}` for {', '.join(result.args)} shows no harm "
+             f"({result.verdict}: {result.summary()})")
+        return False
+    return None
+
+
+def _enclosing_function(source: str, row: int) -> str | None:
+    """The module-level function whose lines hold `row` (the function `verify` compiles)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([node.lineno, *(dec.lineno for dec in node.decorator_list)])
+            if start <= row <= (node.end_lineno or node.lineno):
+                return node.name
+    return None
+
+
+def _with_raw_fix(d: Diagnostic, source: str, settings: Settings) -> str | None:
+    """The source with only this finding's fix applied: the rule's raw pattern and fix (unsafe ones
+    included), as the calibration harness compiles them."""
+    from jaxfuse_lint.core.calibration import RAW
+    from jaxfuse_lint.core.edits import apply_edits
+    from jaxfuse_lint.engine import check_source
+
+    raw = dataclasses.replace(settings, select=(d.code,), extend_select=(), ignore=(), extra=settings.extra + (RAW,))
+    for found in check_source(source, d.filename, raw).diagnostics:
+        if found.code == d.code and found.location == d.location and found.fix is not None:
+            return apply_edits(source, list(found.fix.edits))
+    return None
+
+
+def confirmable(codes: Iterable[str]) -> bool:
+    return any(code.startswith(CONFIRMED_CODES) for code in codes)
