@@ -1,6 +1,6 @@
 """What `--fix` writes when someone works against it, or beside it (issue 37): a folder swapped
 for a link while a privileged run works, files edited, deleted or renamed during the run, a
-write that fails half-way, and read-only files.
+write that fails half-way, read-only files, and the bytes `--fix` on stdin gives back.
 
 The races are made deterministic: the swap or the edit happens at a fixed point of the run (a
 hook between reading and writing), never by timing."""
@@ -325,3 +325,23 @@ def test_a_read_only_file_is_not_written(tmp_path):
     assert "m.py: not fixed: read-only (mode 0444)" in result.output
     assert FIXED_MARK in other.read_text()
     assert "Fixed 1 diagnostic," in result.output
+
+
+# -- 6: --fix on stdin gives back the input's encoding ------------------------------------------------------
+
+LATIN1 = ("# -*- coding: latin-1 -*-\n# café\n" + BAD).encode("latin-1")
+
+
+@pytest.mark.parametrize("data", [LATIN1, b"\xef\xbb\xbf" + BAD.encode(), b"\xef\xbb\xbfx = 1\n",
+                                  ("# -*- coding: latin-1 -*-\nx = 'é'\n").encode("latin-1")],
+                         ids=["latin1-fixed", "bom-fixed", "bom-unchanged", "latin1-unchanged"])
+def test_stdin_fix_keeps_the_encoding_and_the_bom(data):
+    result = run_cli("check", "--fix", "--unsafe-fixes", "--stdin-filename", "m.py", "-", input=data)
+    out = result.stdout_bytes
+    if b"np.ones" in data:
+        assert FIXED_MARK.encode() in out
+        assert out.startswith(b"\xef\xbb\xbf") == data.startswith(b"\xef\xbb\xbf")
+        if data.startswith(b"#"):
+            assert "café".encode("latin-1") in out and "café".encode() not in out
+    else:
+        assert out == data  # nothing fixed: byte for byte

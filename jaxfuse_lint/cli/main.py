@@ -464,7 +464,11 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
         if diff:
             sys.stdout.write(_unified_diff(outcome.original, outcome.source, filename))
             sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
-        sys.stdout.write(outcome.source)  # editors replace the buffer with what --fix prints
+        # Editors replace the buffer with what --fix prints: the input's own bytes when nothing
+        # changed, else the fixed text in the input's encoding (its coding cookie, its BOM).
+        sys.stdout.flush()
+        sys.stdout.buffer.write(outcome.source.encode(outcome.encoding) if outcome.changed else data)
+        sys.stdout.buffer.flush()
         for err in outcome.errors + outcome.dropped:
             click.echo(f"jaxfuse-lint: {err}", err=True)
         sys.exit(EXIT_FINDINGS if outcome.remaining and not exit_zero else EXIT_CLEAN)
