@@ -186,9 +186,9 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         checked = CheckedPaths(paths)  # before anything is read: what the named paths are now
     walk_cache = None
     if not no_cache and not (fix or diff or add_noqa):
-        from jaxfuse_lint.run.cache import Cache, default_directory
+        from jaxfuse_lint.run.cache import for_settings
 
-        walk_cache = Cache(default_directory(settings), settings)
+        walk_cache = for_settings(settings)
     found = discover_files(list(paths), settings, force_exclude=force_exclude, cache=walk_cache)
     files = found.files
     out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")

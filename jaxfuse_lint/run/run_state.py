@@ -62,9 +62,9 @@ class RunState:
         self.stat_time_ns = time.time_ns()  # before any file's signature is taken
         self.cache = None
         if use_cache and mode == "check":
-            from jaxfuse_lint.run.cache import Cache, default_directory
+            from jaxfuse_lint.run.cache import for_settings
 
-            self.cache = Cache(default_directory(settings), settings)
+            self.cache = for_settings(settings)
         self.stats: dict[str, Any] = {"files": len(self.states), "analysed": 0, "cached": 0, "reanalysed": 0,
                                       "crashed": 0, "worker_seconds": 0.0, "reanalysis_seconds": 0.0}
         self.done_count = 0
