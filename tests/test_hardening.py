@@ -340,15 +340,17 @@ def test_record_passes_sigterm_on_and_removes_its_boot_folder(tmp_path):
     started, child_pid = tmp_path / "started", tmp_path / "pid"
     script = (f"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); "
               f"open({str(started)!r}, 'w').close(); time.sleep(60)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    env.pop("XDG_RUNTIME_DIR", None)
+    private = tmp / f"jaxfuse-lint-{os.getuid()}"  # the boot folder is made in it (issue 37)
     proc = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint", "record", "--", sys.executable, "-c", script],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 60
         while not started.exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
             time.sleep(0.05)
-        assert list(tmp.iterdir())  # the boot folder, while it runs
+        assert list(private.iterdir())  # the boot folder, while it runs
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
@@ -366,5 +368,5 @@ def test_record_passes_sigterm_on_and_removes_its_boot_folder(tmp_path):
     else:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the recorded command was left running")
-    assert list(tmp.iterdir()) == []
+    assert list(private.iterdir()) == []
     assert proc.returncode == 128 + signal.SIGTERM
