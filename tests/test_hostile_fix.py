@@ -324,7 +324,9 @@ def test_a_read_only_file_is_not_written(tmp_path):
     assert path.read_text() == BAD and stat.S_IMODE(os.stat(path).st_mode) == 0o444
     assert "m.py: not fixed: read-only (mode 0444)" in result.output
     assert FIXED_MARK in other.read_text()
-    assert "Fixed 1 diagnostic," in result.output
+    # What is left is what the file still has: its finding, not "0 remaining".
+    assert "Fixed 1 diagnostic, 1 remaining." in result.output and f"{path}:7:" in result.output
+    assert result.exit_code == 1
 
 
 # -- 6: --fix on stdin gives back the input's encoding ------------------------------------------------------

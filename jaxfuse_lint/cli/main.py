@@ -257,7 +257,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
             _recheck_rolled_back(run, [o for o in changed if o.source != verified_sources[id(o)]], settings)
             changed = [o for o in changed if o.changed]
-        _write_fixes(changed, run.identities, checked, out)
+        _write_fixes(run, changed, checked, settings, out)
 
     diagnostics = run.diagnostics
     hidden_from = diagnostics  # what is left, before --fix-only drops it from the report
@@ -304,27 +304,32 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
-def _write_fixes(changed, identities, checked, out) -> None:
+def _write_fixes(run, changed, checked, settings: Settings, out) -> None:
     """Write the fixed files, each only while it is still the file that was read, inside the
-    checked paths (core/checked_paths.py); a file that cannot be written safely is left alone,
-    and said so."""
+    checked paths (core/checked_paths.py). A file that cannot be written safely is left alone,
+    and said so; what it still has is reported (found again in the text that was read)."""
     from jaxfuse_lint.core.writer import NotWritten
 
+    left = []
     for o in changed:
         try:
-            written = checked.write(o.filename, o.source.encode(o.encoding), identities.get(o.filename))
+            written = checked.write(o.filename, o.source.encode(o.encoding), run.identities.get(o.filename))
         except NotWritten as exc:
             out.warn(f"{o.filename}: not fixed: {exc}")
-            o.fixed = []
+            left.append(o)
             continue
         except OSError as exc:
             out.error(f"{o.filename}: cannot write file: {exc.strerror or exc}")
-            o.fixed = []
+            left.append(o)
             continue
         for note in written.notes:
             out.warn(f"{o.filename}: fixed; {note}")
         for tmp in written.removed:
-            out.warn(f"{Path(o.filename).parent / tmp}: removed a temporary file left by an interrupted earlier run")
+            out.warn(f"{tmp}: removed a temporary file left by an interrupted earlier run")
+    for o in left:
+        o.source, o.fixed = o.original, []
+    if left:
+        _recheck_rolled_back(run, left, settings)
 
 
 def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
@@ -339,7 +344,8 @@ def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
 
 
 def _recheck_rolled_back(run, outcomes, settings: Settings) -> None:
-    """What remains in files whose fixes `--verify` rolled back, located in the text written."""
+    """What remains in files whose fixes `--verify` rolled back (or that could not be written),
+    located in the text that stays."""
     from jaxfuse_lint.engine.pipeline import check_source, runtime_facts_for
 
     by_name = {o.filename: o for o in outcomes}

@@ -91,9 +91,13 @@ class CheckedPaths:
             os.close(top)
 
     def write(self, filename: str, data: bytes, expected: FileIdentity | None) -> Written:
-        """Replace FILENAME's file with DATA (core/writer.py), if it is still EXPECTED."""
+        """Replace FILENAME's file with DATA (core/writer.py), if it is still EXPECTED. The
+        leftovers it removed are given as paths (beside the real file)."""
         folder, name = self.open_parent(filename)
         try:
-            return replace_in(folder, name, data, expected=expected)
+            written = replace_in(folder, name, data, expected=expected)
         finally:
             os.close(folder)
+        beside = os.path.dirname(os.path.realpath(filename))
+        written.removed = [os.path.join(beside, leftover) for leftover in written.removed]
+        return written
