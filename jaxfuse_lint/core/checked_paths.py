@@ -80,13 +80,13 @@ class CheckedPaths:
         try:
             st = os.fstat(top)
             if (st.st_dev, st.st_ino) != (root.device, root.inode):
-                raise NotWritten(f"the checked path {root.named} was replaced while the run worked; not written")
+                raise NotWritten(f"the checked path {root.named} was replaced while the run worked")
             parts = os.path.relpath(os.path.dirname(real), root.folder).split(os.sep)
             try:
                 return walk(top, parts), os.path.basename(real)
             except LinkInPath as exc:
                 raise NotWritten(f"its folder {exc.filename} became {exc.strerror} while the run worked; "
-                                 "not followed, not written") from None
+                                 "not followed") from None
         finally:
             os.close(top)
 

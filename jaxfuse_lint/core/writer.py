@@ -96,8 +96,10 @@ def replace_in(folder: int, name: str, data: bytes, *, expected: FileIdentity | 
             if why:
                 raise NotWritten(why)
             if st.st_nlink > 1:
-                written.notes.append(f"it had {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''} "
-                                     "to the same file; the link is broken and they keep the old text")
+                others = st.st_nlink - 1
+                written.notes.append(f"it had {others} other hard link{'s' if others > 1 else ''} (another name of "
+                                     f"the same file): the link is broken, and {'that name keeps' if others == 1 else 'those names keep'} "
+                                     "the old text")
         fd, tmp = _new_temporary(folder, name, 0o600 if st is not None else 0o666)
         try:
             if st is not None:
@@ -140,16 +142,16 @@ def _check_existing(fd: int, name: str, expected: FileIdentity | None) -> os.sta
         raise NotWritten("not a regular file")
     if expected is not None:
         if not expected.same_file(st) or digest(_read_all(fd)) != expected.digest:
-            raise NotWritten("changed since it was read (edited, replaced or touched); not fixed, run again")
+            raise NotWritten("changed since it was read (edited, replaced or touched); run again")
     return st
 
 
 def _read_only(folder: int, name: str, st: os.stat_result) -> str | None:
     if not st.st_mode & 0o222:
-        return f"read-only (mode {stat.S_IMODE(st.st_mode):04o}); not written"
+        return f"read-only (mode {stat.S_IMODE(st.st_mode):04o})"
     effective = os.access in os.supports_effective_ids
     if not os.access(name, os.W_OK, dir_fd=folder, effective_ids=effective, follow_symlinks=False):
-        return "not writable by this user (its permissions or a read-only file system); not written"
+        return "not writable by this user (its permissions, or a read-only file system)"
     return None
 
 
@@ -161,8 +163,8 @@ def _copy_metadata(old: int, new: int, st: os.stat_result) -> None:
             os.fchown(new, st.st_uid if now.st_uid != st.st_uid else -1, st.st_gid)
         except PermissionError:
             whose = f"user {st.st_uid}" if now.st_uid != st.st_uid else f"group {st.st_gid}"
-            raise NotWritten(f"owned by {whose}, which a replaced file cannot keep when written by this user; "
-                             "not written") from None
+            raise NotWritten(f"owned by {whose}, which the file that replaces it cannot keep when this user "
+                             "writes it") from None
     os.fchmod(new, stat.S_IMODE(st.st_mode))  # after chown, which clears set-id bits
     try:
         names = os.listxattr(old)
@@ -174,7 +176,7 @@ def _copy_metadata(old: int, new: int, st: os.stat_result) -> None:
         try:
             os.setxattr(new, attr, os.getxattr(old, attr))
         except OSError as exc:
-            raise NotWritten(f"its extended attribute {attr} cannot be kept ({exc.strerror}); not written") from None
+            raise NotWritten(f"its extended attribute {attr} cannot be kept ({exc.strerror})") from None
 
 
 def _still_the_same(folder: int, name: str, st: os.stat_result) -> None:
@@ -185,7 +187,7 @@ def _still_the_same(folder: int, name: str, st: os.stat_result) -> None:
     except FileNotFoundError:
         raise NotWritten("deleted or renamed while it was written; not re-created") from None
     if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
-        raise NotWritten("changed while it was written; not fixed, run again")
+        raise NotWritten("changed while it was written; run again")
 
 
 def _read_all(fd: int) -> bytes:
