@@ -17,8 +17,8 @@ from jaxfuse_lint.run.runner import check_files
 from tests.test_cache import BAD, files, settings, tree  # noqa: F401
 
 
-def check(tree: Path, *args: str, monkeypatch):
-    monkeypatch.chdir(tree)
+def check(folder: Path, *args: str, monkeypatch):
+    monkeypatch.chdir(folder)
     return CliRunner().invoke(cli, ["check", "-j1", *args, "."])
 
 
