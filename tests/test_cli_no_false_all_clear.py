@@ -359,7 +359,7 @@ def test_known_keys_follow_the_settings_dataclass():
 
     keys = known_keys()
     for f in fields(Settings):
-        if f.name not in ("config_path", "project_root", "extra"):
+        if f.name not in ("config_path", "project_root", "cache_dir_root", "extra"):
             assert f.name.replace("_", "-") in keys
     assert {"extend", "extend-per-file-ignores", "include", "fixable", "unfixable", "output-format"} <= keys
 

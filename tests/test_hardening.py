@@ -84,12 +84,16 @@ def test_folder_links_out_of_the_tree_are_not_followed(tmp_path):
 # -- 3 and 16: what a write leaves and keeps --------------------------------------------------------
 
 def test_fix_removes_its_own_leftover_temporary_files_of_an_interrupted_run(tmp_path):
+    import fcntl
+
     path = tmp_path / "m.py"
     path.write_text(BAD)
     old = tmp_path / ".m.py.ab12cd_9.jaxfuse-tmp"  # what a kill -9 during a write leaves
     old.write_text("half")
-    young = tmp_path / ".m.py.zz12cd_9.jaxfuse-tmp"  # maybe another run's write in flight
-    young.write_text("in flight")
+    young = tmp_path / ".m.py.zz12cd_9.jaxfuse-tmp"  # killed a second ago: no write holds it (issue 37)
+    young.write_text("half")
+    in_flight = tmp_path / ".m.py.yy12cd_9.jaxfuse-tmp"  # another run's write in flight holds its lock
+    in_flight.write_text("in flight")
     other = tmp_path / ".other.py.ab12cd_9.jaxfuse-tmp"  # not beside a file being written
     other.write_text("x")
     lookalike = tmp_path / ".m.py.notours.jaxfuse-tmp"
@@ -97,20 +101,27 @@ def test_fix_removes_its_own_leftover_temporary_files_of_an_interrupted_run(tmp_
     past = time.time() - 3600
     for p in (old, other, lookalike):
         os.utime(p, (past, past))
-    result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(path))
+    with open(in_flight, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(path))
     assert "jnp.ones(3)" in path.read_text()
-    assert not old.exists() and young.exists() and other.exists() and lookalike.exists()
+    assert not old.exists() and not young.exists()
+    assert in_flight.exists() and other.exists() and lookalike.exists()
     assert "left by an interrupted earlier run" in result.output
 
 
-def test_fix_keeps_hard_links(tmp_path):
+def test_fix_replaces_a_hard_linked_file_whole_and_says_the_link_is_broken(tmp_path):
+    """Issue 37: writing in place to keep the link left half a file when the write failed; the
+    file is replaced whole now, and its other names keep the old text (a package cache or a
+    backup snapshot sharing it must not change with it)."""
     path = tmp_path / "m.py"
     path.write_text(BAD)
     twin = tmp_path / "twin.py"
     os.link(path, twin)
-    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "--select", "JF201", str(path))
-    assert os.stat(path).st_ino == os.stat(twin).st_ino
-    assert "jnp.ones(3)" in twin.read_text()
+    result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "--select", "JF201", str(path))
+    assert "jnp.ones(3)" in path.read_text()
+    assert twin.read_text() == BAD and os.stat(path).st_ino != os.stat(twin).st_ino
+    assert "other hard link" in result.output and "the link is broken" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "twin.py"]
 
 
@@ -329,15 +340,17 @@ def test_record_passes_sigterm_on_and_removes_its_boot_folder(tmp_path):
     started, child_pid = tmp_path / "started", tmp_path / "pid"
     script = (f"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); "
               f"open({str(started)!r}, 'w').close(); time.sleep(60)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    env.pop("XDG_RUNTIME_DIR", None)
+    private = tmp / f"jaxfuse-lint-{os.getuid()}"  # the boot folder is made in it (issue 37)
     proc = subprocess.Popen([sys.executable, "-m", "jaxfuse_lint", "record", "--", sys.executable, "-c", script],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)})
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 60
         while not started.exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
             time.sleep(0.05)
-        assert list(tmp.iterdir())  # the boot folder, while it runs
+        assert list(private.iterdir())  # the boot folder, while it runs
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
@@ -355,5 +368,5 @@ def test_record_passes_sigterm_on_and_removes_its_boot_folder(tmp_path):
     else:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the recorded command was left running")
-    assert list(tmp.iterdir()) == []
+    assert list(private.iterdir()) == []
     assert proc.returncode == 128 + signal.SIGTERM

@@ -104,20 +104,16 @@ def test_run_keys_follow_the_list_of_files():
 # -- files unchanged since the record are not read again ------------------------------------------
 
 def count_reads(monkeypatch) -> list[str]:
-    import jaxfuse_lint.run.reading as reading_files
     import jaxfuse_lint.run.run_state as run_state
-    import jaxfuse_lint.run.runner as runner
-    import jaxfuse_lint.run.scheduling as scheduling
 
     reads: list[str] = []
-    real = run_state.read_file
+    real = run_state.read_identified
 
     def reading(path):
         reads.append(str(path))
         return real(path)
 
-    for module in (reading_files, scheduling, runner):  # every module of the run that reads files
-        monkeypatch.setattr(module, "read_file", reading)
+    monkeypatch.setattr(run_state, "read_identified", reading)  # the one read of a file in a run
     return reads
 
 

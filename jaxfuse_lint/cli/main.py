@@ -190,11 +190,16 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         _fail(f"{missing[0]}: no such file or directory")
+    checked = None
+    if (fix and not diff) or add_noqa:
+        from jaxfuse_lint.core.checked_paths import CheckedPaths
+
+        checked = CheckedPaths(paths)  # before anything is read: what the named paths are now
     walk_cache = None
     if not no_cache and not (fix or diff or add_noqa):
-        from jaxfuse_lint.run.cache import Cache, default_directory
+        from jaxfuse_lint.run.cache import for_settings
 
-        walk_cache = Cache(default_directory(settings), settings)
+        walk_cache = for_settings(settings)
     found = discover_files(list(paths), settings, force_exclude=force_exclude, cache=walk_cache)
     files = found.files
     out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
@@ -221,7 +226,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
     if add_noqa:
-        _add_noqa(files, settings, jobs, out, paths)
+        _add_noqa(files, settings, jobs, out, checked)
         return
 
     from jaxfuse_lint.run import progress
@@ -263,7 +268,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             verify_outcomes(changed, settings, echo=lambda m: click.echo(m, err=True), profile=profile)
             _recheck_rolled_back(run, [o for o in changed if o.source != verified_sources[id(o)]], settings)
             changed = [o for o in changed if o.changed]
-        _write_fixes(changed, paths, out)
+        _write_fixes(run, changed, checked, settings, out)
 
     diagnostics = run.diagnostics
     if confirm:
@@ -315,39 +320,32 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
-def _link_out_of_paths(filename: str, paths) -> str | None:
-    """The target of FILENAME when it is a symbolic link to a file outside every path the user
-    named (and not itself named): such a file is not this run's to write."""
-    import os
+def _write_fixes(run, changed, checked, settings: Settings, out) -> None:
+    """Write the fixed files, each only while it is still the file that was read, inside the
+    checked paths (core/checked_paths.py). A file that cannot be written safely is left alone,
+    and said so; what it still has is reported (found again in the text that was read)."""
+    from jaxfuse_lint.core.writer import NotWritten
 
-    if not os.path.islink(filename) or os.path.abspath(filename) in {os.path.abspath(p) for p in paths}:
-        return None
-    real = os.path.realpath(filename)
-    roots = [os.path.realpath(p) for p in paths]
-    if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
-        return None
-    return real
-
-
-def _write_fixes(changed, paths, out) -> None:
-    """Write the fixed files. A symbolic link is fixed through its target when the target lies
-    under a path the user named; a link out of those paths is left alone, and said so."""
-    from jaxfuse_lint.core.writer import write_atomic
-
+    left = []
     for o in changed:
-        real = _link_out_of_paths(o.filename, paths)
-        if real is not None:
-            out.warn(f"{o.filename}: not fixed: a symbolic link to {real}, outside the checked paths "
-                     f"(name the file to fix it)")
-            o.fixed = []
-            continue
         try:
-            removed = write_atomic(o.filename, o.source, o.encoding)
-        except OSError as exc:
-            out.error(f"{o.filename}: cannot write file: {exc.strerror}")
+            written = checked.write(o.filename, o.source.encode(o.encoding), run.identities.get(o.filename))
+        except NotWritten as exc:
+            out.warn(f"{o.filename}: not fixed: {exc}")
+            left.append(o)
             continue
-        for tmp in removed:
+        except OSError as exc:
+            out.error(f"{o.filename}: cannot write file: {exc.strerror or exc}")
+            left.append(o)
+            continue
+        for note in written.notes:
+            out.warn(f"{o.filename}: fixed; {note}")
+        for tmp in written.removed:
             out.warn(f"{tmp}: removed a temporary file left by an interrupted earlier run")
+    for o in left:
+        o.source, o.fixed = o.original, []
+    if left:
+        _recheck_rolled_back(run, left, settings)
 
 
 def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
@@ -362,7 +360,8 @@ def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
 
 
 def _recheck_rolled_back(run, outcomes, settings: Settings) -> None:
-    """What remains in files whose fixes `--verify` rolled back, located in the text written."""
+    """What remains in files whose fixes `--verify` rolled back (or that could not be written),
+    located in the text that stays."""
     from jaxfuse_lint.engine.pipeline import check_source, runtime_facts_for
 
     by_name = {o.filename: o for o in outcomes}
@@ -397,12 +396,14 @@ def _emit(text: str, output_file: str | None, out) -> None:
         sys.stdout.write(text)
 
 
-def _add_noqa(files, settings, jobs, out, paths) -> None:
+def _add_noqa(files, settings, jobs, out, checked) -> None:
     """--add-noqa: a `# noqa: CODE` comment on the line of every diagnostic (ruff's way to
     adopt a linter on a large codebase), merged into an existing `# noqa: ...`. Files are
-    written as `--fix` writes them: a link out of the named paths is left alone."""
+    written as `--fix` writes them: inside the checked paths, and only while still the file
+    that was checked."""
     from jaxfuse_lint.run import runner
-    from jaxfuse_lint.core.writer import write_atomic
+    from jaxfuse_lint.core.file_identity import read_identified
+    from jaxfuse_lint.core.writer import NotWritten
     from jaxfuse_lint.engine.noqa import add_noqa, add_noqa_to_notebook
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, is_notebook
 
@@ -421,7 +422,10 @@ def _add_noqa(files, settings, jobs, out, paths) -> None:
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            data = Path(filename).read_bytes()
+            data, identity = read_identified(filename)
+            if identity != run.identities.get(filename):
+                out.warn(f"{filename}: no `# noqa` added: changed since it was checked (run again)")
+                continue
             if is_notebook(filename):
                 encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
                 text = decode_text(data)
@@ -439,15 +443,13 @@ def _add_noqa(files, settings, jobs, out, paths) -> None:
             where = f"cell {row[0]}:{row[1]}" if isinstance(row, tuple) else row
             out.warn(f"{filename}:{where}: no `# noqa` added: the line ends inside a string or a continuation")
         if n and new_text != text:
-            real = _link_out_of_paths(filename, paths)
-            if real is not None:
-                out.warn(f"{filename}: no `# noqa` added: a symbolic link to {real}, outside the checked paths "
-                         f"(name the file to change it)")
-                continue
             try:
-                write_atomic(filename, new_text, encoding)
+                checked.write(filename, new_text.encode(encoding), identity)
+            except NotWritten as exc:
+                out.warn(f"{filename}: no `# noqa` added: {exc}")
+                continue
             except OSError as exc:
-                out.error(f"{filename}: cannot write file: {exc.strerror}")
+                out.error(f"{filename}: cannot write file: {exc.strerror or exc}")
                 continue
             added += n
     out.summary(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
@@ -484,7 +486,11 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
         if diff:
             sys.stdout.write(_unified_diff(outcome.original, outcome.source, filename))
             sys.exit(EXIT_FINDINGS if outcome.changed and not exit_zero else EXIT_CLEAN)
-        sys.stdout.write(outcome.source)  # editors replace the buffer with what --fix prints
+        # Editors replace the buffer with what --fix prints: the input's own bytes when nothing
+        # changed, else the fixed text in the input's encoding (its coding cookie, its BOM).
+        sys.stdout.flush()
+        sys.stdout.buffer.write(outcome.source.encode(outcome.encoding) if outcome.changed else data)
+        sys.stdout.buffer.flush()
         for err in outcome.errors + outcome.dropped:
             click.echo(f"jaxfuse-lint: {err}", err=True)
         sys.exit(EXIT_FINDINGS if outcome.remaining and not exit_zero else EXIT_CLEAN)

@@ -63,7 +63,7 @@ def describe_settings(settings) -> str:
     lines = [f"# config: {settings.config_path or '(none found: built-in defaults)'}",
              f"# project root: {settings.project_root}"]
     for f in fields(settings):
-        if f.name in ("config_path", "project_root", "extra"):
+        if f.name in ("config_path", "project_root", "cache_dir_root", "extra"):
             continue
         value = getattr(settings, f.name)
         key = f.name.replace("_", "-")

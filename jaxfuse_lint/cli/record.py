@@ -1,8 +1,9 @@
 """`jaxfuse-lint record [-o FILE] -- COMMAND ...`: run a command and record what JAX traced.
 
 The command runs as a child process with the recorder armed in every Python
-process it starts (a `sitecustomize` on PYTHONPATH, see `site_hook.py`; the
-user's files are not touched). Its standard streams are the terminal's and its
+process it starts (a `sitecustomize` on PYTHONPATH, see `site_hook.py`, in a
+folder made in the user's private folder, core/private_folder.py; the user's
+files are not touched). Its standard streams are the terminal's and its
 exit code is `record`'s, so `jaxfuse-lint record -- python -m pytest` behaves
 like `python -m pytest`. Afterwards the parts written by each process are merged
 into one profile (`.jaxfuse_lint/profile.json` unless `-o`).
@@ -79,8 +80,19 @@ def run_recorded(command: list[str], output: str, *, costs: bool = True, previou
     """Run `command` with the recorder, write the merged profile; (exit code, summary or None)."""
     from jaxfuse_lint.runtime import site_hook
 
+    from jaxfuse_lint.core.private_folder import is_private, user_folder
+
     root = os.path.abspath(cwd or os.getcwd())
-    work = tempfile.mkdtemp(prefix="jaxfuse_record_")
+    # The folders put in the command's environment are made in the user's private folder, not
+    # in a shared /tmp: a process the command leaves running keeps PYTHONPATH pointing at the
+    # boot folder after `record` removed it, and no other user can make one there again (with
+    # a sitecustomize.py that process would then run as this user).
+    private = user_folder()
+    if not is_private(private, create=True):
+        click.echo(f"jaxfuse-lint: error: {private}: not a folder private to this user (another owner, a link, "
+                   "or open to others); remove it, or set XDG_RUNTIME_DIR to a folder of yours", err=True)
+        return 2, None
+    work = tempfile.mkdtemp(prefix="jaxfuse_record_", dir=private)
     try:
         boot = os.path.join(work, "boot")
         parts = os.path.join(work, "parts")

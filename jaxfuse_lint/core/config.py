@@ -79,6 +79,10 @@ class Settings:
     config_path: str | None = None
     project_root: str | None = None
     cache_dir: str | None = None
+    # A `cache-dir` from a configuration file must stay inside this folder (the project root):
+    # reached from it without `..` or a link (run/cache.py). None: named on the command line
+    # (or through the API), where it may be anywhere.
+    cache_dir_root: str | None = None
     # Measured rules (JF5xx, from a runtime profile): report above these.
     max_compilations: int = 3
     constant_bytes_max: int = 1 << 20
@@ -162,7 +166,7 @@ _KEYS = {
     "max-file-size", "preview",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
-_NOT_KEYS = {"config_path", "project_root", "extra"}
+_NOT_KEYS = {"config_path", "project_root", "cache_dir_root", "extra"}
 # Keys that modify other settings instead of having a field of their own.
 _MODIFIER_KEYS = {"extend", "extend-per-file-ignores"}
 
@@ -378,9 +382,8 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false")
         kw["respect_gitignore"] = table["respect-gitignore"]
     if "cache-dir" in table:
-        if not isinstance(table["cache-dir"], str):
-            raise ConfigError(f"{where}: `cache-dir` must be a string")
-        kw["cache_dir"] = str(Path(root) / table["cache-dir"])
+        kw["cache_dir"] = str(Path(root) / _cache_dir(table["cache-dir"], where, root))
+        kw["cache_dir_root"] = root
     if "per-file-ignores" in table:
         kw["per_file_ignores"] = _per_file_ignores(table, "per-file-ignores", where)
     if "extend-per-file-ignores" in table:
@@ -442,6 +445,18 @@ def validate_gpu(value: Any, where: str, base: str | None = None) -> str:
         raise ConfigError(f"{where}: {exc}") from None
 
 
+def _cache_dir(value: Any, where: str, root: str) -> str:
+    """A configured `cache-dir`: a folder inside the project root (a checked tree's own
+    configuration must not make a run write elsewhere); the command line's may be anywhere."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: `cache-dir` must be a non-empty string")
+    rel = os.path.normpath(value)
+    if os.path.isabs(value) or rel in (".", "..") or rel.startswith(".." + os.sep):
+        raise ConfigError(f"{where}: `cache-dir` must be a folder inside the project ({root}), given relative to it, "
+                          f"not {value!r} (--cache-dir on the command line may name any folder)")
+    return rel
+
+
 def with_cli_overrides(
     settings: Settings,
     *,
@@ -469,6 +484,7 @@ def with_cli_overrides(
         kw["ignore"] = settings.ignore + validate_codes(_split(ignore), "--ignore")
     if cache_dir:
         kw["cache_dir"] = cache_dir
+        kw["cache_dir_root"] = None
     return replace(settings, **kw) if kw else settings
 
 

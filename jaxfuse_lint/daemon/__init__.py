@@ -60,28 +60,17 @@ def forwardable(argv: list[str]) -> bool:
 
 
 def socket_dir() -> str:
-    explicit = os.environ.get(ENV_DIR)
-    if explicit:
-        return explicit
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = runtime if runtime and os.path.isdir(runtime) else (os.environ.get("TMPDIR") or "/tmp")
-    return os.path.join(base, f"jaxfuse-lint-{os.getuid()}")
+    """JAXFUSE_LINT_DAEMON_DIR, else the user's private folder (core/private_folder.py)."""
+    from jaxfuse_lint.core.private_folder import user_folder
+
+    return os.environ.get(ENV_DIR) or user_folder()
 
 
 def private_dir(path: str, create: bool) -> bool:
     """The socket folder exists (or was made), is ours, and no one else may enter it."""
-    if create:
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError:
-            return False
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    import stat
+    from jaxfuse_lint.core.private_folder import is_private
 
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return is_private(path, create)
 
 
 def interpreter_key() -> str:

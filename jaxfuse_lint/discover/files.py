@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.json_types import str_tuple, typed
 from jaxfuse_lint.core import stat_signature
 from jaxfuse_lint.core.stat_signature import file_signature
 
@@ -307,9 +308,9 @@ def _walk_remembered(p: Path, settings: Settings, root: Path, excluder: _Exclude
     memo = cache.load_walk(key)
     if memo is not None:
         try:
-            if _Observations.still_hold(memo["observed"]):
-                return _Walked([(Path(f), r) for f, r in memo["files"]],
-                               [(a, b) for a, b in memo["skipped"]])
+            observed, walked = _memo_from_json(memo, p)
+            if _Observations.still_hold(observed):
+                return walked
         except (KeyError, TypeError, ValueError):
             pass  # a damaged memo is a miss
     started = time.time_ns()
@@ -320,6 +321,28 @@ def _walk_remembered(p: Path, settings: Settings, root: Path, excluder: _Exclude
                                "files": [[str(f), r] for f, r in walked.files],
                                "skipped": walked.skipped})
     return walked
+
+
+def _memo_from_json(memo: dict[str, Any], p: Path) -> tuple[list, _Walked]:
+    """A remembered walk of P as the cache gives it back: ValueError if any value has the wrong
+    type, or a file is not below P (a damaged or planted memo is a miss)."""
+    base = os.path.normpath(p)
+    observed = typed(memo["observed"], list, "observed")
+    for item in observed:
+        if type(item) is not list or len(item) != 3 or item[0] not in ("d", "f", "e") or type(item[1]) is not str:
+            raise ValueError("observed: [kind, path, value] expected")
+    files = [str_tuple(f, 2, "files") for f in typed(memo["files"], list, "files")]
+    if not all(_below(os.path.normpath(f), base) for f, _ in files):
+        raise ValueError("files: a file outside the walked folder")
+    skipped = [str_tuple(s, 2, "skipped") for s in typed(memo["skipped"], list, "skipped")]
+    return observed, _Walked([(Path(f), r) for f, r in files], skipped)
+
+
+def _below(path: str, folder: str) -> bool:
+    """Whether the normalized PATH names something in the normalized FOLDER (as a walk of it does)."""
+    if folder == ".":
+        return not os.path.isabs(path) and path != ".." and not path.startswith(".." + os.sep)
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from jaxfuse_lint.core.json_types import str_list, str_map, typed
 from jaxfuse_lint.project.module_names import absolute, package_of
 
 _IMPORT = re.compile(
@@ -34,7 +35,10 @@ class Prescan:
 
     @classmethod
     def from_json(cls, data: dict) -> "Prescan":
-        return cls(set(data["imports"]), dict(data["reexports"]), set(data.get("called", ())))
+        """Inverse of to_json; ValueError if any value has the wrong type (a damaged cache entry)."""
+        typed(data, dict, "prescan")
+        return cls(set(str_list(data["imports"], "imports")), dict(str_map(data["reexports"], "reexports")),
+                   set(str_list(data.get("called", []), "called")))
 
 
 def _split_names(text: str) -> Iterator[tuple[str, str]]:

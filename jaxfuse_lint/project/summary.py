@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from jaxfuse_lint.core.external_map import PARAMS_TRACED
+from jaxfuse_lint.core.json_types import str_list, str_map, str_tuple, typed
 from jaxfuse_lint.project.module_names import absolute, package_of
 
 # A warm run imports this module (for `Summary.from_json`) without libcst or the model: the
@@ -58,12 +59,23 @@ class Summary:
 
     @classmethod
     def from_json(cls, data: dict) -> "Summary":
+        """Inverse of to_json; ValueError if any value has the wrong type (a damaged cache entry)."""
+        typed(data, dict, "summary")
+
+        def refs(value, what: str) -> list[Ref]:
+            return [str_tuple(r, 3, what) for r in typed(value, list, what)]
+
+        edges = {}
+        for k, v in typed(data["edges"], dict, "edges").items():
+            if type(v) is not list or len(v) != 2:
+                raise ValueError("edges: [keys, refs] expected")
+            edges[k] = (list(str_list(v[0], "edges")), refs(v[1], "edges"))
         return cls(
-            defs=list(data["defs"]),
-            base=[tuple(r) for r in data["base"]],
-            edges={k: (list(v[0]), [tuple(r) for r in v[1]]) for k, v in data["edges"].items()},
-            shapes=dict(data.get("shapes", {})),
-            compiled=[tuple(r) for r in data.get("compiled", ())],
+            defs=list(str_list(data["defs"], "defs")),
+            base=refs(data["base"], "base"),
+            edges=edges,
+            shapes=dict(str_map(data.get("shapes", {}), "shapes")),
+            compiled=refs(data.get("compiled", []), "compiled"),
         )
 
 

@@ -27,10 +27,21 @@ when a new version first writes, the folders of other versions that no run wrote
 day are removed: only folders holding the MARKER file this tool writes into each version
 folder it creates (`cache-dir` may name any folder; what the tool did not create stays).
 
-Entries are JSON files written atomically, behind a line with the SHA-256 of the JSON; a
-missing, unreadable, corrupt (checksum), or malformed (schema: cached_results.entry_is_valid) entry or
-record is a miss, and a cache directory that cannot be written is reported once and then left
-alone. The folder walks of discovery are remembered here too (`walks/`, see
+The cache never follows a link it did not create (it creates none) and never writes outside
+its own folder: every folder below the cache folder is opened without following links, relative
+to the one above it (core/folders.py), and files are created only where nothing is (a link
+planted where the CACHEDIR.TAG or the .gitignore goes is left alone, not followed). The cache
+folder itself is reached the same way from the project root (the current directory without a
+configuration) when it is the default one or a configuration's `cache-dir` (confined to the
+project: core/config.py); only a `--cache-dir` named on the command line is followed as named.
+
+Entries are JSON files written atomically (core/writer.py), behind a line with the SHA-256 of
+the JSON; a missing, unreadable, corrupt (checksum), or malformed entry or record is a miss:
+every value is checked for its type where it is decoded (cached_results.entry_is_valid,
+`from_json` of diagnostics, summaries and prescans), so an entry whose checksum was recomputed
+over ill-typed values replays nothing. (Checked by hand: a JSON Schema validator costs its
+import alone, 80 ms for `jsonschema`, most of a warm run.) A cache directory that cannot be
+written is reported once and then left alone. The folder walks of discovery are remembered here too (`walks/`, see
 discover/files.py, `_walk_remembered`; the cache is discovery's `WalkMemo`). JSON was measured against marshal, msgpack and pickle on the cache of flax (353
 files): decoding every full entry took 24, 17, 19 and 24 ms. The format matters less than
 not reading the summaries at all, so it stays JSON (stdlib, safe on a damaged file).
@@ -41,6 +52,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -48,6 +60,7 @@ from typing import Any, NamedTuple
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.fingerprint import source_fingerprint
+from jaxfuse_lint.core.folders import LinkInPath, open_folder, walk
 
 DEFAULT_DIR = ".jaxfuse_lint_cache"
 FORMAT = 3  # 3: a SHA-256 line before each entry's JSON
@@ -86,15 +99,31 @@ def default_directory(settings: Settings) -> Path:
     return Path(DEFAULT_DIR)
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def confinement(settings: Settings) -> str | None:
+    """The folder the cache folder is reached from without following a link: the project root
+    for a configured `cache-dir` and for the default folder (the current directory without a
+    configuration); None for a `--cache-dir` named on the command line, which is followed."""
+    if settings.cache_dir:
+        return settings.cache_dir_root
+    if settings.config_path and settings.project_root:
+        return settings.project_root
+    return "."
+
+
+def for_settings(settings: Settings) -> "Cache":
+    """The cache a run with these settings uses."""
+    return Cache(default_directory(settings), settings, within=confinement(settings))
 
 
 class Cache:
-    def __init__(self, directory: str | os.PathLike, settings: Settings) -> None:
+    def __init__(self, directory: str | os.PathLike, settings: Settings, within: str | None = None) -> None:
+        """The cache in DIRECTORY. WITHIN: a folder DIRECTORY is below, from which it is opened
+        without following links (None: DIRECTORY is opened as named)."""
         self.root = Path(directory)
+        self.within = within
         settings_key = hashlib.sha256(settings.fingerprint().encode()).hexdigest()[:16]
-        self.directory = self.root / tool_fingerprint() / settings_key
+        self._below = (tool_fingerprint(), settings_key)  # this version's and these settings' folder
+        self.directory = self.root.joinpath(*self._below)
         self.error: str | None = None  # the first write failure, reported once by the runner
         self._prepared = False
 
@@ -102,53 +131,87 @@ class Cache:
     def key(filename: str, digest: str, module: str | None) -> str:
         return hashlib.sha256(f"{filename}\0{digest}\0{module}".encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+    @staticmethod
+    def _entry(key: str) -> tuple[tuple[str, ...], str]:
+        return (key[:2],), f"{key}.json"
 
     @staticmethod
     def run_key(filenames: list[str]) -> str:
         return hashlib.sha256("\0".join(filenames).encode()).hexdigest()
 
-    def _run_path(self, run_key: str) -> Path:
-        return self.directory / "runs" / f"{run_key}.json"
-
     def load_run(self, run_key: str) -> RunRecord | None:
         """The record of the last run over these files (None: none, or unreadable)."""
-        data = self._read(self._run_path(run_key))
-        if data is None or not isinstance(data.get("files"), list) or not isinstance(data.get("stat_time_ns"), int):
+        data = self._read(("runs",), f"{run_key}.json")
+        if data is None or not isinstance(data.get("files"), list) or type(data.get("stat_time_ns")) is not int:
             return None
         out = []
         for item in data["files"]:
             if not (isinstance(item, list) and len(item) == 5 and isinstance(item[0], str)
                     and isinstance(item[1], str) and isinstance(item[2], dict)
-                    and (item[3] is None or isinstance(item[3], list)) and (item[4] is None or isinstance(item[4], str))):
+                    and (item[3] is None or (isinstance(item[3], list) and all(type(n) is int for n in item[3])))
+                    and (item[4] is None or isinstance(item[4], str))):
                 return None
             out.append(RecordedFile(*item))
         return RunRecord(data["stat_time_ns"], out)
 
     def store_run(self, run_key: str, record: RunRecord) -> None:
-        self._write(self._run_path(run_key), {"format": FORMAT, "stat_time_ns": record.stat_time_ns,
-                                              "files": [list(f) for f in record.files]})
-
-    def _walk_path(self, key: str) -> Path:
-        return self.directory / "walks" / f"{key}.json"
+        self._write(("runs",), f"{run_key}.json", {"format": FORMAT, "stat_time_ns": record.stat_time_ns,
+                                                   "files": [list(f) for f in record.files]})
 
     def load_walk(self, key: str) -> dict[str, Any] | None:
         """The last walk of a folder (discover/files.py, `_walk_remembered`), None if there is none."""
-        return self._read(self._walk_path(key))
+        return self._read(("walks",), f"{key}.json")
 
     def store_walk(self, key: str, walk: dict[str, Any]) -> None:
-        self._write(self._walk_path(key), {"format": FORMAT, **walk})
+        self._write(("walks",), f"{key}.json", {"format": FORMAT, **walk})
 
     def load(self, key: str) -> dict[str, Any] | None:
-        return self._read(self._path(key))
+        return self._read(*self._entry(key))
 
-    @staticmethod
-    def _read(path: Path) -> dict[str, Any] | None:
+    def store(self, key: str, entry: dict[str, Any]) -> None:
+        self._write(*self._entry(key), {"format": FORMAT, **entry})
+
+    # -- the folders, opened without following links ------------------------------------------------------
+    def _open_root(self, create: bool) -> tuple[int, bool]:
+        """A handle of the cache folder, and whether this call made it."""
+        if self.within is None:
+            try:
+                return open_folder(self.root), False
+            except FileNotFoundError:
+                if not create:
+                    raise
+            os.makedirs(self.root, exist_ok=True)
+            return open_folder(self.root), True
+        parts = os.path.relpath(self.root, self.within).split(os.sep)
+        top = open_folder(self.within)
+        try:
+            try:
+                return walk(top, parts), False
+            except FileNotFoundError:
+                if not create:
+                    raise
+            return walk(top, parts, create=True), True
+        finally:
+            os.close(top)
+
+    def _folder(self, parts: tuple[str, ...], create: bool = False) -> int:
+        """A handle of PARTS below this version's and these settings' folder."""
+        root, _ = self._open_root(create)
+        try:
+            return walk(root, (*self._below, *parts), create=create)
+        finally:
+            os.close(root)
+
+    def _read(self, parts: tuple[str, ...], name: str) -> dict[str, Any] | None:
         """An entry this version wrote (None: missing, unreadable, damaged, or another format).
         Its first line is the SHA-256 of the rest: a flipped byte is a miss, never a result."""
         try:
-            with open(path, "rb") as fh:
+            folder = self._folder(parts)
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+            finally:
+                os.close(folder)
+            with os.fdopen(fd, "rb") as fh:
                 raw = fh.read()
             digest, _, body = raw.partition(b"\n")
             if hashlib.sha256(body).hexdigest().encode() != digest:
@@ -158,35 +221,10 @@ class Cache:
             return None
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
-    def store(self, key: str, entry: dict[str, Any]) -> None:
-        self._write(self._path(key), {"format": FORMAT, **entry})
-
-    def _prune_other_versions(self) -> None:
-        """A new version of the tool (an upgrade, an edited checkout) starts a new folder: the
-        folders of other versions that no run has written to for PRUNE_AFTER_S go, or every
-        upgrade would leave a full cache behind. One still in use by another version's runs
-        is written to by them (or, if only read, is at worst rebuilt once)."""
-        import shutil
-
-        now = time.time()
-        try:
-            siblings = list(os.scandir(self.root))
-        except OSError:
-            return
-        for entry in siblings:
-            if not (entry.is_dir(follow_symlinks=False) and VERSION_DIR.fullmatch(entry.name)
-                    and os.path.isfile(os.path.join(entry.path, MARKER))):
-                continue  # never delete a folder this tool did not create
-            try:
-                if now - entry.stat(follow_symlinks=False).st_mtime > PRUNE_AFTER_S:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-            except OSError:
-                continue
-
-    def _write(self, path: Path, entry: dict[str, Any]) -> None:
+    def _write(self, parts: tuple[str, ...], name: str, entry: dict[str, Any]) -> None:
         if self.error is not None:
             return
-        import tempfile  # writing is the exception on a warm run
+        from jaxfuse_lint.core.writer import replace_in  # writing is the exception on a warm run
 
         try:
             # dumps, not dump: dump streams through json's pure-Python encoder (40 ms for the
@@ -194,44 +232,99 @@ class Cache:
             body = json.dumps(entry, separators=(",", ":")).encode()
             text = hashlib.sha256(body).hexdigest().encode() + b"\n" + body
             self._prepare()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            folder = self._folder(parts, create=True)
             try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+                replace_in(folder, name, text, durable=False)
+            finally:
+                os.close(folder)
         except (OSError, TypeError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, LinkInPath):
+                reason = f"{exc.filename} is {exc.strerror}, not followed"
+            else:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.error = f"{self.root}: cannot write the cache ({reason}); continuing without it"
 
     def _prepare(self) -> None:
         if self._prepared:
             return
-        tag = self.root / "CACHEDIR.TAG"
-        created = not self.root.exists()
-        self.root.mkdir(parents=True, exist_ok=True)
-        version_dir = self.directory.parent
-        if version_dir.is_dir():
-            os.utime(version_dir)  # "last written by a run": what pruning goes by
-        else:
-            version_dir.mkdir(exist_ok=True)
-            (version_dir / MARKER).write_text(_MARKER_TEXT)
-            self._prune_other_versions()
-        # The tag and the .gitignore go only into a folder this tool made (`cache-dir` may name
-        # any folder: a `.gitignore` of `*` there would hide the user's own files from git).
-        if created or _ours(tag):
-            if not tag.exists():
-                tag.write_text(_TAG_TEXT)
-            ignore = self.root / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Automatically created by jaxfuse-lint.\n*\n")
+        root, created = self._open_root(create=True)
+        try:
+            try:
+                version = walk(root, self._below[:1])
+                new_version = False
+            except FileNotFoundError:
+                version = walk(root, self._below[:1], create=True)
+                new_version = True
+            try:
+                if new_version:
+                    _create(version, MARKER, _MARKER_TEXT)
+                else:
+                    os.utime(version)  # "last written by a run": what pruning goes by
+            finally:
+                os.close(version)
+            if new_version:
+                _prune_other_versions(root, keep=self._below[0])
+            # The tag and the .gitignore go only into a folder this tool made (`cache-dir` may name
+            # any folder: a `.gitignore` of `*` there would hide the user's own files from git).
+            if created or _read_small(root, "CACHEDIR.TAG") == _TAG_TEXT.encode():
+                _create(root, "CACHEDIR.TAG", _TAG_TEXT)
+                _create(root, ".gitignore", "# Automatically created by jaxfuse-lint.\n*\n")
+        finally:
+            os.close(root)
         self._prepared = True
+
+
+def _prune_other_versions(root: int, keep: str) -> None:
+    """A new version of the tool (an upgrade, an edited checkout) starts a new folder: the
+    folders of other versions that no run has written to for PRUNE_AFTER_S go, or every
+    upgrade would leave a full cache behind. One still in use by another version's runs
+    is written to by them (or, if only read, is at worst rebuilt once). Only folders holding
+    the MARKER this tool writes into each version folder it creates are ever removed."""
+    import shutil
+
+    now = time.time()
+    try:
+        siblings = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in siblings:
+        if entry.name == keep or not (entry.is_dir(follow_symlinks=False) and VERSION_DIR.fullmatch(entry.name)):
+            continue
+        try:
+            folder = walk(root, (entry.name,))
+            try:
+                ours = stat.S_ISREG(os.stat(MARKER, dir_fd=folder, follow_symlinks=False).st_mode)
+                age = now - os.fstat(folder).st_mtime
+            finally:
+                os.close(folder)
+            if ours and age > PRUNE_AFTER_S:
+                shutil.rmtree(entry.name, dir_fd=root, ignore_errors=True)
+        except OSError:
+            continue  # never delete a folder this tool did not create
+
+
+def _create(folder: int, name: str, text: str) -> None:
+    """Create NAME in FOLDER with TEXT, unless something is there already: a file, or a link
+    someone put there (never followed)."""
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(text.encode())
+
+
+def _read_small(folder: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -239,10 +332,3 @@ _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 # In every version folder this tool creates: only folders holding it are ever pruned.
 MARKER = "JAXFUSE_LINT_CACHE"
 _MARKER_TEXT = "A cache folder created by jaxfuse-lint; it removes it when no run used it for a day.\n"
-
-
-def _ours(tag: Path) -> bool:
-    try:
-        return tag.read_text(encoding="utf-8", errors="replace") == _TAG_TEXT
-    except OSError:
-        return False

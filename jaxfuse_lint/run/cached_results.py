@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxfuse_lint.core.diagnostics import Diagnostic
+from jaxfuse_lint.core.json_types import str_list, str_map, typed
 from jaxfuse_lint.engine.pipeline import FileResult
 from jaxfuse_lint.project.summary import Summary
 
@@ -22,11 +23,11 @@ def result_to_json(result: FileResult) -> dict[str, Any]:
 
 def entry_is_valid(filename: str, entry: dict[str, Any]) -> bool:
     """Whether a cache entry has the shape this version reads (every part it is used for
-    decodes): a damaged one is a miss, never a KeyError later."""
+    decodes, each value of its type): a damaged one is a miss, never a KeyError later."""
     try:
-        if not (isinstance(entry["jax"], bool) and isinstance(entry["external"], dict)
-                and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["external"].items())):
+        if not (type(entry["jax"]) is bool and typed(entry["filename"], str, "filename") == filename):
             return False
+        str_map(entry["external"], "external")
         if entry["summary"] is not None:
             Summary.from_json(entry["summary"])
         result_from_json(filename, entry["result"])
@@ -36,10 +37,16 @@ def entry_is_valid(filename: str, entry: dict[str, Any]) -> bool:
 
 
 def result_from_json(filename: str, data: dict[str, Any]) -> FileResult:
+    """A result as result_to_json wrote it for FILENAME: ValueError if any value has the wrong
+    type, or a diagnostic is of another file."""
+    typed(data, dict, "result")
     diags = []
-    for item in data["diagnostics"]:
+    for item in typed(data["diagnostics"], list, "diagnostics"):
         d = Diagnostic.from_json(item)
+        if d.filename != filename:
+            raise ValueError(f"a diagnostic of {d.filename!r} in the result of {filename!r}")
         if "name" in item:
-            d.name = item["name"]
+            d.name = typed(item["name"], str, "name")
         diags.append(d)
-    return FileResult(filename, diags, None, list(data.get("errors", [])), bool(data.get("skipped")))
+    return FileResult(filename, diags, None, str_list(data.get("errors", []), "errors"),
+                      typed(data.get("skipped", False), bool, "skipped"))

@@ -16,7 +16,7 @@ from jaxfuse_lint.project.summary import Summary
 from jaxfuse_lint.run.cache_replay import CacheReplay
 from jaxfuse_lint.run.cached_results import entry_is_valid
 from jaxfuse_lint.run.pool import Pool
-from jaxfuse_lint.run.run_state import FileState, read_file
+from jaxfuse_lint.run.run_state import FileState
 
 
 class Reading(CacheReplay):
@@ -27,7 +27,6 @@ class Reading(CacheReplay):
         it, its results are replayed from the run's record (cache.py) and nothing else is
         done (`self.replayed`); otherwise the project index is built."""
         from jaxfuse_lint.core.stat_signature import file_signature, trusted_signature
-        from jaxfuse_lint.run.cache import content_hash
 
         namer = ModuleNamer()
         pfiles: list[ProjectFile | None] = []
@@ -52,7 +51,7 @@ class Reading(CacheReplay):
             try:
                 size = st.signature[0] if st.signature is not None else os.stat(st.path).st_size
                 big = too_large(size, st.filename, self.settings)
-                data = read_file(st.path) if big is None else None
+                data = self.read(st) if big is None else None
             except OSError as exc:
                 record = None
                 pfiles.append(self._unreadable(st, exc))
@@ -62,7 +61,7 @@ class Reading(CacheReplay):
                 self._settle(st, FileResult(st.filename, [big]), used={})
                 pfiles.append(ProjectFile(st.filename, None))
                 continue
-            st.digest = content_hash(data)
+            st.digest = st.identity.digest
             if self.cache is not None:
                 st.key = self.cache.key(st.filename, st.digest, st.module)
             if recorded is not None and (recorded.filename, recorded.key) == (st.filename, st.key):
@@ -95,8 +94,8 @@ class Reading(CacheReplay):
         return ProjectFile(st.filename, None)
 
     def _prepare_one(self, st: FileState, data: bytes | None) -> ProjectFile:
-        """The file's prescan: from its cache entry, else from its text (`data`, read again
-        when not given)."""
+        """The file's prescan: from its cache entry, else from its text (`data`, read now
+        when not read yet)."""
         if self.cache is not None:
             entry = self.cache.load(st.key)
             if entry is not None:
@@ -111,7 +110,7 @@ class Reading(CacheReplay):
                 st.entry = None
         if data is None:
             try:
-                data = read_file(st.path)
+                data = self.read(st)
             except OSError as exc:
                 return self._unreadable(st, exc)
         try:

@@ -9,13 +9,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.file_identity import FileIdentity, read_identified
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome
 from jaxfuse_lint.run.pool import Pool, default_jobs
-
-
-def read_file(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
 
 
 PENDING, RUNNING, UNSETTLED, DONE = "pending", "running", "unsettled", "done"
@@ -31,6 +27,10 @@ class FileState:
     digest: str | None = None
     key: str | None = None
     signature: list[int] | None = None  # stat_signature.file_signature, taken before reading
+    # The bytes, read once (RunState.read) and analysed as read, and what the file was when read
+    # (`--fix` writes it only while it is still that file: core/file_identity.py).
+    data: bytes | None = None
+    identity: FileIdentity | None = None
     jax: bool = True
     entry: dict | None = None  # the cache entry read at the start
     # pending: never analysed; running; unsettled: has a result that may not be final (its
@@ -62,9 +62,9 @@ class RunState:
         self.stat_time_ns = time.time_ns()  # before any file's signature is taken
         self.cache = None
         if use_cache and mode == "check":
-            from jaxfuse_lint.run.cache import Cache, default_directory
+            from jaxfuse_lint.run.cache import for_settings
 
-            self.cache = Cache(default_directory(settings), settings)
+            self.cache = for_settings(settings)
         self.stats: dict[str, Any] = {"files": len(self.states), "analysed": 0, "cached": 0, "reanalysed": 0,
                                       "crashed": 0, "worker_seconds": 0.0, "reanalysis_seconds": 0.0}
         self.done_count = 0
@@ -76,6 +76,13 @@ class RunState:
         # a replayed run then writes the record again, with signatures that now can.
         self.rehashed = False
         self.pool: Pool | None = None  # started by the first file that needs a parse
+
+    def read(self, st: FileState) -> bytes:
+        """The file's bytes: read the first time they are needed, then kept for the run, so that
+        every step sees the same text, the one the identity is of (OSError if unreadable)."""
+        if st.data is None:
+            st.data, st.identity = read_identified(st.path)
+        return st.data
 
     def _settle(self, st: FileState, result: FileResult | None, used: dict[str, str]) -> None:
         st.status = DONE

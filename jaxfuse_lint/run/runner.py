@@ -2,7 +2,9 @@
 
 The run, for `check` and `--fix` alike:
 
-1. Every file is read and hashed here. A cache hit gives its import prescan and project
+1. Every file is read and hashed here, once: its bytes are kept for the run (what is analysed
+   is what was hashed), with what the file was when read (`--fix` writes it back only while
+   it still is that file). A cache hit gives its import prescan and project
    summary; otherwise the text is decoded and prescanned (regular expressions, no parse).
 2. The project index (project/) is built from the prescans and the cached summaries.
 3. Files that need analysis go to worker processes, importers before what they import,
@@ -34,11 +36,12 @@ from typing import Any, Iterable
 
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.file_identity import FileIdentity
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome, decode
 from jaxfuse_lint.parse.parser_guard import cpython_diagnostic, cpython_rejects
 from jaxfuse_lint.run.pool import Pool
 from jaxfuse_lint.run.reading import Reading
-from jaxfuse_lint.run.run_state import read_file
+from jaxfuse_lint.run.run_state import FileState
 from jaxfuse_lint.run.scheduling import Scheduling
 from jaxfuse_lint.run.worker import Reply, Task
 
@@ -55,6 +58,8 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
     # files, analysed (parsed by a worker), cached (results reused), reanalysed (import cycles)
     stats: dict[str, Any] = field(default_factory=dict)
+    # What each file read was when it was read (a file is written back only while it still is).
+    identities: dict[str, FileIdentity] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -117,11 +122,13 @@ class _Run(Reading, Scheduling):
         run = RunResult(stats=dict(self.stats))
         for st in self.states:
             run.errors.extend(st.errors)
+            if st.identity is not None:
+                run.identities[st.filename] = st.identity
             if st.result is None:
                 continue
             result = st.result
             if result.diagnostics and result.source is None:
-                result.source = _text_of(st.path)
+                result.source = self._text_of(st)
             run.results.append(result)
             if st.outcome is not None:
                 run.fixes.append(st.outcome)
@@ -130,12 +137,11 @@ class _Run(Reading, Scheduling):
             run.errors.append(self.cache.error)
         return run
 
-
-def _text_of(path: Path) -> str | None:
-    try:
-        return decode(read_file(path))[0]
-    except Exception:
-        return None
+    def _text_of(self, st: FileState) -> str | None:
+        try:
+            return decode(self.read(st))[0]
+        except Exception:
+            return None
 
 
 def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: bool = False,

@@ -13,7 +13,7 @@ from jaxfuse_lint.project.import_graph import upstream_masks
 from jaxfuse_lint.project.summary import Summary
 from jaxfuse_lint.run.cache_replay import CacheReplay
 from jaxfuse_lint.run.cached_results import result_from_json
-from jaxfuse_lint.run.run_state import DONE, PENDING, RUNNING, UNSETTLED, FileState, read_file
+from jaxfuse_lint.run.run_state import DONE, PENDING, RUNNING, UNSETTLED, FileState
 from jaxfuse_lint.run.worker import Reply, Task
 
 
@@ -156,7 +156,7 @@ class Scheduling(CacheReplay):
 
     def _task(self, st: FileState) -> Task:
         try:
-            data = read_file(st.path)
+            data = self.read(st)
         except OSError:
             data = b""
         if st.status == PENDING:

@@ -480,8 +480,9 @@ class Recorder:
     def write(self) -> None:
         if not self.entries and not self.functions:
             return
+        if not os.path.isdir(self.parts_dir):
+            return  # removed: the `record` this process belonged to is over (a process that outlived it)
         try:
-            os.makedirs(self.parts_dir, exist_ok=True)
             if self._part_path is None:
                 self._part_path = os.path.join(self.parts_dir, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json")
             path = self._part_path

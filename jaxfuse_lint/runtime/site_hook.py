@@ -1,6 +1,8 @@
 """The `sitecustomize` that `jaxfuse-lint record` puts first on the child's PYTHONPATH.
 
-`record` copies this file, as `sitecustomize.py`, into a temporary directory;
+`record` copies this file, as `sitecustomize.py`, into a temporary folder made in
+the user's private folder (core/private_folder.py: no other user can re-create it
+once `record` removed it);
 Python imports it at startup in every process of the recorded command (and in
 their subprocesses, which inherit PYTHONPATH). It:
 
