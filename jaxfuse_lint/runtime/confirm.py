@@ -7,10 +7,12 @@ in a module-level function whose shapes are known — a `[tool.jaxfuse-lint.veri
 jaxtyping annotations with sizes — is compiled with that one fix applied (the rule's raw fix, as the
 calibration harness applies it), and:
 
-- the compiler shows the harm (`verify`'s verdict "proved"): the finding is reported, with the
+- the compiler shows the harm, judged as the calibration tables judge it (`core/calibration.verdict`:
+  memory saved, or two or more launches, and nothing worse): the finding is reported with the
   function's own figures, in the default output (also a preview finding: it is now shown);
-- it does not ("unchanged", "regressed"): the finding is dropped, and the run says so on stderr;
-- it cannot be compiled here, or the shapes are not known: the finding keeps the table's decision.
+- it shows no change, or the fix worse: the finding is dropped, and the run says so on stderr;
+- it cannot be compiled here (or only with XLA:CPU standing in for another target), the shapes are
+  not known, or only one kernel launch is saved: the finding keeps the table's decision.
 
 This imports and runs the checked modules (their top level and the functions' tracing), as `verify`
 does; `check` without `--confirm` never does.
@@ -21,6 +23,7 @@ import ast
 import dataclasses
 from typing import Callable, Iterable
 
+from jaxfuse_lint.core.calibration import Figures, figures_text, verdict
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 
@@ -84,16 +87,31 @@ def _confirm(d: Diagnostic, source: str | None, settings: Settings, echo) -> Dia
         return None
     result = verify_pair(source, fixed, func, resolved.args, resolved.static, filename=d.filename,
                          target=settings.target, gpu=settings.gpu)
+    if result.verdict == "error" or result.before is None or result.after is None \
+            or result.before.measurement is None or result.after.measurement is None:
+        return None
+    if result.environment.get("stand_in"):  # XLA:CPU standing in for another target decides nothing
+        return None
+    # The same judgement as the calibration tables' (core/calibration.verdict).
+    before, after = _figures(result.before.measurement), _figures(result.after.measurement)
+    judged = verdict(before, after)
     where = f"{d.filename}:{d.location.row}:{d.location.column}: {d.code}"
-    if result.verdict == "proved":
+    shapes = ", ".join(result.args)
+    compiled = f"compiling `{func}` for {shapes} ({resolved.origin}) on {result.backend_name}"
+    if judged == "harm" and result.verdict != "changed results":
         message = d.message.split(PREVIEW_MARK)[0] if is_preview(d) else d.message
-        figures = f"confirmed by compiling `{func}` for {', '.join(result.args)} ({resolved.origin})"
-        return dataclasses.replace(d, message=f"{message}; {figures}: {result.summary()}")
-    if result.verdict in ("unchanged", "regressed") and not result.keeps_fix:
-        echo(f"jaxfuse-lint: {where}: dropped: compiling `{func}` for {', '.join(result.args)} shows no harm "
-             f"({result.verdict}: {result.summary()})")
+        return dataclasses.replace(d, message=f"{message}; confirmed by {compiled}: {figures_text(before)} → "
+                                              f"{figures_text(after)}")
+    if judged in ("none", "worse", "mixed"):
+        echo(f"jaxfuse-lint: {where}: dropped: {compiled} shows no harm "
+             f"({figures_text(before)} → {figures_text(after)})")
         return False
-    return None
+    return None  # one launch saved and nothing else, or the fix changed results: the table's decision stands
+
+
+def _figures(measurement) -> Figures:
+    return Figures(measurement.kernels.total, measurement.kernels.launches_per_run, measurement.temp_bytes,
+                   measurement.folded_constant_bytes)
 
 
 def _enclosing_function(source: str, row: int) -> str | None:
