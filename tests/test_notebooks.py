@@ -65,7 +65,8 @@ def fusion(tmp_path) -> Path:
 def test_check_reports_the_fusion_examples_per_cell(fusion):
     proc = run("check", "--no-cache", fusion.name, cwd=fusion.parent)
     assert proc.returncode == 1, proc.stderr
-    found = [line.split(" ", 3)[:3] for line in proc.stdout.splitlines()]
+    found = [line.split(" ", 3)[:3] for line in proc.stdout.splitlines() if line.startswith("fusion.ipynb:")]
+    assert "Found 6 diagnostics." in proc.stdout
     assert found == [["fusion.ipynb:cell", f"{c}:{r}:{col}:", code] for c, r, col, code in FUSION_EXPECTED]
 
 
@@ -147,7 +148,7 @@ def test_stdin_filename_reads_notebook_json(fusion):
 def test_fix_rewrites_cells_and_leaves_everything_else(fusion):
     before_text = fusion.read_text()
     proc = run("check", "--no-cache", "--fix", "--unsafe-fixes", str(fusion))
-    assert "Fixed 5 diagnostics, 1 remaining." in proc.stderr, proc.stderr
+    assert "Fixed 5 diagnostics, 1 remaining." in proc.stdout, proc.stdout
     after_text = fusion.read_text()
     before, after = json.loads(before_text), json.loads(after_text)
     # Same format as the file had: nbformat's (indent 1, sorted keys, UTF-8, final newline).
@@ -415,7 +416,7 @@ def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
     assert lines[1].startswith("indent.ipynb:cell 2:2:") and "JF000" in lines[1]
-    assert len(lines) == 2 and proc.returncode == 1
+    assert lines[2:] == ["Found 2 diagnostics."] and proc.returncode == 1
 
 
 def test_time_magic_statements_are_analysed_and_fixed_in_place():
