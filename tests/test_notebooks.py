@@ -110,8 +110,12 @@ def test_parallel_runner_checks_notebooks_beside_modules(tmp_path, fusion):
 
 
 @pytest.mark.parametrize("text, why", [
-    ('{"cells": [', "not valid JSON"),
+    ('{"cells": [', "not valid JSON (Expecting value at line 1 column 12)"),
+    ('{"cells": [\n {"a": "b', "not valid JSON (Unterminated string starting at line 2 column 8)"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 is not supported"),
+    ('{"cells": []}', 'a notebook without its metadata: no "nbformat" version or "metadata"'),
+    ('{"cells": [], "metadata": {}}', 'a notebook without its metadata: no "nbformat" version ('),
+    ('{"worksheets": []}', 'not a Jupyter notebook (no "nbformat" version or "metadata")'),
     ("[1, 2]", "not a Jupyter notebook"),
 ])
 def test_unreadable_notebook_is_one_error_and_nothing_is_lost(tmp_path, fusion, text, why):

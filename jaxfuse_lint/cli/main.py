@@ -233,9 +233,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     run.results += unreadable_folders
     for err in run.errors:
         out.error(err)
-    stats = run.stats
-    out.info(f"{stats.get('files', len(files))} files: {stats.get('analysed', 0)} analysed, "
-             f"{stats.get('cached', 0)} from the cache, the rest without JAX (syntax checked only)")
+    out.info(_counts(run.stats, len(files)))
 
     changed = [o for o in run.fixes if o.changed]
     if diff:
@@ -304,6 +302,23 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     _emit(report + out.closing(closing), output_file, out)
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _counts(stats: dict, files: int) -> str:
+    """-v's account of the run: every file once (analysed, from the cache, or without JAX), then the
+    extra passes of files analysed again after a module they import changed."""
+    total = stats.get("files", files)
+    analysed = stats.get("analysed_files", stats.get("analysed", 0))
+    cached = min(stats.get("cached", 0), total - analysed)
+    parts = [f"{analysed} analysed", f"{cached} from the cache"]
+    rest = total - analysed - cached
+    if rest:
+        parts.append(f"{rest} without JAX (syntax checked only)")
+    text = f"{total} file{'s' if total != 1 else ''}: {', '.join(parts)}"
+    again = stats.get("analysed", 0) - analysed
+    if again > 0:
+        text += f"; {again} more pass{'es' if again != 1 else ''} after a module they import changed"
+    return text
 
 
 def _link_out_of_paths(filename: str, paths) -> str | None:
