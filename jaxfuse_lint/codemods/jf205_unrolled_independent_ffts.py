@@ -171,7 +171,10 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         new = new.with_changes(trailing_whitespace=comment)
     return FixPlan(
         applicability=Applicability.UNSAFE,
-        message=f"Run the accumulation into `{acc.name}` as a `lax.fori_loop` (first iteration peeled off)",
+        message=(f"Run the accumulation into `{acc.name}` as a `lax.fori_loop` (first iteration peeled off); "
+                 f"unsafe: the carry keeps the dtype of the first term, where the Python loop promoted "
+                 f"`{acc.name}` on every addition: a later term of a wider dtype (or a weakly typed "
+                 f"`{acc.name}`) is cast or raises"),
         replacements={loop: new},
         imports=imports,
     )
