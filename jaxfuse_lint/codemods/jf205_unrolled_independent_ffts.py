@@ -21,6 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.codemods._layout import allowed_width
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import positional, walk
 from jaxfuse_lint.model.accumulation import accumulation, small_statements
@@ -161,6 +162,8 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         step = model.module.default_indent
         text = (f"{acc.name} = {fori}(\n{step}{lower},\n{step}{stop_text},\n"
                 f"{step}lambda {var}, {acc.name}: {body},\n{step}{init},\n)\n")
+    if any(len(indent) + len(line) > allowed_width(model, loop) for line in text.splitlines()):
+        return None  # a body too long for one line of a lambda: not a rewrite a person would keep
     try:
         new = cst.parse_statement(text)
     except cst.ParserSyntaxError:
