@@ -18,6 +18,12 @@ a conditional expression) the operand is indexed as a whole,
 the operand contains a `jnp.stack`. Operands are repeated once per term, so they
 must be pure (names, attributes, subscripts, arithmetic, jnp calls, the module's
 own pure functions); XLA computes a repeated pure expression once (CSE).
+
+Layout (what a person would write): an operand indexed as a whole whose copies would add more
+than 20 characters is bound to a name first (`x_w = x[:, None, :] * w`, then `x_w[..., 0] + ...`;
+in a lambda, where no line can go before, there is no fix); a statement that would grow past 88
+columns (or past its own width, when wider) binds the unrolled value to a name (`x_norm = ...`)
+or, for `return <the reduction>`, is laid out over lines, one term a line (codemods/_layout.py).
 """
 from __future__ import annotations
 
