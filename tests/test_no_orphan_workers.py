@@ -96,27 +96,36 @@ def test_kill_9_leaves_no_worker_whatever_starts_them(tmp_path, method):
     assert kill_during_run(tmp_path, method) == set()
 
 
-def test_workers_stop_at_the_end_of_their_pipe_without_a_death_signal(tmp_path, monkeypatch):
+PORTABLE_PATH = """
+import multiprocessing
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.run import pool, worker
+
+worker._die_with_parent = lambda: None  # no PR_SET_PDEATHSIG: the pipe's end alone
+pool.start_method = lambda: "fork"
+workers = pool.Pool(2, Settings(), 60.0)
+first = pool._Worker(workers.ctx, Settings(), workers.held())
+workers.idle.append(first)
+second = pool._Worker(workers.ctx, Settings(), workers.held())
+workers.idle.append(second)
+for w in (first, second):
+    assert w.conn.recv() == worker.READY
+first.conn.close()  # as the coordinator's death would
+first.proc.join(10)
+print(first.proc.exitcode, second.proc.is_alive())
+second.stop()
+"""
+
+
+def test_workers_stop_at_the_end_of_their_pipe_without_a_death_signal():
     """The portable path (no PR_SET_PDEATHSIG): a worker whose coordinator's end of the pipe is
-    closed stops, even with other workers forked after it (which must not hold that end open)."""
+    closed stops, even with another worker forked after it (which must not hold that end open).
+    In a fresh interpreter: forking a process that has loaded jax is not safe."""
     import multiprocessing
 
-    from jaxfuse_lint.core.config import Settings
-    from jaxfuse_lint.run import pool, worker
-
-    monkeypatch.setattr(worker, "_die_with_parent", lambda: None)
-    monkeypatch.setattr(pool, "start_method", lambda: "fork")
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork here")
-    workers = pool.Pool(2, Settings(), 60.0)
-    first, second = pool._Worker(workers.ctx, Settings(), workers.held()), None
-    workers.idle.append(first)
-    second = pool._Worker(workers.ctx, Settings(), workers.held())
-    workers.idle.append(second)
-    for w in (first, second):
-        assert w.conn.recv() == worker.READY
-    first.conn.close()  # as the coordinator's death would
-    first.proc.join(10)
-    assert first.proc.exitcode == 0
-    assert second.proc.is_alive()
-    second.stop()
+    proc = subprocess.run([sys.executable, "-c", PORTABLE_PATH], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "True"]
