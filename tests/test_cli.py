@@ -47,9 +47,9 @@ def test_exit_codes_and_concise_output(project):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("bad.py:9:12: JF101 ")
     assert lines[1].startswith("bad.py:9:34: JF201 ")
-    assert "Found 2 diagnostics." in r.stderr
+    assert "Found 2 diagnostics." in r.stdout
     clean = run("check", str(project / "clean.py"), cwd=project)
-    assert clean.returncode == 0 and clean.stdout == ""
+    assert clean.returncode == 0 and clean.stdout == "All checks passed!\n"
 
 
 def test_default_command_is_check(project):
@@ -84,9 +84,42 @@ def test_unknown_code_is_a_usage_error(project):
     assert "unknown rule selector `JF999`" in r.stderr
 
 
-def test_missing_path_is_a_usage_error(tmp_path):
-    r = run("check", str(tmp_path / "nope"), cwd=tmp_path)
-    assert r.returncode == 2 and "no such file" in r.stderr
+def test_a_missing_path_is_a_diagnostic_and_the_other_paths_are_checked(project):
+    """ruff's E902: the path is reported, the rest checked, exit 1 (not 2: nothing was misused)."""
+    r = run("check", "missing/", "bad.py", cwd=project)
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()  # in file order, as every report is
+    assert lines[0].startswith("bad.py:9:12: JF101 ") and lines[1].startswith("bad.py:9:34: JF201 ")
+    assert lines[2] == "missing:1:1: JF000 Could not read path: No such file or directory"
+    assert "Found 3 diagnostics." in lines and r.stderr == ""
+    data = json.loads(run("check", "--output-format", "json", "missing", "bad.py", cwd=project).stdout)
+    assert [d["code"] for d in data] == ["JF101", "JF201", "JF000"]
+    assert data[2]["message"] == "Could not read path: No such file or directory" and data[2]["fix"] is None
+    alone = run("check", "missing.py", cwd=project)
+    assert alone.returncode == 1 and alone.stdout.startswith("missing.py:1:1: JF000 Could not read path: ")
+    assert run("check", "--exit-zero", "missing.py", cwd=project).returncode == 0
+    fixed = run("check", "--fix", "missing", "bad.py", cwd=project)
+    assert fixed.returncode == 1 and "missing:1:1: JF000 Could not read path: " in fixed.stdout
+
+
+def test_the_summary_is_on_stdout_after_the_report_and_machine_formats_have_none(project):
+    r = run("check", "bad.py", cwd=project)
+    assert r.stdout.splitlines()[2:] == ["Found 2 diagnostics.", "[*] 1 fixable with `jaxfuse-lint --fix`."] \
+        or r.stdout.splitlines()[2] == "Found 2 diagnostics.", r.stdout
+    assert r.stderr == ""
+    assert run("check", "clean.py", cwd=project).stdout == "All checks passed!\n"
+    for fmt in ("json", "json-lines", "junit", "sarif", "github", "gitlab", "pylint", "rdjson"):
+        out = run("check", "--output-format", fmt, "bad.py", cwd=project)
+        assert "Found" not in out.stdout and "Found" not in out.stderr, fmt
+    json.loads(run("check", "--output-format", "json", "bad.py", cwd=project).stdout)
+    quiet = run("check", "-q", "bad.py", cwd=project)
+    assert len(quiet.stdout.splitlines()) == 2 and quiet.stderr == ""
+    to_file = run("check", "-o", "report.txt", "bad.py", cwd=project)
+    assert to_file.stdout == "" and "Found 2 diagnostics." in (project / "report.txt").read_text()
+    # --diff: stdout is the patch; its closing lines go to stderr (ruff's).
+    diff = run("check", "--diff", "bad.py", cwd=project)
+    assert diff.stdout.startswith("--- a/bad.py") and "Would fix" not in diff.stdout
+    assert "Would fix 1 diagnostic in 1 file." in diff.stderr
 
 
 def test_exit_zero_and_statistics(project):

@@ -56,7 +56,8 @@ def test_per_file_ignores(tmp_path):
     ("select = ['JF777']\n", "unknown rule selector"),
     ("small-axis-max = 0\n", "positive integer"),
     ("jax-modules = 'jax'\n", "list of strings"),
-    ("small-axis-max = \n", "invalid TOML"),
+    ("small-axis-max = \n", "invalid TOML: Invalid value (at line 2, column 18)"),
+    ("select = [\n", "invalid TOML: Invalid value (at the end of the file, line 3, column 1)"),
 ])
 def test_bad_config_is_exit_2_with_one_line(tmp_path, table, needle):
     m = write(tmp_path, table)

@@ -81,7 +81,7 @@ def test_fix_rewrites_every_safe_core_finding_of_the_acceptance_corpus(corpus, t
     # A second --fix is a no-op.
     snapshot = {f.name: f.read_bytes() for f in corpus.iterdir()}
     again = invoke(str(corpus), "--fix", "--select", CORE)
-    assert "Fixed 0 diagnostics" in again.stderr
+    assert "Fixed 0 diagnostics" in again.stdout
     assert {f.name: f.read_bytes() for f in corpus.iterdir()} == snapshot
 
 
@@ -186,10 +186,10 @@ def test_unsafe_fixes_need_the_flag(tmp_path):
     path.write_text(UNSAFE)
     result = invoke(str(path), "--fix", "--select", "JF203")
     assert path.read_text() == UNSAFE
-    assert "Fixed 0 diagnostics" in result.stderr
+    assert "Fixed 0 diagnostics" in result.stdout
     result = invoke(str(path), "--fix", "--unsafe-fixes", "--show-fixes", "--select", "JF203")
     assert "    def step(i, c):\n        spectrum = jnp.abs(" in path.read_text()
-    assert "JF203" in result.stderr and "Fixed 1 diagnostic" in result.stderr
+    assert "JF203" in result.stdout and "Fixed 1 diagnostic" in result.stdout
 
 
 def test_check_reports_fix_availability(tmp_path):

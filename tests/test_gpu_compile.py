@@ -1,6 +1,6 @@
 """XLA:GPU without a GPU: verify, explain and --fix --verify compile for the configured GPU model.
 
-With jax's CUDA plugin installed (`pip install 'jaxfuse-lint[gpu]'`; no NVIDIA runtime, no
+With jax's CUDA plugin installed (the `gpu` extra, `pip install -e '.[gpu]'`; no NVIDIA runtime, no
 device), XLA:GPU compiles for a compile-only device built from one of XLA's target configs
 (jaxfuse_lint/gpu_targets). The figures asserted here are the GPU compiler's own, measured
 with jax/jaxlib 0.10.2 and the H100 config; tests that need the plugin are skipped without it.
@@ -30,7 +30,7 @@ LOOP = PROOFS / "loop_input.py"
 
 needs_xla_gpu = pytest.mark.skipif(
     not backend._cuda_plugin_installed(),
-    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: pip install 'jaxfuse-lint[gpu]'",
+    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: python3 -m pip install -e '.[gpu]'",
 )
 # Exact figures: XLA:GPU of jaxlib 0.10.2 for the shipped H100 config, no XLA_FLAGS.
 MEASURED = jax.__version__ == "0.10.2" and not os.environ.get("XLA_FLAGS")
@@ -196,7 +196,7 @@ def test_without_the_plugin_a_gpu_target_says_what_stood_in_and_how_to_get_xla_g
     env = data["environment"]
     assert env["backend"] == "cpu" and env["deviceless"] is False and env["target"] == "gpu"
     assert "XLA:CPU stood in for the GPU target" in env["stand_in"]
-    assert "pip install 'jaxfuse-lint[gpu]'" in env["stand_in"]
+    assert "python3 -m pip install -e '.[gpu]' in jaxfuse-lint's repository" in env["stand_in"]
     assert data["summary"].startswith("on CPU (stand-in for GPU): ")
     assert data["verdict"] == "unchanged"  # XLA:CPU makes one kernel of either
     assert any("rejects nothing" in note for note in data["notes"])

@@ -254,7 +254,7 @@ def test_an_unreadable_folder_is_reported_and_the_rest_checked(tmp_path, monkeyp
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 1
     assert "m.py:7:" in result.output
-    assert "locked: cannot read the folder: Permission denied" in result.output
+    assert "locked:1:1: JF000 Could not read folder: Permission denied" in result.output
 
 
 def test_a_pyproject_that_is_not_utf8_on_the_upward_search_is_a_configuration_error(tmp_path):
@@ -263,7 +263,7 @@ def test_a_pyproject_that_is_not_utf8_on_the_upward_search_is_a_configuration_er
     (tmp_path / "pkg" / "m.py").write_text(BAD)
     result = run_cli("check", "--no-cache", str(tmp_path / "pkg"))
     assert result.exit_code == 2, repr(result.exception)
-    assert "pyproject.toml: invalid TOML: not valid UTF-8" in result.output
+    assert "pyproject.toml: invalid TOML: not valid UTF-8 (byte 0xff at line 3, column 3)" in result.output
 
 
 @pytest.mark.parametrize("key", ["include", "exclude", "extend-exclude"])

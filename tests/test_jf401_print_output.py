@@ -74,3 +74,19 @@ def test_no_fix_where_the_text_would_change(line):
     result = check_source(source, "m.py", SETTINGS)
     found = [d for d in result.diagnostics if d.code == "JF401"]
     assert found and all(d.fix is None for d in found)
+
+
+def test_the_fix_keeps_the_quotes_of_the_string_it_rewrites():
+    from dataclasses import replace as _replace
+
+    from jaxfuse_lint.core.config import Settings as _Settings
+    from jaxfuse_lint.engine.pipeline import fix_source as _fix
+
+    source = ("import jax\n\n\n@jax.jit\ndef g(x):\n    print('value', x)\n    print(f'x = {x}')\n"
+              "    print(\"double\", x)\n    print('it\"s', x)\n    print(x)\n    return x\n")
+    fixed = _fix(source, "m.py", _replace(_Settings(), select=("JF401",))).source
+    assert "    jax.debug.print('value {}', x)\n" in fixed
+    assert "    jax.debug.print('x = {}', x)\n" in fixed
+    assert '    jax.debug.print("double {}", x)\n' in fixed
+    assert "    jax.debug.print('it\"s {}', x)\n" in fixed  # the text holds the other quote: kept
+    assert '    jax.debug.print("{}", x)\n' in fixed

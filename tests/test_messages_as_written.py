@@ -52,3 +52,17 @@ def test_as_written_falls_back_to_the_conventional_short_name():
     assert as_written(cst.parse_expression("net.apply(p, x)"), "jax.jit", same_name=True) == "jax.jit"
     assert canonical_short("numpy.linalg.norm") == "np.linalg.norm"
     assert canonical_short("jax.lax.scan") == "lax.scan"
+
+
+def test_jf301_and_jf302_name_the_transform_as_written():
+    source = ("from jax import jit\nimport jax\n\n\ndef f(x):\n    return x * 2\n\n\ndef loop(xs):\n"
+              "    return [jit(f)(x) for x in xs]\n\n\ndef loop2(xs):\n    for x in xs:\n"
+              "        @jit\n        def h(v):\n            return v + 1\n        h(x)\n\n\n"
+              "def fresh(x):\n    return jit(lambda v: v * 2)(x)\n\n\ndef canonical(xs):\n"
+              "    return [jax.jit(f)(x) for x in xs]\n")
+    result = check_source(source, "m.py", replace(Settings(), select=("JF301", "JF302")))
+    found = {(d.code, d.location.row): d.message for d in result.diagnostics}
+    assert found[("JF301", 10)].startswith("`jit` of the module-level function `f` inside a comprehension")
+    assert found[("JF301", 15)].startswith("`jit` of `h` (a `def` in the loop body)")
+    assert "`jit`" in found[("JF302", 22)] and "`jax.jit`" not in found[("JF302", 22)]
+    assert found[("JF301", 26)].startswith("`jax.jit` of the module-level function `f`")

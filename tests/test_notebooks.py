@@ -65,7 +65,8 @@ def fusion(tmp_path) -> Path:
 def test_check_reports_the_fusion_examples_per_cell(fusion):
     proc = run("check", "--no-cache", fusion.name, cwd=fusion.parent)
     assert proc.returncode == 1, proc.stderr
-    found = [line.split(" ", 3)[:3] for line in proc.stdout.splitlines()]
+    found = [line.split(" ", 3)[:3] for line in proc.stdout.splitlines() if line.startswith("fusion.ipynb:")]
+    assert "Found 6 diagnostics." in proc.stdout
     assert found == [["fusion.ipynb:cell", f"{c}:{r}:{col}:", code] for c, r, col, code in FUSION_EXPECTED]
 
 
@@ -109,8 +110,12 @@ def test_parallel_runner_checks_notebooks_beside_modules(tmp_path, fusion):
 
 
 @pytest.mark.parametrize("text, why", [
-    ('{"cells": [', "not valid JSON"),
+    ('{"cells": [', "not valid JSON (Expecting value at line 1 column 12)"),
+    ('{"cells": [\n {"a": "b', "not valid JSON (Unterminated string starting at line 2 column 8)"),
     ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "nbformat 3 is not supported"),
+    ('{"cells": []}', 'a notebook without its metadata: no "nbformat" version or "metadata"'),
+    ('{"cells": [], "metadata": {}}', 'a notebook without its metadata: no "nbformat" version ('),
+    ('{"worksheets": []}', 'not a Jupyter notebook (no "nbformat" version or "metadata")'),
     ("[1, 2]", "not a Jupyter notebook"),
 ])
 def test_unreadable_notebook_is_one_error_and_nothing_is_lost(tmp_path, fusion, text, why):
@@ -147,7 +152,7 @@ def test_stdin_filename_reads_notebook_json(fusion):
 def test_fix_rewrites_cells_and_leaves_everything_else(fusion):
     before_text = fusion.read_text()
     proc = run("check", "--no-cache", "--fix", "--unsafe-fixes", str(fusion))
-    assert "Fixed 5 diagnostics, 1 remaining." in proc.stderr, proc.stderr
+    assert "Fixed 5 diagnostics, 1 remaining." in proc.stdout, proc.stdout
     after_text = fusion.read_text()
     before, after = json.loads(before_text), json.loads(after_text)
     # Same format as the file had: nbformat's (indent 1, sorted keys, UTF-8, final newline).
@@ -415,7 +420,7 @@ def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
     assert lines[1].startswith("indent.ipynb:cell 2:2:") and "JF000" in lines[1]
-    assert len(lines) == 2 and proc.returncode == 1
+    assert lines[2:] == ["Found 2 diagnostics."] and proc.returncode == 1
 
 
 def test_time_magic_statements_are_analysed_and_fixed_in_place():

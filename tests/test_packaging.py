@@ -42,6 +42,12 @@ def test_the_wheel_has_no_top_level_codemods_and_its_imports_work(tmp_path):
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"jaxfuse_lint"}
     assert "jaxfuse_lint/codemods/jf101_unroll_reduction.py" in names
+    # The `gpu` extra requires xla-gpu/ (by an absolute file URL), never jax's CUDA plugin by name: pip
+    # would install that where every `import jax` of the environment loads it (tests/test_gpu_extra.py).
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    gpu = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and 'extra == "gpu"' in line]
+    assert any(f"jaxfuse-lint-xla-gpu @ {(ROOT / 'xla-gpu').as_uri()}" in line for line in gpu), gpu
+    assert not any("cuda" in line.split("@")[0] for line in gpu), gpu
     # Installed (no checkout around it), the engine finds every codemod under the tool's name.
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)

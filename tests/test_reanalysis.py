@@ -83,3 +83,23 @@ def test_a_cycle_whose_facts_change_is_analysed_again(tmp_path):
     flagged = [d for d in run.diagnostics if Path(d.filename).name == "d.py"]
     assert flagged and flagged[0].code == "JF201"  # d.update is traced, from c
     assert facts(check_files(list(reversed(files)), Settings(), jobs=2)) == facts(run)
+
+
+def test_verbose_counts_each_file_once_and_the_extra_passes_apart(tmp_path):
+    """`-v` said `6 files: 7 analysed`: a pass is not a file."""
+    import subprocess
+    import sys
+
+    # Each traces a function of the other: the first analysed is analysed again once the other is known.
+    first = "import jax\nimport numpy as np\n\nfrom pkg import d\n\nstep = jax.jit(d.update)\n\n\n" \
+            "def grow(x):\n    return x * np.arange(3)\n"
+    second = "import jax\nimport numpy as np\n\nfrom pkg import c\n\nrun = jax.jit(c.grow)\n\n\n" \
+             "def update(x):\n    return x + np.ones(3)\n"
+    project(tmp_path, {"c": first, "d": second})
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "-v", "--no-cache", "-j", "1", "pkg"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    [line] = [ln for ln in proc.stderr.splitlines() if " files: " in ln]
+    assert line == ("jaxfuse-lint: 3 files: 2 analysed, 0 from the cache, 1 without JAX (syntax checked only); "
+                    "1 more pass after a module they import changed"), proc.stderr

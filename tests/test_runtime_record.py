@@ -236,7 +236,7 @@ def test_review_verify_quotes_the_measured_before_and_after(recorded, tmp_path):
 
 needs_xla_gpu = pytest.mark.skipif(
     not __import__("jaxfuse_lint.verify.backend", fromlist=["_"])._cuda_plugin_installed(),
-    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: pip install 'jaxfuse-lint[gpu]'")
+    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: python3 -m pip install -e '.[gpu]'")
 
 
 @needs_xla_gpu

@@ -180,7 +180,7 @@ from jaxfuse_lint.verify import backend as _backend  # noqa: E402
 
 on_xla_gpu = pytest.mark.skipif(
     not _backend._cuda_plugin_installed(),
-    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: pip install 'jaxfuse-lint[gpu]'")
+    reason="needs jax's CUDA plugin to compile with XLA:GPU without a GPU: python3 -m pip install -e '.[gpu]'")
 
 
 def _verify_gpu(file: str, before: str, after: str, arg: str, **static):

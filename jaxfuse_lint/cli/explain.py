@@ -35,7 +35,8 @@ a run recorded on a CPU shows what XLA:GPU makes of the same calls.
 
 The target is the config's `target` (--target; default gpu): with no GPU here,
 XLA:GPU compiles for the `gpu` model (--gpu; default h100) without one when
-jax's CUDA plugin is installed (pip install 'jaxfuse-lint[gpu]').
+jax's CUDA plugin is installed (the `gpu` extra:
+python3 -m pip install -e '.[gpu]' in the repository).
 
 --graph DIR writes the kernel graph, each kernel labelled by its source lines,
 as FUNC.dot and FUNC.svg (drawn by Graphviz when `dot` is installed, else laid

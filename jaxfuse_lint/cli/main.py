@@ -1,8 +1,8 @@
 """Command line: `jaxfuse-lint [check] [PATHS]`, `rule`, `verify`, and friends.
 
 Exit codes (ruff's): 0 clean, or nothing to check (a warning says "No Python files
-found"), or --fix-only; 1 diagnostics (or changes with --diff, or a fix applied with
---exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
+found"), or --fix-only; 1 diagnostics (a path that cannot be read is one, JF000; or changes
+with --diff, or a fix applied with --exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
 import jax and never import or run the code they lint.
 """
 from __future__ import annotations
@@ -187,9 +187,6 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         return
     from jaxfuse_lint.discover.files import discover_files
 
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        _fail(f"{missing[0]}: no such file or directory")
     checked = None
     if (fix and not diff) or add_noqa:
         from jaxfuse_lint.core.checked_paths import CheckedPaths
@@ -200,12 +197,17 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         from jaxfuse_lint.run.cache import for_settings
 
         walk_cache = for_settings(settings)
+    # A named path that does not exist is checked like a file: reading it gives its JF000 (ruff's E902).
     found = discover_files(list(paths), settings, force_exclude=force_exclude, cache=walk_cache)
     files = found.files
     out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
+    unreadable_folders = []  # JF000 each, reported with the run's findings
     for path, why in found.skipped:
-        if why.startswith("cannot read"):
-            out.warn(f"{path}: {why}; skipped")
+        if why.startswith("cannot read the folder: "):
+            from jaxfuse_lint.engine.pipeline import FileResult
+            from jaxfuse_lint.parse.syntax_errors import unreadable
+
+            unreadable_folders.append(FileResult(path, [unreadable(path, why.split(": ", 1)[1], "folder")]))
         else:
             out.info(f"skipped {path}: {why}")
     for path in found.not_sources:
@@ -216,7 +218,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         if not files:
             out.warn("No Python files found under the given path(s)")
         sys.exit(EXIT_CLEAN)
-    if not files:
+    if not files and not unreadable_folders:
         # Not "All checks passed!": nothing was checked. Exit 0 as ruff does (pre-commit
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
@@ -244,11 +246,10 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     except KeyboardInterrupt:
         click.echo("jaxfuse-lint: interrupted; no file was written", err=True)
         sys.exit(130)
+    run.results += unreadable_folders
     for err in run.errors:
         out.error(err)
-    stats = run.stats
-    out.info(f"{stats.get('files', len(files))} files: {stats.get('analysed', 0)} analysed, "
-             f"{stats.get('cached', 0)} from the cache, the rest without JAX (syntax checked only)")
+    out.info(_counts(run.stats, len(files)))
 
     changed = [o for o in run.fixes if o.changed]
     if diff:
@@ -257,7 +258,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         n = sum(len(o.fixed) for o in changed)
         out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
                     f"file{'s' if len(changed) != 1 else ''}.")
-        _hidden_fixes_hint(run.diagnostics, unsafe_fixes, out)
+        for line in _hidden_fixes_lines(run.diagnostics, unsafe_fixes):
+            out.summary(line)  # stdout is the patch: its closing lines go to stderr (ruff's)
         sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
 
     if fix:
@@ -282,42 +284,62 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
     context.sources = run.sources
     text_format = output_format in ("concise", "full")
+    report = ""
     if statistics:
         if output_format not in ("concise", "full", "json"):
             _fail(f"--statistics supports --output-format concise, full or json, not {output_format}")
         from jaxfuse_lint.report.statistics import render_statistics
 
         context.color = not output_file and _color()
-        _emit(render_statistics(diagnostics, context, json_format=output_format == "json"), output_file, out)
+        report = render_statistics(diagnostics, context, json_format=output_format == "json")
     elif not fix_only or not text_format:
         context.color = text_format and not output_file and _color()
-        _emit(render(output_format, diagnostics, context), output_file, out)
+        report = render(output_format, diagnostics, context)
+    # The closing lines follow a text report (ruff's; machine formats carry none).
+    closing: list[str] = []
     if text_format:
-        if fix and (fixed or show_fixes):
-            if show_fixes and fixed:
-                out.summary("Fixed:")
-                for d in fixed:
-                    where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
-                    out.summary(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
+        if fix and show_fixes and fixed:
+            closing.append("Fixed:")
+            for d in fixed:
+                where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                closing.append(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
         if fix:
             if fix_only:
-                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}.")
+                closing.append(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}.")
             else:
-                out.summary(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
-                            f"{len(diagnostics)} remaining.")
-            _hidden_fixes_hint(hidden_from, unsafe_fixes, out)
+                closing.append(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
+                               f"{len(diagnostics)} remaining.")
+            closing += _hidden_fixes_lines(hidden_from, unsafe_fixes)
         elif not statistics:  # the statistics table ends with these lines itself
             from jaxfuse_lint.report.summary import summary_text
 
-            out.summary(summary_text(diagnostics, unsafe_fixes))
-            if profile is not None:
-                from jaxfuse_lint.runtime.use import stale_note
+            closing.append(summary_text(diagnostics, unsafe_fixes))
+    _emit(report + out.closing(closing), output_file, out)
+    if profile is not None and text_format and not fix and not statistics:
+        from jaxfuse_lint.runtime.use import stale_note
 
-                note = stale_note(profile)
-                if note:
-                    out.summary(note)
+        note = stale_note(profile)
+        if note:
+            out.summary(note)  # about the run, not its findings: on stderr, as warnings are
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _counts(stats: dict, files: int) -> str:
+    """-v's account of the run: every file once (analysed, from the cache, or without JAX), then the
+    extra passes of files analysed again after a module they import changed."""
+    total = stats.get("files", files)
+    analysed = stats.get("analysed_files", stats.get("analysed", 0))
+    cached = min(stats.get("cached", 0), total - analysed)
+    parts = [f"{analysed} analysed", f"{cached} from the cache"]
+    rest = total - analysed - cached
+    if rest:
+        parts.append(f"{rest} without JAX (syntax checked only)")
+    text = f"{total} file{'s' if total != 1 else ''}: {', '.join(parts)}"
+    again = stats.get("analysed", 0) - analysed
+    if again > 0:
+        text += f"; {again} more pass{'es' if again != 1 else ''} after a module they import changed"
+    return text
 
 
 def _write_fixes(run, changed, checked, settings: Settings, out) -> None:
@@ -348,15 +370,14 @@ def _write_fixes(run, changed, checked, settings: Settings, out) -> None:
         _recheck_rolled_back(run, left, settings)
 
 
-def _hidden_fixes_hint(diagnostics, unsafe_fixes: bool, out) -> None:
+def _hidden_fixes_lines(diagnostics, unsafe_fixes: bool) -> list[str]:
     """After a fix mode without --unsafe-fixes: the fixes it left out, and why each is unsafe."""
     if unsafe_fixes:
-        return
+        return []
     from jaxfuse_lint.report.summary import hidden_fixes_text
 
     text = hidden_fixes_text(diagnostics)
-    if text:
-        out.summary(text)
+    return [text] if text else []
 
 
 def _recheck_rolled_back(run, outcomes, settings: Settings) -> None:

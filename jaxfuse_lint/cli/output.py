@@ -2,7 +2,9 @@
 
 Levels (ruff's): `-v` adds what was configured, checked and skipped; the default adds
 warnings and the summary; `-q` prints the diagnostics only; `-s` prints nothing (the exit
-code still tells). Everything but the diagnostics goes to stderr.
+code still tells). The report and its closing lines (the summary: "Found 3 diagnostics.")
+go to stdout, as ruff's do; warnings, errors and `-v`'s lines go to stderr, and so does the
+summary where stdout carries something else (a `--diff` patch, a fixed buffer).
 
 Colour: only on a terminal, never when NO_COLOR is set (https://no-color.org), always when
 FORCE_COLOR is set (non-empty) even when piped; NO_COLOR wins when both are set.
@@ -48,9 +50,15 @@ class Output:
             click.echo(f"{prefix} {message}", err=True, color=self.err_color)
 
     def summary(self, message: str) -> None:
-        """The closing lines ("Found 3 diagnostics."), unless -q/-s."""
+        """A closing line printed apart from the report ("Would fix 2 diagnostics." after a `--diff`
+        patch): on stderr, unless -q/-s. The report's own closing lines go with it (`closing`)."""
         if not self.quiet:
             click.echo(message, err=True, color=self.err_color)
+
+    def closing(self, lines: list[str]) -> str:
+        """The report's closing lines ("Found 3 diagnostics."), to print after it on stdout (or in its
+        -o file); nothing with -q/-s."""
+        return "" if self.quiet or not lines else "".join(f"{line}\n" for line in lines)
 
     def error(self, message: str) -> None:
         """Errors about the run itself (a file that cannot be read): shown unless -s."""

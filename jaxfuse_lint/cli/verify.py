@@ -25,7 +25,8 @@ run on the same seeded random inputs and their results are compared.
 What is compiled for is the project's `target` (--target; default gpu). With
 no GPU here, the GPU model configured by `gpu` (--gpu; default h100) is
 compiled for with XLA:GPU itself, without a device, when jax's CUDA plugin is
-installed (pip install 'jaxfuse-lint[gpu]'); results are then compared on the
+installed (the `gpu` extra: python3 -m pip install -e '.[gpu]' in the
+repository); results are then compared on the
 CPU. Without the plugin, XLA:CPU stands in, and the report says so.
 
 With --time both versions are also run on the current backend (warm-up, then

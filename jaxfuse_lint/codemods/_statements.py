@@ -36,12 +36,12 @@ def assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
     return simple_statement(cst.Assign([cst.AssignTarget(cst.Name(name))], value))
 
 
-def insert_before(first: cst.BaseStatement, new_stmt: cst.BaseStatement) -> cst.FlattenSentinel:
-    """`new_stmt` then `first`; a `def`/`class` that now follows a statement gets its blank line (PEP 8)."""
+def insert_before(first: cst.BaseStatement, *new_stmts: cst.BaseStatement) -> cst.FlattenSentinel:
+    """`new_stmts` then `first`; a `def`/`class` that now follows a statement gets its blank line (PEP 8)."""
     if isinstance(first, (cst.FunctionDef, cst.ClassDef)) and not (
             first.leading_lines and first.leading_lines[0].comment is None):
         first = first.with_changes(leading_lines=[cst.EmptyLine(indent=False), *first.leading_lines])
-    return cst.FlattenSentinel([new_stmt, first])
+    return cst.FlattenSentinel([*new_stmts, first])
 
 
 def top_of_body(fn_node: cst.FunctionDef) -> cst.BaseStatement | None:

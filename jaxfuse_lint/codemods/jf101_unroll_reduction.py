@@ -18,6 +18,12 @@ a conditional expression) the operand is indexed as a whole,
 the operand contains a `jnp.stack`. Operands are repeated once per term, so they
 must be pure (names, attributes, subscripts, arithmetic, jnp calls, the module's
 own pure functions); XLA computes a repeated pure expression once (CSE).
+
+Layout (what a person would write): an operand indexed as a whole whose copies would add more
+than 20 characters is bound to a name first (`x_w = x[:, None, :] * w`, then `x_w[..., 0] + ...`;
+in a lambda, where no line can go before, there is no fix); a statement that would grow past 88
+columns (or past its own width, when wider) binds the unrolled value to a name (`x_norm = ...`)
+or, for `return <the reduction>`, is laid out over lines, one term a line (codemods/_layout.py).
 """
 from __future__ import annotations
 
@@ -27,10 +33,11 @@ import libcst as cst
 
 from jaxfuse_lint.codemods._expressions import PRECEDENCE, atom, binop, call, in_context, paren, precedence
 from jaxfuse_lint.codemods._indexing import lane_index, new_axis_index, subscript
+from jaxfuse_lint.codemods._layout import allowed_width, assignment, code_width, indent_of, statement
 from jaxfuse_lint.codemods._lookups import has_star, is_inside, keyword_names, literal_bool, n_positional
 from jaxfuse_lint.codemods._names import fresh_name, jnp_name
 from jaxfuse_lint.codemods._purity import Purity
-from jaxfuse_lint.codemods._statements import replace_within
+from jaxfuse_lint.codemods._statements import assign, replace_within
 from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE
@@ -78,24 +85,37 @@ def build_fix(violation, model, settings):
     broadcast = _broadcast_split(model, node, operand, axis, size, shape, scope) if whole is not None else None
     if broadcast is not None and broadcast[2] is None:  # split as it is: nothing needs broadcasting
         terms, whole, broadcast = broadcast[0], None, None
+    taken: set[str] = set()
     if broadcast is not None:
         terms, stmt, bind, names, bjnp = broadcast
-        terms = [_cast(t, cast) for t in terms]
-        result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis, policy.back))
-        new_stmt = replace_within(stmt, {node: result}).with_changes(leading_lines=[])
-        bind = bind.with_changes(leading_lines=stmt.leading_lines)
+        taken.update(el.value.value for el in bind.body[0].targets[0].target.elements)
+        binds = [bind]
         shown = ", ".join(f"`{n}`" for n in names)
         message += (f"; {shown} (size along the axis unknown) {'is' if len(names) == 1 else 'are'} broadcast "
                     "with `jnp.broadcast_arrays` first, so the operand can be split into its factors")
         imports = tuple({*(jnp.imports if jnp else ()), *bjnp.imports})
-        return plan(safe, message, {stmt: cst.FlattenSentinel([bind, new_stmt])}, imports)
-    terms = [_cast(t, cast) for t in terms]
-    result = in_context(model, node, _finish(kind, terms, jnp, keepdims, axis, policy.back))
-    if whole is not None:
-        hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
-        message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is unknown "
-                    f"(declare it, e.g. `assert {whole}.shape[{hint_axis}] == {size}`, and the fix splits the operand)")
-    return plan(safe, message, {node: result}, jnp.imports if jnp is not None else ())
+    else:
+        binds, imports = [], (jnp.imports if jnp is not None else ())
+        if whole is not None:
+            hint_axis = axis - shape.rank if axis >= 0 and shape is not None and shape.rank is not None else axis
+            message += (f"; the operand is indexed as a whole because the size of `{whole}` along the axis is "
+                        f"unknown (declare it, e.g. `assert {whole}.shape[{hint_axis}] == {size}`, and the fix "
+                        f"splits the operand)")
+        if _indexed_whole(model, terms, operand) and not _plain(operand) and \
+                len(model.module.code_for_node(operand).strip()) * (size - 1) > REPEATED_CHARACTERS:
+            # Each term would repeat a long operand: it is bound to a name first.
+            stmt = _statement_slot(model, node)
+            if stmt is None:
+                return None
+            name = fresh_name(model, _operand_stem(operand), taken)
+            taken.add(name)
+            binds = [assign(name, operand)]
+            terms = [_index(cst.Name(name), axis, i) for i in range(size)]
+    value = _finish(kind, [_cast(t, cast) for t in terms], jnp, keepdims, axis, policy.back)
+    replacements = _laid_out(model, node, value, binds, f"{_operand_stem(operand)}_{kind}", taken)
+    if replacements is None:
+        return None
+    return plan(safe, message, replacements, imports)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,22 +256,10 @@ def _broadcast_split(model, node, operand, axis, size, shape, scope):
     """
     if not isinstance(operand, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)) or axis is None:
         return None
-    stmt = model.statement_of(node)
-    if not isinstance(stmt, cst.SimpleStatementLine) or not isinstance(model.parent(stmt), cst.IndentedBlock):
+    stmt = _statement_slot(model, node)
+    if stmt is None:
         return None
     fn = model.function_of(node)
-    if fn is None or fn.is_lambda:
-        return None
-    for a in model.ancestors(node):
-        if a is stmt:
-            break
-        if isinstance(a, (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
-                          cst.GeneratorExp)):
-            return None
-    from jaxfuse_lint.model.scopes import walk
-
-    if any(isinstance(n, cst.NamedExpr) for n in walk(stmt)):
-        return None
     rank = shape.rank if shape is not None else None
     for eff_axis in ([axis] + ([axis - rank] if axis >= 0 and rank is not None else [])):
         leaves: list = []
@@ -302,6 +310,125 @@ def _broadcast_split(model, node, operand, axis, size, shape, scope):
         terms = [_split(model, operand, eff_axis, i, scope, subst) for i in range(size)]
         return terms, stmt, bind, [k for k in order if k in subst], bjnp
     return None
+
+
+def _laid_out(model, node, value, binds: list, result_name: str, taken: set[str]) -> dict | None:
+    """The replacements that write `value` in place of the reduction `node`, after the statements
+    `binds`, in lines a person would write: where the statement would grow past its allowed width
+    (`_layout.allowed_width`), the unrolled value is bound to a name first (`x_sum = ...`, over
+    several lines if need be) and the statement reads the name. None when it cannot fit."""
+    stmt = _statement_slot(model, node)
+    original = model.statement_of(node)
+    width = allowed_width(model, original)
+    indent = indent_of(model, original)
+    new_stmt = replace_within(original, {node: in_context(model, node, value)})
+    # Other reductions of the statement may be unrolled by fixes applied with this one: leave
+    # room for them to grow as much again.
+    if code_width(model, new_stmt, indent) + _other_reductions(model, original, node) <= width:
+        if not binds:
+            return {node: in_context(model, node, value)}
+        return {stmt: cst.FlattenSentinel([*_lead(binds, stmt), new_stmt.with_changes(leading_lines=[])])}
+    if stmt is None:
+        return None  # no line to put the value on before this one
+    small = stmt.body[0] if len(stmt.body) == 1 else None
+    if isinstance(small, cst.Return) and small.value is node:  # `return <the reduction>`: laid out in place
+        laid = statement(model, "return ", value, indent, width)
+        if laid is None:
+            return None
+        laid = laid.with_changes(trailing_whitespace=stmt.trailing_whitespace)
+        return {stmt: cst.FlattenSentinel([*_lead([*binds, laid], stmt)])} if binds else \
+            {stmt: laid.with_changes(leading_lines=stmt.leading_lines)}
+    name = fresh_name(model, result_name, taken)
+    bound = assignment(model, name, value, indent, width)
+    if bound is None:
+        return None
+    new_stmt = replace_within(stmt, {node: cst.Name(name)}).with_changes(leading_lines=[])
+    return {stmt: cst.FlattenSentinel([*_lead([*binds, bound], stmt), new_stmt])}
+
+
+# A fix repeats an operand in every term only while the copies add no more than this many characters.
+REPEATED_CHARACTERS = 20
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "norm", "dot", "einsum", "amax", "amin"})
+
+
+def _other_reductions(model, stmt, node) -> int:
+    """The length of the statement's other reduction calls (`jnp.sum(...)`, `v.max(...)`)."""
+    from jaxfuse_lint.model.scopes import walk
+
+    inside = {id(n) for n in walk(node)}
+    total = 0
+    for n in walk(stmt):
+        if isinstance(n, cst.Call) and id(n) not in inside and isinstance(n.func, cst.Attribute) and \
+                n.func.attr.value in _REDUCTIONS and not is_inside(model, node, n):
+            total += len(model.module.code_for_node(n).strip())
+    return total
+
+
+def _lead(statements: list, stmt) -> list:
+    """The statements, the first taking over `stmt`'s leading blank lines and comments."""
+    return [statements[0].with_changes(leading_lines=stmt.leading_lines), *statements[1:]]
+
+
+def _indexed_whole(model, terms, operand) -> bool:
+    """Whether the terms index the operand itself (`(a * b)[..., 0]`), not its factors."""
+    code = model.module.code_for_node(operand).strip()
+    return all(isinstance(t, cst.Subscript) and
+               model.module.code_for_node(t.value.with_changes(lpar=[], rpar=[])).strip() == code for t in terms)
+
+
+def _plain(e) -> bool:
+    """A name, an attribute or a subscript of one with a literal index: cheap and short to repeat."""
+    while isinstance(e, (cst.Attribute, cst.Subscript)):
+        if isinstance(e, cst.Subscript) and not all(
+                isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.Integer, cst.Ellipsis, cst.Name))
+                or isinstance(el.slice, cst.Slice) for el in e.slice):
+            return False
+        e = e.value
+    return isinstance(e, cst.Name)
+
+
+def _operand_stem(e) -> str:
+    """A name for a bound operand made from the user's names: `x_w` for `x[:, None, :] * w`."""
+    if isinstance(e, cst.Call):  # `pair(x)` -> `pair_x`
+        callee = e.func.attr.value if isinstance(e.func, cst.Attribute) else \
+            e.func.value if isinstance(e.func, cst.Name) else "value"
+        first = _stem(e.args[0].value) if e.args else "factor"
+        return callee if first == "factor" else f"{callee}_{first}"
+    stems: list[str] = []
+    stack = [e]
+    while stack:
+        n = stack.pop(0)
+        if isinstance(n, cst.BinaryOperation):
+            stack[:0] = [n.left, n.right]
+        elif isinstance(n, (cst.Integer, cst.Float)):
+            continue
+        else:
+            stem = _stem(n)
+            if stem not in stems and stem != "factor":
+                stems.append(stem)
+    return "_".join(stems[:2]) or "operand"
+
+
+def _statement_slot(model, node) -> cst.SimpleStatementLine | None:
+    """The statement of `node` when statements can go before it: a line of a function's block, and
+    `node` runs whenever it does (not in a lambda, comprehension or conditional expression)."""
+    stmt = model.statement_of(node)
+    if not isinstance(stmt, cst.SimpleStatementLine) or not isinstance(model.parent(stmt), cst.IndentedBlock):
+        return None
+    fn = model.function_of(node)
+    if fn is None or fn.is_lambda:
+        return None
+    for a in model.ancestors(node):
+        if a is stmt:
+            break
+        if isinstance(a, (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+                          cst.GeneratorExp)):
+            return None
+    from jaxfuse_lint.model.scopes import walk
+
+    if any(isinstance(n, cst.NamedExpr) for n in walk(stmt)):
+        return None
+    return stmt
 
 
 def _collect_leaves(model, e, axis, size, rank, scope, out) -> bool:

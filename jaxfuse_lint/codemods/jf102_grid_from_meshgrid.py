@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.codemods._layout import allowed_width, indent_of
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, keyword, positional
 from jaxfuse_lint.model.fusion import expression_names, reaching_binding, reaching_value
@@ -62,6 +63,15 @@ def _freq_args(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression |
     return n, d
 
 
+def _spacing_times_n(model, d: cst.BaseExpression | None, n_text: str) -> cst.BaseExpression | None:
+    """`L` when the spacing `d` is written `L / n` (so `d * n` is `L`, up to the last bit of the
+    product, as reordered arithmetic would give), else None."""
+    if isinstance(d, cst.BinaryOperation) and isinstance(d.operator, cst.Divide) and not d.lpar and \
+            model.module.code_for_node(d.right).strip() == n_text:
+        return d.left
+    return None
+
+
 def _same_names(model, expr, from_scope, to_scope, forbidden: set[str]) -> bool:
     names = expression_names(expr)
     if names is None:
@@ -76,15 +86,6 @@ def _same_names(model, expr, from_scope, to_scope, forbidden: set[str]) -> bool:
         if a is None or b is None or a[0] is not b[0] or a[1] is not b[1] or len(a[1]) != 1:
             return False
     return True
-
-
-def _indent_of(model, stmt: cst.CSTNode) -> str:
-    module = model.module
-    parts = []
-    for a in model.ancestors(stmt):
-        if isinstance(a, cst.IndentedBlock):
-            parts.append(a.indent if a.indent is not None else module.default_indent)
-    return "".join(reversed(parts))
 
 
 def _removable_source(model, name: cst.Name, stmt_line: cst.SimpleStatementLine, assign: cst.Assign,
@@ -141,8 +142,51 @@ def _prec(node: cst.BaseExpression) -> int:
     return 0
 
 
+class _Sizes:
+    """Names for the grid's sizes that are not names already (`rho.shape[0]` -> `nx`), so that each
+    formula reads `kx - nx`, not `kx - rho.shape[0]` three times: bound on a line before the grid.
+    Formulas get a placeholder per size; `names` says what each becomes, once all are known (a size
+    shared by every axis is `n`, one axis's is `n` and the axis letter: `nx` for `kx`)."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}  # the size as written -> its placeholder
+        self.users: dict[str, list[str]] = {}  # the size as written -> the grids that use it
+        self.wheres: dict[str, str] = {}  # a grid -> the `jnp.where(...)` that makes its frequencies
+
+    def name(self, text: str, node: cst.BaseExpression, t: str) -> str:
+        if isinstance(node, (cst.Name, cst.Integer)):
+            return text
+        placeholder = self.texts.setdefault(text, f"@size{len(self.texts)}@")
+        self.users.setdefault(text, []).append(t)
+        return placeholder
+
+    def names(self, model, scope) -> dict[str, str]:
+        """placeholder -> the name it stands for: not one the function or module already uses."""
+        out: dict[str, str] = {}
+        taken: set[str] = set()
+        for text, placeholder in self.texts.items():
+            users = self.users[text]
+            base = "n" if len(set(users)) > 1 or len(users[0]) != 2 else f"n{users[0][1]}"
+            name, i = base, 2
+            while name in taken or model.lookup(name, scope) is not None or name in _names_read(model, scope):
+                name, i = f"{base}{i}", i + 1
+            taken.add(name)
+            out[placeholder] = name
+        return out
+
+    def statement(self, names: dict[str, str]) -> str | None:
+        if not self.texts:
+            return None
+        return f"{', '.join(names[p] for p in self.texts.values())} = {', '.join(self.texts)}\n"
+
+
+def _names_read(model, scope) -> set[str]:
+    return {r.name.value for r in getattr(scope, "reads", ())}
+
+
 def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, forbidden: set[str], jnp: str,
-                  depth: int = 0, unproven: list | None = None) -> tuple[str, str, int] | None:
+                  depth: int = 0, unproven: list | None = None, sizes: _Sizes | None = None
+                  ) -> tuple[str, str, int] | None:
     """(length, per-grid formula in terms of the index array `t`, the formula's precedence) of
     one meshgrid argument: `fftfreq(n[, d])`, `rfftfreq(n[, d])`, a name bound to one, or one
     negated, multiplied or divided by Python scalars (`2 * jnp.pi * fftfreq(n, d)`). The scalar arithmetic
@@ -155,7 +199,7 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         found = reaching_value(model, expr)
         if found is None:
             return None
-        return _grid_formula(model, found[0], found[1], t, mesh_scope, forbidden, jnp, depth + 1, unproven)
+        return _grid_formula(model, found[0], found[1], t, mesh_scope, forbidden, jnp, depth + 1, unproven, sizes)
     if isinstance(expr, cst.Call):
         qn = model.qn(expr.func, scope)
         if qn not in ("jax.numpy.fft.fftfreq", "jax.numpy.fft.rfftfreq"):
@@ -168,13 +212,19 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
             if e is not None and not (_simple(e) and _same_names(model, e, scope, mesh_scope, forbidden)):
                 return None
         n_text = code(n).strip()
-        pn = _atom(n_text, n)
-        denom = pn if d is None else f"({_atom(code(d).strip(), d)} * {pn})"
-        if qn.endswith(".fftfreq"):
-            formula = f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn}) / {denom}"
+        pn = _atom(sizes.name(n_text, n, t), n) if sizes is not None else _atom(n_text, n)
+        spacing = _spacing_times_n(model, d, n_text)
+        if d is None:
+            denom = pn
+        elif spacing is not None:  # `d = L / n`: `d * n` is `L`
+            denom = _atom(code(spacing).strip(), spacing)
         else:
-            formula = f"{t} / {denom}"
-        length = n_text if qn.endswith(".fftfreq") else f"{pn} // 2 + 1"
+            denom = f"({_atom(code(d).strip(), d)} * {pn})"
+        index = f"{jnp}.where({t} < ({pn} + 1) // 2, {t}, {t} - {pn})" if qn.endswith(".fftfreq") else t
+        if sizes is not None and index != t:
+            sizes.wheres[t] = index
+        formula = f"{index} / {denom}"
+        length = pn if qn.endswith(".fftfreq") else f"{pn} // 2 + 1"
         if d is None:
             return length, formula, 6
         # Dtype condition: `fftfreq` is a strongly typed default float. The index array divided by
@@ -187,9 +237,12 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
             unproven.append(code(d).strip())  # it may be an array: its dtype and weak type decide the result's
         if model.lookup("float", mesh_scope) is not None:
             return None
+        if spacing is not None and isinstance(spacing, cst.Float) and float(spacing.value) == 1.0:
+            return length, f"{index}.astype(float)", 100  # `/ 1.0` then to float is `.astype(float)`
         return length, f"({formula}).astype(float)", 100
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = _grid_formula(model, expr.expression, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven)
+        inner = _grid_formula(model, expr.expression, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven,
+                              sizes)
         if inner is None:
             return None
         text = inner[1] if inner[2] > 7 else f"({inner[1]})"
@@ -198,7 +251,7 @@ def _grid_formula(model, expr: cst.BaseExpression, scope, t: str, mesh_scope, fo
         op = code(expr.operator).strip()
         prec = _PREC[type(expr.operator)]
         for side, other, left in ((expr.left, expr.right, True), (expr.right, expr.left, False)):
-            inner = _grid_formula(model, side, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven)
+            inner = _grid_formula(model, side, scope, t, mesh_scope, forbidden, jnp, depth + 1, unproven, sizes)
             if inner is None:
                 continue
             # The other operand must be a Python scalar (a vector would broadcast differently
@@ -255,8 +308,9 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     sizes, formulas = [], []
     jnp, imports = _jnp_prefix(model, call, scope)
     unproven: list[str] = []
+    size_names = _Sizes()
     for t, arg in zip(names, args):
-        found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp, unproven=unproven)
+        found = _grid_formula(model, arg, scope, t, scope, forbidden, jnp, unproven=unproven, sizes=size_names)
         if found is None:
             return None
         sizes.append(found[0])
@@ -265,21 +319,28 @@ def build_fix(violation, model, settings) -> FixPlan | None:
     perm = list(range(k))
     if indexing == "xy":
         perm[0], perm[1] = 1, 0
+    placeholders = size_names.names(model, scope)
+
+    def named(text: str) -> str:
+        for placeholder, name in placeholders.items():
+            text = text.replace(placeholder, name)
+        return text
+
     first_targets = ", ".join(names[perm[a]] for a in range(k))
-    dims = ", ".join(sizes[perm[a]] for a in range(k))
+    dims = ", ".join(named(sizes[perm[a]]) for a in range(k))
     first = cst.parse_statement(f"{first_targets} = {jnp}.indices(({dims}))\n")
-    indent = _indent_of(model, line)
-    lhs = ", ".join(names)
-    one_line = f"{lhs} = {', '.join(formulas)}"
-    if len(indent) + len(one_line) <= 100:
-        second_text = one_line + "\n"
-    else:
-        # Continuation lines are relative: libcst adds the block's indentation when it renders them.
-        inner = model.module.default_indent
-        second_text = f"{lhs} = (\n" + "".join(f"{inner}{f},\n" for f in formulas) + ")\n"
-    second = cst.parse_statement(second_text)
-    first = first.with_changes(leading_lines=line.leading_lines, trailing_whitespace=line.trailing_whitespace)
-    replacements: dict = {line: cst.FlattenSentinel([first, second])}
+    indent = indent_of(model, line)
+    width = allowed_width(model, line)
+    lines = _formula_lines(names, formulas, size_names.wheres, named, len(indent), width)
+    if lines is None:
+        return None  # a formula that does not fit on a line: not a rewrite a person would keep
+    sized = size_names.statement(placeholders)
+    # The meshgrid line's comment stays on the grid's line; its leading lines go with the first.
+    first = first.with_changes(trailing_whitespace=line.trailing_whitespace)
+    statements = [*([cst.parse_statement(sized)] if sized else []), first,
+                  *(cst.parse_statement(text + "\n") for text in lines)]
+    statements[0] = statements[0].with_changes(leading_lines=line.leading_lines)
+    replacements: dict = {line: cst.FlattenSentinel(statements)}
     for arg in args:
         if isinstance(arg, cst.Name):
             dead = _removable_source(model, arg, line, assign, names, args)
@@ -296,6 +357,28 @@ def build_fix(violation, model, settings) -> FixPlan | None:
         replacements=replacements,
         imports=imports,
     )
+
+
+def _formula_lines(names: list[str], formulas: list[str], wheres: dict[str, str], named, indent: int,
+                   width: int) -> list[str] | None:
+    """The assignments of the grids' values: one line for all when it fits, else one per grid
+    (each formula reads only its own index array), and a grid whose line is still too long gets
+    its `jnp.where` on a line of its own first. None when a line still does not fit."""
+    formulas = [named(f) for f in formulas]
+    one = f"{', '.join(names)} = {', '.join(formulas)}"
+    if indent + len(one) <= width:
+        return [one]
+    lines = []
+    for t, formula in zip(names, formulas):
+        text = f"{t} = {formula}"
+        where = named(wheres[t]) if t in wheres else None
+        if indent + len(text) > width and where is not None:
+            lines.append(f"{t} = {where}")
+            text = f"{t} = {formula.replace(where, t, 1)}"
+        if indent + len(text) > width:
+            return None
+        lines.append(text)
+    return lines
 
 
 def _jnp_prefix(model, call: cst.Call, scope) -> tuple[str, tuple[ImportSpec, ...]]:

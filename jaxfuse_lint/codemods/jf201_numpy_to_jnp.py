@@ -112,7 +112,8 @@ def build_fix(violation, model, settings):
         return None  # used where only a concrete NumPy value works (an `if`, `int()`, another NumPy call)
     message = f"Use `{jnp.name}` instead of NumPy ({shown})"
     if verdict == MAYBE:
-        message += "; the array is also used where it may need to stay a concrete NumPy value: check those uses"
+        message += ("; unsafe: the array is also used where it may need to stay a concrete NumPy value: check "
+                    "those uses")
     inexact = _first_inexact(model, node, scope) or _numpy_arithmetic_around(model, node, scope)
     if inexact is not None:
         message += (f"; unsafe: `{model.module.code_for_node(inexact).strip()}` computes in float64 with NumPy "

@@ -37,7 +37,8 @@ import libcst as cst
 from jaxfuse_lint.codemods._expressions import in_context
 from jaxfuse_lint.codemods._lookups import free_name_nodes, is_inside
 from jaxfuse_lint.codemods._purity import ExprInfo, Purity
-from jaxfuse_lint.codemods._statements import insert_before, remove_statement, top_of_body
+from jaxfuse_lint.codemods._layout import fitted
+from jaxfuse_lint.codemods._statements import insert_before, remove_statement, replace_within, top_of_body
 from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
@@ -131,6 +132,8 @@ def build_fix(violation, model, settings):
         safe = safe and verdict
     fixed_regions = [fn.node for fn in group]
     removed = _remove_unread(model, chain, fixed_regions, replacements)
+    if not _fit_lambda_lines(model, [fn for fn in group if fn.is_lambda], replacements):
+        return None
 
     where = " and ".join("the lambda" if fn.is_lambda else f"`{fn.name}`" for fn in group)
     what = "recompute" if stmt in removed else "also compute"
@@ -287,6 +290,24 @@ def _bodies_reading(model, site, reads) -> dict:
         if any(other is not fn and is_inside(model, fn.node, other.node) for other in out):
             del out[fn]
     return out
+
+
+def _fit_lambda_lines(model, lambdas, replacements) -> bool:
+    """A lambda given the value in place of its read keeps its statement within the line width
+    (`_layout`): laid out over lines where that helps (`return lax.fori_loop(\n    ...\n)`).
+    False when it cannot fit."""
+    for fn in lambdas:
+        stmt = model.statement_of(fn.node)
+        inner = {k: v for k, v in replacements.items() if k is not stmt and is_inside(model, k, fn.node)}
+        new_stmt = replace_within(replacements.get(stmt, stmt), inner)
+        laid = fitted(model, stmt, new_stmt)
+        if laid is None:
+            return False
+        if laid is not new_stmt:
+            for k in inner:
+                del replacements[k]
+            replacements[stmt] = laid
+    return True
 
 
 def _fix_body(model, fn, reads, chain, value, info, owner, site, replacements) -> bool | None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxfuse_lint.core.diagnostics import Applicability
+from jaxfuse_lint.codemods._layout import allowed_width
+from jaxfuse_lint.codemods._names import fresh_name
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import positional, walk
 from jaxfuse_lint.model.accumulation import accumulation, small_statements
@@ -153,25 +155,42 @@ def build_fix(violation, model, settings) -> FixPlan | None:
             else f"({start_text}) + 1"
     fori, imports = _jax_prefix(model)
     stop_text = code(stop).strip()
-    text = f"{acc.name} = {fori}({lower}, {stop_text}, lambda {var}, {acc.name}: {body}, {init})\n"
     indent = "".join(a.indent if a.indent is not None else model.module.default_indent
                      for a in model.ancestors(loop) if isinstance(a, cst.IndentedBlock))
-    if len(indent) + len(text) > 101:
+    width = allowed_width(model, loop)
+    step = model.module.default_indent
+
+    def call_text(fn: str) -> str:
+        one = f"{acc.name} = {fori}({lower}, {stop_text}, {fn}, {init})\n"
+        if len(indent) + len(one) <= width:
+            return one
         # Continuation lines are relative: libcst adds the block's indentation when it renders them.
-        step = model.module.default_indent
-        text = (f"{acc.name} = {fori}(\n{step}{lower},\n{step}{stop_text},\n"
-                f"{step}lambda {var}, {acc.name}: {body},\n{step}{init},\n)\n")
+        return f"{acc.name} = {fori}(\n{step}{lower},\n{step}{stop_text},\n{step}{fn},\n{step}{init},\n)\n"
+
+    # The body as a lambda where it fits on its line, else as a `def` of its own before the loop.
+    texts = [call_text(f"lambda {var}, {acc.name}: {body}")]
+    if any(len(indent) + len(line) > width for line in texts[0].splitlines()):
+        name = fresh_name(model, "step")
+        texts = [f"def {name}({var}, {acc.name}):\n{step}return {body}\n", call_text(name)]
+    if any(len(indent) + len(line) > width for text in texts for line in text.splitlines()):
+        return None  # no layout fits: not a rewrite a person would keep
     try:
-        new = cst.parse_statement(text)
+        statements = [cst.parse_statement(text) for text in texts]
     except cst.ParserSyntaxError:
         return None
     comment = loop.body.header if isinstance(loop.body, cst.IndentedBlock) else None
-    new = new.with_changes(leading_lines=loop.leading_lines)
+    statements[0] = statements[0].with_changes(leading_lines=loop.leading_lines)
+    if len(statements) == 2:
+        statements[1] = statements[1].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     if comment is not None and comment.comment is not None:
-        new = new.with_changes(trailing_whitespace=comment)
+        statements[-1] = statements[-1].with_changes(trailing_whitespace=comment)
+    new = statements[0] if len(statements) == 1 else cst.FlattenSentinel(statements)
     return FixPlan(
         applicability=Applicability.UNSAFE,
-        message=f"Run the accumulation into `{acc.name}` as a `lax.fori_loop` (first iteration peeled off)",
+        message=(f"Run the accumulation into `{acc.name}` as a `lax.fori_loop` (first iteration peeled off); "
+                 f"unsafe: the carry keeps the dtype of the first term, where the Python loop promoted "
+                 f"`{acc.name}` on every addition: a later term of a wider dtype (or a weakly typed "
+                 f"`{acc.name}`) is cast or raises"),
         replacements={loop: new},
         imports=imports,
     )

@@ -62,14 +62,14 @@ def build_fix(violation, model, settings):
         # or neither.
         if new_target is not target:
             return None  # (not reached: a simplified target is a plain name, never fresh)
-        from jaxfuse_lint.codemods.jf302_hoist_jit_to_module import hoist_to_module
+        from jaxfuse_lint.codemods.jf302_hoist_jit_to_module import UNSAFE, hoist_to_module
 
         hoisted = hoist_to_module(model, call, scope)
         if hoisted is None:
             return None
         name, edits = hoisted
         return plan(False, f"Jit once at module level as `{name}` and call that; out of the loop and out of "
-                           f"`{scope.display_name}`", edits)
+                           f"`{scope.display_name}`; {UNSAFE}", edits)
     jit_expr = replace_within(call, {target: new_target}) if new_target is not target else call
     # Every name the jit expression reads must be bound outside the loop, before it.
     order = document_order(model)

@@ -39,7 +39,13 @@ def build_fix(violation, model, settings):
     if hoisted is None:
         return None
     name, edits = hoisted
-    return plan(False, f"Jit once at module level as `{name}` and call that", edits)
+    return plan(False, f"Jit once at module level as `{name}` and call that; {UNSAFE}", edits)
+
+
+# Why a callable jitted once at import time is not the same program as one jitted per call.
+UNSAFE = ("unsafe: the module-level values the callable reads are taken when it is first traced, not on "
+          "every call (a module value changed later is not seen), and the compiled program lives as long "
+          "as the module")
 
 
 def hoist_to_module(model, node: cst.Call, scope):

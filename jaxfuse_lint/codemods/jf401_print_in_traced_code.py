@@ -61,7 +61,7 @@ def build_fix(violation, model: SemanticModel, settings) -> FixPlan | None:
     try:
         segments = _segments(model, call, scope)
         _check_braces(segments)
-        fmt = _format_literal(model, segments)
+        fmt = _format_literal(model, segments, _quote_of(call))
     except NoFix:
         return None
     func = cst.Attribute(cst.Attribute(cst.Name(jax_name), cst.Name("debug")), cst.Name("print"))
@@ -231,19 +231,39 @@ def _escape(text: str, quote: str) -> str:
     return "".join(out)
 
 
-def _format_literal(model: SemanticModel, segments: list) -> cst.BaseExpression:
-    """The format string: a plain literal, or an f-string when static shape values are shown."""
+def _quote_of(call: cst.Call) -> str:
+    """The quote character of the first string the print call writes (`'` for `print('x:', x)`),
+    which the format string keeps; `"` when it writes none."""
+    for arg in call.args:
+        value = arg.value
+        while isinstance(value, cst.ConcatenatedString):
+            value = value.left
+        if isinstance(value, cst.SimpleString):
+            return value.quote[0]
+        if isinstance(value, cst.FormattedString):
+            return value.start[-1]
+    return '"'
+
+
+def _other(quote: str) -> str:
+    return '"' if quote == "'" else "'"
+
+
+def _format_literal(model: SemanticModel, segments: list, preferred: str = '"') -> cst.BaseExpression:
+    """The format string: a plain literal, or an f-string when static shape values are shown. It is
+    written in the `preferred` quotes unless its text holds them and not the other kind."""
     static = [s for s in segments if isinstance(s, _Value) and s.static]
     text = "".join(s.value for s in segments if isinstance(s, _Text))
     if not static:
-        quote = "'" if '"' in text and "'" not in text else '"'
+        quote = _other(preferred) if preferred in text and _other(preferred) not in text else preferred
         body = "".join(
             _escape(s.value.replace("{", "{{").replace("}", "}}"), quote) if isinstance(s, _Text) else _placeholder(s)
             for s in segments
         )
         return cst.SimpleString(f"{quote}{body}{quote}")
     sources = [model.module.code_for_node(s.expr) for s in static]
-    order = ("'", '"') if '"' in text and "'" not in text else ('"', "'")
+    first = _other(preferred) if preferred in text and _other(preferred) not in text else preferred
+    order = (first, _other(first))
     quote = next((q for q in order if not any(q in src for src in sources)), None)
     if quote is None or any("\\" in src or "\n" in src for src in sources):
         raise NoFix("cannot embed the static values in an f-string")

@@ -247,7 +247,7 @@ def find_pyproject(start: str | os.PathLike) -> Path | None:
             except OSError:
                 continue
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{candidate}: invalid TOML: {_toml_error(exc)}") from None
+                raise ConfigError(f"{candidate}: invalid TOML: {_toml_error(exc, candidate)}") from None
             if "jaxfuse-lint" in data.get("tool", {}):
                 return candidate
     return None
@@ -263,10 +263,23 @@ def load_settings(config_path: str | os.PathLike | None = None, start: str | os.
     return _load_file(Path(config_path), root=None, chain=())
 
 
-def _toml_error(exc: Exception) -> str:
+def _toml_error(exc: Exception, path: Path) -> str:
+    """tomllib's reason, always with its line and column: where it says "at end of document" (an
+    unclosed array), and for a byte that is not UTF-8 (which tomllib leaves to the decoder)."""
     if isinstance(exc, UnicodeDecodeError):
-        return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-    return str(exc)
+        data = exc.object
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, column {column})"
+    reason = str(exc)
+    if reason.endswith("(at end of document)"):
+        try:
+            lines = path.read_bytes().decode("utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            return reason
+        reason = reason.replace("(at end of document)", f"(at the end of the file, line {len(lines)}, column "
+                                                         f"{len(lines[-1]) + 1})")
+    return reason
 
 
 def _read_table(path: Path) -> dict[str, Any]:
@@ -278,7 +291,7 @@ def _read_table(path: Path) -> dict[str, Any]:
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid TOML: {_toml_error(exc)}") from None
+        raise ConfigError(f"{path}: invalid TOML: {_toml_error(exc, path)}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     if path.name == "pyproject.toml" or "tool" in data:

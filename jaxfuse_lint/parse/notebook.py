@@ -263,6 +263,12 @@ def read(raw: str) -> Notebook:
         raise NotebookError(f"not valid JSON ({_json_error(raw) or detail})") from None
     if not isinstance(node, dict):
         raise NotebookError("not a Jupyter notebook (the JSON is not an object)")
+    if "nbformat" not in node:  # nbformat's reader would call it version 1
+        missing = " or \"metadata\"" if "metadata" not in node else ""
+        if isinstance(node.get("cells"), list):
+            raise NotebookError(f"a notebook without its metadata: no \"nbformat\" version{missing} (an nbformat 4 "
+                                f"notebook has them; saving it from Jupyter writes them)")
+        raise NotebookError(f"not a Jupyter notebook (no \"nbformat\" version{missing})")
     try:
         major, _minor = reader.get_version(node)
     except Exception:
@@ -288,7 +294,9 @@ def _json_error(raw: str) -> str | None:
     try:
         json.loads(raw)
     except json.JSONDecodeError as exc:
-        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        # json's messages may end in "at" ("Unterminated string starting at"): the position follows.
+        at = "" if exc.msg.endswith(" at") else " at"
+        return f"{exc.msg}{at} line {exc.lineno} column {exc.colno}"
     return None
 
 

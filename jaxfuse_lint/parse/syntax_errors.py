@@ -1,5 +1,6 @@
 """JF000, the syntax-error diagnostic: where a text that cannot be decoded or parsed is wrong, and
-CPython's own verdict on a file no rule needs to parse (`parse_check`). The engine reports
+CPython's own verdict on a file no rule needs to parse (`parse_check`); also a path that cannot be
+read at all (`unreadable`). The engine reports
 these for every file that is not valid Python; the parser guard (parser_guard.py) and the
 runner's crashed workers word theirs the same way."""
 from __future__ import annotations
@@ -42,6 +43,18 @@ def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnosti
     loc = Location(max(row, 1), max(col, 1))
     return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not parse file: {reason}", filename, loc, loc,
                       noqa_row=loc.row)
+
+
+def unreadable(filename: str, exc: OSError | str, what: str = "file") -> Diagnostic:
+    """JF000 for a path that could not be read (missing, not permitted, ...), at its first line: the
+    run goes on with the other paths (ruff's E902 io-error). `what`: "file" or "folder" ("path"
+    when there is nothing there)."""
+    reason = exc if isinstance(exc, str) else (exc.strerror or " ".join(str(exc).split()))
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        what = "path"  # nothing there: neither a file nor a folder
+    loc = Location(1, 1)
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"Could not read {what}: {reason}", filename, loc, loc,
+                      noqa_row=None)
 
 
 def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:

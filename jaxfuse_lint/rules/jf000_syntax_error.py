@@ -10,7 +10,7 @@ from jaxfuse_lint.core.targets import Claim, Evidence
 class SyntaxErrorRule(Rule):
     code = "JF000"
     name = "syntax-error"
-    summary = "The file could not be parsed (a syntax error or an undecodable byte), so no rule ran on it"
+    summary = "The file could not be read or parsed (a syntax error, an undecodable byte, a missing path), so no rule ran on it"
     stage = "parse"
     doc = """
     ## What it does
@@ -20,6 +20,12 @@ class SyntaxErrorRule(Rule):
     the offending token or byte, `line:column`, with CPython's own wording
     (`Could not parse file: '(' was never closed`, `Could not parse file:
     invalid utf-8 byte 0xff; the file must be valid utf-8`).
+
+    A path that cannot be read at all — named on the command line but not
+    there, or a file or folder that may not be read — is one JF000 at its
+    line 1, column 1 (`Could not read path: No such file or directory`,
+    `Could not read folder: Permission denied`; ruff reports these as E902),
+    and the run goes on with the other paths.
 
     Every file the command line selects is parsed, including files that never
     mention JAX (those are checked with CPython's parser only, to an AST: no rule

@@ -105,6 +105,13 @@ class CapturedNumpyArray(Rule):
     get no fix; neither does an array the module changes in place after building it
     (`MASK[0] = 1.0`: the rebuilt array would miss the change) or one that another read in
     the function uses as a static value (an axis, a Python index: it would get a tracer).
+
+    The fix is whole or not offered: it rebuilds every NumPy array the function
+    captures, with the arrays they are built from (`DAMP = np.exp(-K**2)` brings
+    `K` along), and each of their diagnostics offers that one fix. When one of them
+    cannot be rebuilt, none is: rebuilding some would keep the constants and add
+    the kernels that rebuild the others. In a lambda, a name read twice gets no fix
+    (the expression would be computed twice).
     """
     backends = (
         Claim(

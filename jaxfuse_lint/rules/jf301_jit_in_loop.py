@@ -9,6 +9,7 @@ from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
 from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to
+from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -306,8 +307,9 @@ class JitInLoop(Rule):
                     yield self._violation(dec.decorator, t[0], f"`{fn.name}` (a `def` in the loop body)", True, loop,
                                           {"decorated": fn})
 
-    def _violation(self, node, transform, what, fresh, loop, data) -> Violation:
+    def _violation(self, node, qualified, what, fresh, loop, data) -> Violation:
         kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
+        transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
         if fresh:
             cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
         elif fresh is None and not isinstance(data.get("target"), cst.Call):
@@ -322,7 +324,7 @@ class JitInLoop(Rule):
         return Violation(
             node,
             message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
-            data={**data, "transform": transform, "fresh": fresh, "loop": loop},
+            data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
         )
 
 

@@ -12,6 +12,7 @@ from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.model.call_frequency import MANY, ONCE, Frequency, call_sites, frequency
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
 from jaxfuse_lint.model.fresh_callables import describe_callable
+from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
     _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call,
@@ -199,7 +200,8 @@ class JitOfFreshCallable(Rule):
             return None if freq is None else (use, freq)
         return None
 
-    def _violation(self, node, transform, what, scope, use, freq) -> Violation:
+    def _violation(self, node, qualified, what, scope, use, freq) -> Violation:
+        transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
         name = scope.display_name
         if use == "returned":
             via = f"`{name}` returns it and is called" if freq.via is None else \
@@ -214,7 +216,7 @@ class JitOfFreshCallable(Rule):
                 evidence = (f"{who} called {freq.how} (line ", LineOf(freq.node), ")")
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
-        return Violation(node, parts, data={"transform": transform, "scope": scope})
+        return Violation(node, parts, data={"transform": qualified, "scope": scope})
 
 
 def _use_of_call(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:

@@ -1,6 +1,7 @@
 """The worker processes of a run: how they are started (fork where that is safe), one task each
 at a time so that a crash points at its file, and how a worker that dies or runs past the
-per-file time limit is noticed and replaced."""
+per-file time limit is noticed and replaced. No worker outlives the run's process, however
+that ends (worker.py: `worker_main` binds each to its parent)."""
 from __future__ import annotations
 
 import os
@@ -21,9 +22,13 @@ def default_jobs() -> int:
 
 
 class _Worker:
-    def __init__(self, ctx, settings: Settings) -> None:
+    def __init__(self, ctx, settings: Settings, held: tuple[int, ...] = ()) -> None:
+        """`held`: the file descriptors of the other workers' pipe ends this process holds. A forked
+        worker closes them, and its own coordinator's end: those ends must be this process's
+        alone, so that each worker sees its pipe end when this process does."""
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child, settings), daemon=True)
+        inherited = (*held, self.conn.fileno()) if ctx.get_start_method() == "fork" else ()
+        self.proc = ctx.Process(target=worker_main, args=(child, settings, os.getpid(), inherited), daemon=True)
         self.proc.start()
         child.close()
         self.task: Task | None = None
@@ -86,13 +91,20 @@ class Pool:
     def free_slots(self) -> int:
         return self.jobs - len(self.busy)
 
+    def held(self) -> tuple[int, ...]:
+        """This process's ends of its workers' pipes (what a forked worker must not keep open)."""
+        return tuple(w.conn.fileno() for w in self.idle + self.busy if not w.conn.closed)
+
+    def _start(self) -> _Worker:
+        return _Worker(self.ctx, self.settings, self.held())
+
     def submit(self, task: Task) -> None:
-        worker = self.idle.pop() if self.idle else _Worker(self.ctx, self.settings)
+        worker = self.idle.pop() if self.idle else self._start()
         try:
             self._send(worker, task)
         except (OSError, ValueError):  # it died while idle: start another
             worker.kill()
-            worker = _Worker(self.ctx, self.settings)
+            worker = self._start()
             self._send(worker, task)
         self.busy.append(worker)
 
@@ -105,7 +117,7 @@ class Pool:
     def warm_up(self) -> None:
         """Start a worker ahead of its first task, so that it loads the parser meanwhile."""
         if not self.idle and not self.busy and self.jobs > 0:
-            self.idle.append(_Worker(self.ctx, self.settings))
+            self.idle.append(self._start())
 
     def collect(self) -> list[tuple[Task, Reply | str]]:
         """Wait for at least one busy worker to finish; (task, reply or why it failed)."""

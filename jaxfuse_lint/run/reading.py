@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from jaxfuse_lint.engine.pipeline import FileResult, decode, mentions_jax, too_large
-from jaxfuse_lint.parse.syntax_errors import parse_check, syntax_error_diagnostic
+from jaxfuse_lint.parse.syntax_errors import parse_check, syntax_error_diagnostic, unreadable
 from jaxfuse_lint.project.import_graph import canonical_order
 from jaxfuse_lint.project.index import ProjectFile, ProjectIndex
 from jaxfuse_lint.project.module_names import ModuleNamer
@@ -89,8 +89,8 @@ class Reading(CacheReplay):
                 self.project.add_summary(st.index, Summary.from_json(st.entry["summary"]))
 
     def _unreadable(self, st: FileState, exc: OSError) -> ProjectFile:
-        st.errors.append(f"{st.filename}: cannot read file: {exc.strerror or exc}")
-        self._settle(st, None, used={})
+        """JF000 for a file that cannot be read (gone, not permitted): the run goes on."""
+        self._settle(st, FileResult(st.filename, [unreadable(st.filename, exc)]), used={})
         return ProjectFile(st.filename, None)
 
     def _prepare_one(self, st: FileState, data: bytes | None) -> ProjectFile:

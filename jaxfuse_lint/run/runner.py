@@ -120,6 +120,9 @@ class _Run(Reading, Scheduling):
     # -- 4: results in input order ---------------------------------------------------------------------
     def finish(self) -> RunResult:
         run = RunResult(stats=dict(self.stats))
+        # `analysed` counts passes (a file is analysed again when a module it imports changes what
+        # it knows); `analysed_files`, files.
+        run.stats["analysed_files"] = sum(1 for st in self.states if st.analysed)
         for st in self.states:
             run.errors.extend(st.errors)
             if st.identity is not None:

@@ -4,7 +4,9 @@ crash libcst's native parser, and with it the worker), the engine's check or fix
 file's project summary taken from the same model, and the worker's main loop."""
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -116,7 +118,12 @@ def preload_tool() -> None:
     gc.freeze()
 
 
-def worker_main(conn, settings: Settings) -> None:
+def worker_main(conn, settings: Settings, parent: int | None = None, inherited: tuple[int, ...] = ()) -> None:
+    """A worker's life: tasks from `conn` until None, or until the coordinator (`parent`) is gone.
+    `inherited`: pipe ends a forked worker holds of its coordinator's (pool.py) and closes."""
+    _bind_to_parent(parent, inherited)
+    if parent is not None and not _alive(parent):
+        return  # the coordinator ended before this worker could bind to it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles Ctrl-C
     import faulthandler
 
@@ -164,6 +171,43 @@ def worker_main(conn, settings: Settings) -> None:
             return
 
 
+def _bind_to_parent(parent: int | None, inherited: tuple[int, ...]) -> None:
+    """No worker outlives its coordinator, whatever ends it (`kill -9` included). On Linux the
+    kernel kills the worker when its parent process ends; anywhere, a worker stops when its pipe
+    ends (`recv` raises EOFError in `worker_main`), which needs the coordinator's ends of the
+    pipes to be held by the coordinator alone: a forked worker closes its copies."""
+    for fd in inherited:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL to this process when its parent ends (prctl PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # the pipe's end still stops it
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # there, but not ours to signal
+    return True
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PRELOAD = "preload"  # a message to a worker: load the whole tool now
 # A worker's message: it has loaded the tool (at start, after PRELOAD). The time limit of
 # the task it was given counts from then: loading is not the file's fault.

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from jaxfuse_lint.runtime.explain import Explanation, render_html_fragment, render_text
 from jaxfuse_lint.verify.errors import VerifyError
-from jaxfuse_lint.verify.report import format_value
+from jaxfuse_lint.verify.report import shown
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -94,8 +94,7 @@ class Compared:
         return self.result.summary()
 
     def _metric_rows(self) -> list[tuple[str, str, str, str]]:
-        return [(m.label, format_value(m.before, m.unit), format_value(m.after, m.unit), m.change)
-                for m in self.result.metrics]
+        return [(m.label, *shown(m), m.change) for m in self.result.metrics]
 
     def __repr__(self) -> str:
         lines = [f"{self.verdict}: {self.summary()}", ""]

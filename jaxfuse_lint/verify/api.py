@@ -36,7 +36,8 @@ class Metric:
     unit: str  # "count", "bytes", "seconds" or "time" (a measured wall-clock, shown in s/ms/µs)
     # Deciding metrics make the verdict; the others are shown as context.
     deciding: bool
-    # A difference no larger than this is noise, not a change (wall-clock: see verify/timing.py).
+    # A difference no larger than this is noise, not a change (bytes: `metric_for_bytes`; wall-clock:
+    # see verify/timing.py).
     tolerance: float = 0.0
 
     @property
@@ -456,6 +457,20 @@ def _run_compiled(side: Side, inputs: Sequence[Any], version: Version) -> Any:
         ) from None
 
 
+# A byte figure changes only when it moves by more than both of these: an absolute amount (a few
+# scalars: a loop counter, alignment padding) and a share of the larger figure (docs/verify.md).
+BYTES_NOISE_ABSOLUTE = 64
+BYTES_NOISE_RELATIVE = 0.01
+
+
+def metric_for_bytes(key: str, label: str, before: float | None, after: float | None,
+                     deciding: bool = False) -> Metric:
+    """A byte figure, with the significance thresholds as its tolerance."""
+    larger = max(before or 0, after or 0)
+    return Metric(key, label, before, after, "bytes", deciding,
+                  tolerance=max(BYTES_NOISE_ABSOLUTE, BYTES_NOISE_RELATIVE * larger))
+
+
 def build_metrics(before: Side, after: Side) -> list[Metric]:
     """The side-by-side figures; which of them decide the verdict is said here, once."""
     metrics: list[Metric] = []
@@ -473,17 +488,17 @@ def build_metrics(before: Side, after: Side) -> list[Metric]:
             metrics.append(Metric("launches", "launches per run", mb.kernels.launches_per_run,
                                   ma.kernels.launches_per_run, "count", deciding=per_run_known))
         metrics += [
-            Metric("temp_bytes", "temporaries", mb.temp_bytes, ma.temp_bytes, "bytes", True),
-            Metric("folded_constant_bytes", "folded constants", mb.folded_constant_bytes,
-                   ma.folded_constant_bytes, "bytes", True),
+            metric_for_bytes("temp_bytes", "temporaries", mb.temp_bytes, ma.temp_bytes, deciding=True),
+            metric_for_bytes("folded_constant_bytes", "folded constants", mb.folded_constant_bytes,
+                             ma.folded_constant_bytes, deciding=True),
             # XLA's cost model counts every operand read of a fused kernel separately, so
             # unrolling `sum(x * x, axis=1)` into `x[:, 0] * x[:, 0] + ...` "accesses" more
             # bytes while reading x from memory once: an estimate to show, not to decide on.
-            Metric("bytes_accessed", "bytes accessed", mb.bytes_accessed, ma.bytes_accessed, "bytes", False),
-            Metric("lowered_constant_bytes", "captured constants", mb.lowered_constant_bytes,
-                   ma.lowered_constant_bytes, "bytes", False),
-            Metric("argument_bytes", "argument bytes", mb.argument_bytes, ma.argument_bytes, "bytes", False),
-            Metric("output_bytes", "output bytes", mb.output_bytes, ma.output_bytes, "bytes", False),
+            metric_for_bytes("bytes_accessed", "bytes accessed", mb.bytes_accessed, ma.bytes_accessed),
+            metric_for_bytes("lowered_constant_bytes", "captured constants", mb.lowered_constant_bytes,
+                             ma.lowered_constant_bytes),
+            metric_for_bytes("argument_bytes", "argument bytes", mb.argument_bytes, ma.argument_bytes),
+            metric_for_bytes("output_bytes", "output bytes", mb.output_bytes, ma.output_bytes),
             Metric("compile_seconds", "compile time", mb.compile_seconds, ma.compile_seconds, "seconds", False),
         ]
     if before.compilations is not None and after.compilations is not None:

@@ -4,8 +4,8 @@
 `benchmarks/proofs.py` all compile through `select()`:
 
 - `target = "gpu"` (the default) with a GPU present: that GPU. Without one, but
-  with jax's CUDA plugin installed (`pip install 'jaxfuse-lint[gpu]'`, no NVIDIA
-  runtime needed): XLA:GPU itself, for the configured GPU model (`gpu = "h100"`,
+  with jax's CUDA plugin at hand (the `gpu` extra, no NVIDIA runtime needed):
+  XLA:GPU itself, for the configured GPU model (`gpu = "h100"`,
   `jaxfuse_lint/gpu_targets/`), on a compile-only device built from XLA's
   target config: *deviceless* compilation. The optimized GPU program and its
   buffer assignment are real; nothing can run on it, so results are compared on
@@ -16,9 +16,14 @@
   as a stand-in.
 - `--backend NAME` (a JAX backend) overrides all of this: that backend's first device.
 
-Importing jax goes through `import_jax()`: with the CUDA plugin installed on a
-machine without an NVIDIA driver, JAX's platforms are set to the CPU before
-any backend starts (the plugin would otherwise fail to initialise, log a
+Where the plugin comes from. The `gpu` extra installs it off the import path
+(the `jaxfuse-lint-xla-gpu` distribution, xla-gpu/ in the repository), so that
+the environment's own `import jax` never loads it; `import_jax()` registers it
+with jax once jax has started, in this process only, as a compiler (its
+version check of a CUDA installation skipped: nothing runs on it). A CUDA plugin
+installed the usual way (`jax[cuda12]`) is jax's own: jax loads it when it
+starts, and then, on a machine without an NVIDIA driver, JAX's platforms are
+set to the CPU first (the plugin would otherwise fail to initialise, log a
 traceback, and register no GPU compiler), and the plugin's "Could not find
 cuda drivers" lines are kept off stderr.
 """
@@ -36,7 +41,8 @@ from typing import Any, Iterator
 
 from jaxfuse_lint.verify.errors import VerifyError
 
-GPU_EXTRA_HINT = "pip install 'jaxfuse-lint[gpu]' compiles with XLA:GPU without a GPU"
+GPU_EXTRA_HINT = ("python3 -m pip install -e '.[gpu]' in jaxfuse-lint's repository compiles with XLA:GPU "
+                  "without a GPU")
 _NAMES = {"gpu": "GPU", "cpu": "CPU", "tpu": "TPU"}
 # What jax's CUDA plugin prints through absl while loading on a machine without a driver.
 _STUB_NOISE = re.compile(r"cudart_stub\.cc|All log messages before absl::InitializeLog\(\) is called")
@@ -106,18 +112,20 @@ def label(environment: dict[str, Any]) -> str:
 
 def import_jax() -> Any:
     """`import jax`, set up for what this machine has (see the module docstring)."""
-    quiet = _filtered_stderr if _cuda_plugin_installed() else contextlib.nullcontext
+    quiet = _filtered_stderr if _cuda_plugins() else contextlib.nullcontext
     try:
         with quiet():
             import jax
     except ImportError:
-        raise VerifyError("this needs jax: pip install 'jaxfuse-lint[verify]'") from None
+        raise VerifyError("this needs jax: python3 -m pip install -e '.[verify]' in jaxfuse-lint's repository"
+                          ) from None
     _prefer_cpu_platform(jax)
     with quiet():
         try:
             jax.devices()  # start the backends (and the plugins, which register their compilers)
         except RuntimeError:
             pass
+    _register_xla_gpu(jax)
     return jax
 
 
@@ -147,7 +155,10 @@ def select(target: str | None = None, gpu: str | None = None, backend: str | Non
             except ValueError as exc:
                 raise VerifyError(str(exc)) from None
             return CompileTarget("gpu", _compile_only_gpu(path), cpu, deviceless=True, gpu=gpu or DEFAULT_GPU)
-        if _cuda_plugin_installed():
+        if _xla_gpu_problem:
+            why = (f"no GPU here, and {_xla_gpu_problem}: XLA:CPU stood in for the GPU target and fuses "
+                   f"differently")
+        elif _cuda_plugin_installed():
             why = ("no GPU here, and jax's CUDA plugin registered no compiler (JAX started before "
                    "JAX_PLATFORMS=cpu could be set: set it yourself): XLA:CPU stood in for the GPU target "
                    "and fuses differently")
@@ -196,13 +207,14 @@ def _first_device(jax: Any, platform: str) -> Any:
 
 
 def _cuda_plugin_installed() -> bool:
-    """jax's CUDA plugin, whichever CUDA it is built for: `jax_plugins.xla_cuda12` (jax 0.10 and the
-    `gpu` extra), `jax_plugins.xla_cuda13` (jax 0.11 ships this one)."""
-    return bool(_cuda_plugins())
+    """jax's CUDA plugin is at hand: the `gpu` extra's, or one jax loads itself (`jax_plugins.xla_cuda12`,
+    jax 0.10; `jax_plugins.xla_cuda13`, jax 0.11)."""
+    return bool(_cuda_plugins()) or _xla_gpu_site() is not None
 
 
 def _cuda_plugins() -> list[str]:
-    """The installed `jax_plugins.xla_cuda*` modules, found without importing them."""
+    """The `jax_plugins.xla_cuda*` modules jax itself finds (whichever CUDA they are built for), found
+    without importing them."""
     import pkgutil
 
     try:
@@ -254,6 +266,63 @@ def _gpu_compiler_available(jax: Any) -> bool:
         return "cuda" in getattr(xla_bridge, "_topology_factories", {"cuda": None})
     except Exception:  # noqa: BLE001
         return False
+
+
+def _xla_gpu_site() -> str | None:
+    """The folder where the `gpu` extra keeps jax's CUDA plugin (not on the import path), if installed."""
+    try:
+        if importlib.util.find_spec("jaxfuse_lint_xla_gpu") is None:
+            return None
+        import jaxfuse_lint_xla_gpu
+    except ImportError:
+        return None
+    site = str(jaxfuse_lint_xla_gpu.SITE)
+    return site if os.path.isdir(os.path.join(site, "jax_plugins")) else None
+
+
+def _register_xla_gpu(jax: Any) -> None:
+    """Register the `gpu` extra's CUDA plugin with this process's jax, as a compiler only, unless jax
+    has one already (a plugin it loaded itself) or the extra is not installed. Once per process: the
+    plugin's folder goes on `sys.path` (after everything else) and its `initialize()` runs with the
+    check of a local CUDA installation skipped. The backends have started by then, so no CUDA device
+    is opened; what the plugin prints while it loads without a driver is kept off stderr."""
+    global _xla_gpu_tried, _xla_gpu_problem
+    if _xla_gpu_tried or _gpu_compiler_available(jax):
+        return
+    site = _xla_gpu_site()
+    if site is None:
+        return
+    _xla_gpu_tried = True
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        built_for = version("jaxfuse-lint-xla-gpu")
+    except PackageNotFoundError:
+        built_for = None
+    installed = getattr(sys.modules.get("jaxlib"), "__version__", None)
+    if built_for and installed and built_for != installed:
+        _xla_gpu_problem = (f"the `gpu` extra's XLA:GPU compiler is jaxlib {built_for}'s and jaxlib {installed} is "
+                            f"installed (rebuild it: python3 -m pip install --force-reinstall --no-deps ./xla-gpu "
+                            f"in jaxfuse-lint's repository)")
+        return
+    sys.path.append(site)
+    saved = os.environ.get("JAX_SKIP_CUDA_CONSTRAINTS_CHECK")
+    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    try:
+        with _filtered_stderr():
+            importlib.import_module("jax_plugins.xla_cuda12").initialize()
+    except Exception as exc:  # noqa: BLE001 - a plugin that cannot load here: XLA:CPU stands in, saying why
+        _xla_gpu_problem = f"the `gpu` extra's XLA:GPU compiler did not load ({' '.join(str(exc).split())[:300]})"
+    finally:
+        if saved is None:
+            os.environ.pop("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", None)
+        else:
+            os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = saved
+
+
+# Whether this process tried to register the `gpu` extra's plugin, and why that failed (None: it did not).
+_xla_gpu_tried = False
+_xla_gpu_problem: str | None = None
 
 
 @functools.lru_cache(maxsize=None)

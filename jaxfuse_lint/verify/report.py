@@ -26,6 +26,8 @@ def format_bytes(n: float | None) -> str:
     for unit in ("KiB", "MiB", "GiB", "TiB"):
         n /= 1024.0
         if abs(n) < 1024 or unit == "TiB":
+            if abs(n) >= 1000:  # 1000-1023 of a unit: `.3g` would write 1e+03
+                return f"{n:.0f} {unit}"
             text = f"{n:.3g}"
             if "." not in text and "e" not in text:
                 text += ".0"
@@ -62,7 +64,8 @@ def summary_line(result: Any) -> str:
             # Launches repeat the kernel count when both moved together.
             if key == "launches" and _moved_alike(result.metric("kernels"), m):
                 continue
-            parts.append(f"{format_value(m.before, m.unit)} → {format_value(m.after, m.unit)} {_SUMMARY_NOUN[key]}")
+            shown_before, shown_after = shown(m)
+            parts.append(f"{shown_before} → {shown_after} {_SUMMARY_NOUN[key]}")
     if parts:
         return f"{prefix}: " + ", ".join(parts)
     kernels, temps = result.metric("kernels"), result.metric("temp_bytes")
@@ -71,6 +74,15 @@ def summary_line(result: Any) -> str:
         return (f"{prefix}: no measurable change ({count} kernel{'' if count == '1' else 's'}, "
                 f"{format_bytes(temps.after)} temporaries)")
     return f"{prefix}: no measurable change"
+
+
+def shown(m: Any) -> tuple[str, str]:
+    """A metric's two figures as printed; exact where rounding would hide a change it claims."""
+    before, after = format_value(m.before, m.unit), format_value(m.after, m.unit)
+    if before == after and m.change in ("better", "worse"):
+        exact = "{:.6f} s" if m.unit in ("seconds", "time") else "{:,.0f} B" if m.unit == "bytes" else "{:g}"
+        before, after = exact.format(m.before), exact.format(m.after)
+    return before, after
 
 
 def _moved_alike(kernels: Any, launches: Any) -> bool:
@@ -119,11 +131,7 @@ def render_text(result: Any) -> str:
             mark = "" if m.change in ("same", "n/a") else m.change
             if not m.deciding:
                 mark = (mark + " " if mark else "") + "(info)"
-            shown_before, shown_after = format_value(m.before, m.unit), format_value(m.after, m.unit)
-            if shown_before == shown_after and m.change in ("better", "worse"):
-                # Rounding hid the difference: show the exact figures.
-                exact = "{:.6f} s" if m.unit in ("seconds", "time") else "{:,.0f} B" if m.unit == "bytes" else "{:g}"
-                shown_before, shown_after = exact.format(m.before), exact.format(m.after)
+            shown_before, shown_after = shown(m)
             rows.append((m.label, shown_before, shown_after, mark))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         for r in rows:
@@ -143,9 +151,9 @@ def render_text(result: Any) -> str:
                          f"(interquartile {format_time(low)}–{format_time(high)}, {len(side.timing.runs)} runs)")
         if side.lowering_error:
             # The first sentence says what failed and where; the JSON report has all of it.
-            shown = side.lowering_error.split(". ")[0]
-            shown = shown if len(shown) <= 200 else shown[:197] + "..."
-            lines.append(f"  not jittable as a whole ({side.label}; verified as a driver only): {shown}")
+            first = side.lowering_error.split(". ")[0]
+            first = first if len(first) <= 200 else first[:197] + "..."
+            lines.append(f"  not jittable as a whole ({side.label}; verified as a driver only): {first}")
     detector_lines = []
     for side in (before, after):
         if side is None:
