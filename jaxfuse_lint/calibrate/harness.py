@@ -163,14 +163,19 @@ def calibrate(code: str, keys: Iterable[str] = TARGET_KEYS, *, workers: int = 1,
     from jaxfuse_lint.calibrate.variants import generator
 
     gen = generator(code)
-    variants = list(gen.variants())
+    all_variants = list(gen.variants())
     if limit:
-        variants = variants[:limit]
-    log(f"{code}: {len(variants)} variants; fixing them with the rule's codemod")
-    batches = fixed_batches(code, variants)
-    log(f"{code}: {sum(sum(b['fixed']) for b in batches)} of {len(variants)} changed by the fix")
+        all_variants = all_variants[:limit]
     written = []
     for key in keys:
+        # A timed target (XLA:CPU) runs every variant: its generator may name a smaller space for it.
+        space = dict(gen.FEATURES)
+        if key == "cpu" and repeat:
+            space.update(getattr(gen, "TIMED", {}))
+        variants = [f for f in all_variants if all(f[name] in values for name, values in space.items())]
+        log(f"{code} {key}: {len(variants)} variants; fixing them with the rule's codemod")
+        batches = fixed_batches(code, variants)
+        log(f"{code} {key}: {sum(sum(b['fixed']) for b in batches)} of {len(variants)} changed by the fix")
         tasks = [(batch, key, repeat) for batch in batches]
         rows: list[Row] = []
         if workers > 1:
@@ -190,7 +195,7 @@ def calibrate(code: str, keys: Iterable[str] = TARGET_KEYS, *, workers: int = 1,
         meta["page"] = [list(g) for g in getattr(gen, "PAGE", ())] or [list(gen.FEATURES)[:2]]
         if key == "cpu":
             meta["timing"] = f"median of {repeat} alternating runs each, on this machine's CPU"
-        table = Table(code, key, meta, {k: tuple(v) for k, v in gen.FEATURES.items()}, tuple(rows),
+        table = Table(code, key, meta, {k: tuple(v) for k, v in space.items()}, tuple(rows),
                       tuple(getattr(gen, "NEAREST", ())))
         path = table_path(code, key, directory) if directory else table_path(code, key)
         write_table(table, path)

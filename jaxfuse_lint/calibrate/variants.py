@@ -13,8 +13,9 @@ A generator is a module with:
 - `variants() -> Iterable[dict]`: the feature combinations to calibrate;
 - optionally `advised(features, name) -> str`: the form the rule advises, for a rule without a
   codemod (otherwise the "after" version is the rule's own fix of `function`);
-- optionally `NEAREST` (numeric features whose values stand for size classes) and `PAGE` (the
-  groupings of features the rule's page shows).
+- optionally `NEAREST` (numeric features whose values stand for size classes), `PAGE` (the
+  groupings of features the rule's page shows) and `TIMED` (feature name -> the values a timed
+  target, XLA:CPU, calibrates: running and timing every variant costs more than compiling it).
 
 `module(generator, [features...])` puts many variants in one module (the agreement test checks
 them in one pass).
