@@ -188,7 +188,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     files = found.files
     out.info(f"config: {settings.config_path or 'none found; built-in defaults'}")
     for path, why in found.skipped:
-        if why.startswith("cannot read"):
+        if why.startswith(("cannot read", "not a regular file")):  # it looks like a source
             out.warn(f"{path}: {why}; skipped")
         else:
             out.info(f"skipped {path}: {why}")
@@ -387,6 +387,7 @@ def _add_noqa(files, settings, jobs, out, paths) -> None:
     written as `--fix` writes them: a link out of the named paths is left alone."""
     from jaxfuse_lint.run import runner
     from jaxfuse_lint.core.writer import write_atomic
+    from jaxfuse_lint.discover.source_bytes import read_source
     from jaxfuse_lint.engine.noqa import add_noqa, add_noqa_to_notebook
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, is_notebook
 
@@ -405,7 +406,10 @@ def _add_noqa(files, settings, jobs, out, paths) -> None:
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            data = Path(filename).read_bytes()
+            data = read_source(filename, settings.max_file_size)
+            if len(data) > settings.max_file_size:  # it grew since it was checked: never write back a part
+                out.error(f"{filename}: no `# noqa` added: the file is now over `max-file-size`")
+                continue
             if is_notebook(filename):
                 encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
                 text = decode_text(data)

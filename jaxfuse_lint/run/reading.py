@@ -52,12 +52,13 @@ class Reading(CacheReplay):
             try:
                 size = st.signature[0] if st.signature is not None else os.stat(st.path).st_size
                 big = too_large(size, st.filename, self.settings)
-                data = read_file(st.path) if big is None else None
+                data = read_file(st.path, self.settings) if big is None else None
             except OSError as exc:
                 record = None
                 pfiles.append(self._unreadable(st, exc))
                 continue
-            if data is None or (big := too_large(len(data), st.filename, self.settings)) is not None:
+            if data is None or (big := too_large(max(len(data), size) if len(data) > self.settings.max_file_size
+                                                 else len(data), st.filename, self.settings)) is not None:
                 record = None
                 self._settle(st, FileResult(st.filename, [big]), used={})
                 pfiles.append(ProjectFile(st.filename, None))
@@ -111,7 +112,7 @@ class Reading(CacheReplay):
                 st.entry = None
         if data is None:
             try:
-                data = read_file(st.path)
+                data = read_file(st.path, self.settings)
             except OSError as exc:
                 return self._unreadable(st, exc)
         try:

@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.discover.source_bytes import read_source
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome
 from jaxfuse_lint.run.pool import Pool, default_jobs
 
 
-def read_file(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+def read_file(path: Path, settings: Settings) -> bytes:
+    """The file's bytes, at most `max-file-size` + 1 of them (a longer file is reported as too
+    large by its length); OSError for anything but a regular file (discover/source_bytes.py)."""
+    return read_source(path, settings.max_file_size)
 
 
 PENDING, RUNNING, UNSETTLED, DONE = "pending", "running", "unsettled", "done"

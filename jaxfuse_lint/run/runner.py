@@ -121,7 +121,7 @@ class _Run(Reading, Scheduling):
                 continue
             result = st.result
             if result.diagnostics and result.source is None:
-                result.source = _text_of(st.path)
+                result.source = _text_of(st.path, self.settings)
             run.results.append(result)
             if st.outcome is not None:
                 run.fixes.append(st.outcome)
@@ -131,9 +131,9 @@ class _Run(Reading, Scheduling):
         return run
 
 
-def _text_of(path: Path) -> str | None:
+def _text_of(path: Path, settings: Settings) -> str | None:
     try:
-        return decode(read_file(path))[0]
+        return decode(read_file(path, settings))[0]
     except Exception:
         return None
 

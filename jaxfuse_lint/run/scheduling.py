@@ -156,7 +156,7 @@ class Scheduling(CacheReplay):
 
     def _task(self, st: FileState) -> Task:
         try:
-            data = read_file(st.path)
+            data = read_file(st.path, self.settings)
         except OSError:
             data = b""
         if st.status == PENDING:
