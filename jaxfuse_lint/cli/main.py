@@ -15,6 +15,7 @@ import click
 from jaxfuse_lint.core.version import __version__
 from jaxfuse_lint.core.config import ConfigError, Settings, load_settings, with_cli_overrides
 from jaxfuse_lint.report import FORMATS, ReportContext, render
+from jaxfuse_lint.report.paths import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -196,7 +197,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         out.warn(f"{path}: not a Python source file; skipped")
     if show_files:
         for f in sorted(files, key=lambda p: str(p)):
-            click.echo(str(f))
+            click.echo(printable(str(f)))
         if not files:
             out.warn("No Python files found under the given path(s)")
         sys.exit(EXIT_CLEAN)
@@ -276,7 +277,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             if show_fixes and fixed:
                 out.summary("Fixed:")
                 for d in fixed:
-                    where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                    where = printable(d.filename) + (f":cell {d.cell}" if d.cell is not None else "")
                     out.summary(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
         if fix:
             if fix_only:
@@ -449,6 +450,7 @@ def _unified_diff(original: str, fixed: str, name: str) -> str:
     from jaxfuse_lint.parse.notebook import is_notebook
     from jaxfuse_lint.report.notebooks import unified_diff
 
+    name = printable(name)  # a header per file: on one line, valid UTF-8
     if is_notebook(name):
         return unified_diff(original, fixed, name)
     return "".join(difflib.unified_diff(

@@ -73,7 +73,7 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
     except (ConfigError, ReviewError) as exc:
         _fail(str(exc))
         return
-    for err in review.errors:
+    for err in review.errors + review.notes:
         click.echo(f"jaxfuse-lint: {err}", err=True)
     payload = json.dumps(review_payload(review), indent=2, ensure_ascii=False) + "\n"
     if output == "-":
