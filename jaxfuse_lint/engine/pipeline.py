@@ -36,6 +36,17 @@ MAX_FIX_PASSES = 10
 UNUSED_NOQA = "JF901"
 
 
+class AnalysisStopped(Exception):
+    """Raised by check_source when its `should_stop()` says so (checked between the steps: the
+    parse, each rule, each finding's fix): the language server stops analysing a text that an
+    edit has made stale, or a document that was closed."""
+
+
+def _checkpoint(should_stop: Callable[[], bool] | None) -> None:
+    if should_stop is not None and should_stop():
+        raise AnalysisStopped()
+
+
 @dataclass
 class FileResult:
     filename: str
@@ -102,9 +113,10 @@ def enabled_rules(settings: Settings, filename: str | None = None) -> list[Rule]
 
 
 def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
-               errors: list[str]) -> list[tuple[Rule, Violation]]:
+               errors: list[str], should_stop: Callable[[], bool] | None = None) -> list[tuple[Rule, Violation]]:
     found = []
     for rule in rules:
+        _checkpoint(should_stop)
         try:
             for v in rule.check(model, settings):
                 found.append((rule, v))
@@ -144,9 +156,10 @@ class Analysis:
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
-                 runtime=None, source: str | None = None) -> None:
+                 runtime=None, source: str | None = None, should_stop: Callable[[], bool] | None = None) -> None:
         """`source`: the module's code when the caller has it (`module.code` generates it
-        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`)."""
+        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`).
+        `should_stop`: see AnalysisStopped."""
         from jaxfuse_lint.parse.locate import Locator
         from jaxfuse_lint.model import SemanticModel
         from jaxfuse_lint.engine.noqa import parse_suppressions
@@ -160,7 +173,8 @@ class Analysis:
         if settings.assume_traced:  # library mode (model/assumed.py)
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
-        self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
+        self.should_stop = should_stop
+        self.violations = _run_rules(self.model, rules, settings, filename, self.errors, should_stop)
         if runtime is not None:
             from jaxfuse_lint.model.runtime_facts import cite_evidence
 
@@ -243,7 +257,11 @@ class Analysis:
         )
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
-        out = [self.diagnostic(r, v, with_fixes) for r, v in self.violations]
+        out = []
+        for r, v in self.violations:
+            if with_fixes:
+                _checkpoint(self.should_stop)
+            out.append(self.diagnostic(r, v, with_fixes))
         if self.noqa_diagnostics:
             out += self.noqa_diagnostics
             out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
@@ -263,17 +281,19 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  model_hook: Callable[[SemanticModel], None] | None = None,
                  runtime=None, as_python: bool = False,
-                 parse: Callable[[str], cst.Module] | None = None) -> FileResult:
+                 parse: Callable[[str], cst.Module] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> FileResult:
     """Check one file. `external_traced`: its functions that other modules trace (see project/);
     `model_hook` is called with the file's model when it was parsed (the runner's project summary).
     A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
     `as_python` (the notebook's cells joined into a module). `parse`: what parses the text
-    (default `libcst.parse_module`; the language server's reparse.IncrementalParser)."""
+    (default `libcst.parse_module`; the language server's reparse.IncrementalParser).
+    `should_stop`: asked between the steps; AnalysisStopped is raised when it says yes."""
     import libcst as cst
 
     if filename.lower().endswith(".ipynb") and not as_python:
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
-                              apply_noqa=apply_noqa, model_hook=model_hook)
+                              apply_noqa=apply_noqa, model_hook=model_hook, should_stop=should_stop)
     result = FileResult(filename)
     big = too_large(len(source), filename, settings)
     if big is not None:
@@ -301,16 +321,21 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     if guard is not None:
         result.diagnostics.append(guard)
         return result
+    _checkpoint(should_stop)
     try:
         module = (parse or cst.parse_module)(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
+    _checkpoint(should_stop)
     try:
-        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text)
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text,
+                            should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
         if model_hook is not None:
             model_hook(analysis.model)
+    except AnalysisStopped:
+        raise
     except RecursionError:
         result.errors.append(f"{filename}: internal error: the file is nested too deeply to analyse")
         return result
@@ -461,6 +486,10 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
     result = FileResult(filename)
+    big = too_large(len(source), filename, settings)  # as for a .py file: not read, one JF000
+    if big is not None:
+        result.diagnostics.append(big)
+        return result
     try:
         raw = decode_text(source)
         nb = read(raw)
@@ -482,6 +511,11 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     """`engine.fix_source` for a notebook: the outcome's texts are the notebook's JSON."""
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
+    big = too_large(len(source), filename, settings)
+    if big is not None:
+        outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
+        outcome.remaining = [big]
+        return outcome
     try:
         raw = decode_text(source)
         nb = read(raw)
