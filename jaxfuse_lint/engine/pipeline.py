@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, parse_check, syntax_error_diagnostic
 
@@ -321,17 +322,23 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     if guard is not None:
         result.diagnostics.append(guard)
         return result
+    masked, unsupported = continuations.mask(text)  # lone backslash lines: libcst misreads them
+    if unsupported is not None:
+        result.diagnostics.append(continuation_diagnostic(filename, text, unsupported))
+        return result
     _checkpoint(should_stop)
     try:
-        module = (parse or cst.parse_module)(text)
+        module = (parse or cst.parse_module)(masked)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
     _checkpoint(should_stop)
     try:
-        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text,
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        if masked is not text:
+            result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -384,6 +391,10 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     guard = parse_guard_text(text, filename)
     if guard is not None:
         outcome.remaining = [guard]  # left alone
+        return outcome
+    code, unsupported = continuations.mask(text)  # restored in what is written (`_fixed_text`)
+    if unsupported is not None:
+        outcome.remaining = [continuation_diagnostic(filename, text, unsupported)]  # left alone
         return outcome
     try:
         cst.parse_module(code)
@@ -439,7 +450,46 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
             final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
                                  runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
+    outcome.source = _fixed_text(code, text, filename, outcome)
     return outcome
+
+
+def _with_backslash_lines(d: Diagnostic) -> Diagnostic:
+    """A diagnostic of a masked text (parse/continuations.py) whose fix writes its backslash lines back."""
+    if d.fix is None:
+        return d
+    from dataclasses import replace
+
+    edits = tuple(replace(e, content=continuations.restore(e.content)) for e in d.fix.edits)
+    return replace(d, fix=replace(d.fix, edits=edits))
+
+
+def _fixed_text(code: str, original: str, filename: str, outcome: FixOutcome) -> str:
+    """The fixed code with the backslash lines it was parsed without (continuations.py); the
+    original when the fixes moved one where CPython would read it otherwise (never written)."""
+    restored = continuations.restore(code)
+    if restored == code or restored == original:
+        return restored
+    from jaxfuse_lint.parse.parser_guard import cpython_rejects
+
+    if cpython_rejects(restored, filename) is not None:
+        outcome.errors.append(f"{filename}: fixes not applied: they would move a line that holds only a backslash")
+        outcome.fixed = []
+        return original
+    return restored
+
+
+def continuation_diagnostic(filename: str, text: str, row: int) -> Diagnostic:
+    """JF000 for a backslash line that continues onto a line indented differently: CPython's
+    verdict when it rejects the file, else that libcst cannot read it as Python does."""
+    from jaxfuse_lint.parse.parser_guard import cpython_diagnostic, cpython_rejects
+    from jaxfuse_lint.parse.syntax_errors import syntax_error_at
+
+    exc = cpython_rejects(text, filename)
+    if exc is not None:
+        return cpython_diagnostic(filename, exc)
+    return syntax_error_at(filename, row, 1, "the line after this backslash is indented differently from it "
+                                             "(Python takes the backslash line's indentation; not supported)")
 
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
