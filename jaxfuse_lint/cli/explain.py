@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import click
 
+from jaxfuse_lint.cli.output import running_user_code
 from jaxfuse_lint.cli.verify import argument_options, compile_options
 from jaxfuse_lint.verify.errors import VerifyError
 
@@ -41,9 +42,10 @@ jax's CUDA plugin is installed (pip install 'jaxfuse-lint[gpu]').
 as FUNC.dot and FUNC.svg (drawn by Graphviz when `dot` is installed, else laid
 out in pure Python).
 
-WARNING: without --profile, explain imports and runs the code under test (the
-module's top level and FUNC, traced by jax.jit). `check` never does. Run it on
-code you trust.
+WARNING: without --profile (or with --profile and --target/--gpu), explain
+imports and runs the code under test (the module's top level and FUNC, traced
+by jax.jit), and says so on stderr when it starts. `check` never does. Run it
+on code you trust.
 """
 
 
@@ -70,6 +72,8 @@ def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str,
                 raise VerifyError(f"explain needs PATH::FUNC, or a profile for `{target}`: pass --profile FILE "
                                   f"(no {DEFAULT_PROFILE} here)")
             profile_path = DEFAULT_PROFILE
+        if profile_path is None or compile_for or gpu:  # the code is imported and compiled
+            running_user_code("explain", [target.rpartition("::")[0] or target])
         if profile_path and (compile_for or gpu):
             explanations = explanations_recompiled(profile_path, target, compile_for=compile_for, gpu=gpu,
                                                    backend=backend, config_path=config_path)

@@ -68,7 +68,9 @@ def cli() -> None:
     """jaxfuse-lint: find JAX code that XLA cannot fuse well, rewrite it, and prove the rewrite.
 
     `check` (the default) and `--fix` only read source text: they never import jax
-    and never import or execute the code they lint. Only `verify` runs user code.
+    and never import or execute the code they lint. `verify` and `explain` import
+    and run your code, and so do `check --fix --verify` and `review --verify`: each
+    says so on stderr when it starts. `record` runs the command you give it.
     """
 
 

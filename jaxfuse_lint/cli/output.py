@@ -17,6 +17,13 @@ from typing import TextIO
 import click
 
 
+def running_user_code(command: str, paths) -> None:
+    """Say on stderr, before it happens, that `command` imports the user's files, so runs their
+    top-level code (`check` never does; the commands that do say so when they start)."""
+    names = " and ".join(dict.fromkeys(str(p) for p in paths))
+    click.echo(f"jaxfuse-lint {command}: this runs your code (importing {names} runs top-level code)", err=True)
+
+
 def color_wanted(stream: TextIO | None = None) -> bool:
     stream = stream if stream is not None else sys.stdout
     if os.environ.get("NO_COLOR"):
