@@ -19,6 +19,9 @@ shared 2-core development machine under load):
     --fixture all --copies 1,2,4     178 KB (118 fixes)   6.38 / 2.34  ->  2.62 / 2.30
                                      356 KB (236 fixes)  18.24 / 6.65  ->  5.30 / 4.44
                                      711 KB (472 fixes)  61.30 / 18.18 -> 11.49 / 10.58
+    --copies 40,80,160 (fix_numpy)    44 KB (320 fixes)   1.63 / 0.46  ->  0.97 / 0.55
+                                      89 KB (640 fixes)   4.32 / 1.25  ->  2.04 / 1.18
+                                     178 KB (1,280 fixes) 14.17 / 3.13 ->  4.05 / 2.81
 """
 from __future__ import annotations
 
