@@ -112,9 +112,9 @@ def count_reads(monkeypatch) -> list[str]:
     reads: list[str] = []
     real = run_state.read_file
 
-    def reading(path):
+    def reading(path, *args):
         reads.append(str(path))
-        return real(path)
+        return real(path, *args)
 
     for module in (reading_files, scheduling, runner):  # every module of the run that reads files
         monkeypatch.setattr(module, "read_file", reading)

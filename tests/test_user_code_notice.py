@@ -1,5 +1,5 @@
 """The commands that run the user's code say so (issue 37, item 12): the top-level help names
-every one of them, and `verify` and `explain` say on stderr, when they start, that importing
+every one of them, and `verify` and `explain` say on stderr, just before it runs, that importing
 the file runs its top-level code (they did so silently; `verify --profile` and
 `check --fix --verify` already said so)."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_the_top_level_help_names_every_command_that_runs_your_code():
     text = " ".join(result.output.split())
     assert "Only `verify` runs user code" not in text
     assert ("`verify` and `explain` import and run your code, and so do `check --fix --verify` and "
-            "`review --verify`: each says so on stderr when it starts. `record` runs the command you give it.") in text
+            "`review --verify`: each says so on stderr before it runs any. `record` runs the command you give it.") in text
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ def cli() -> None:
     `check` (the default) and `--fix` only read source text: they never import jax
     and never import or execute the code they lint. `verify` and `explain` import
     and run your code, and so do `check --fix --verify` and `review --verify`: each
-    says so on stderr when it starts. `record` runs the command you give it.
+    says so on stderr before it runs any. `record` runs the command you give it.
     """
 
 

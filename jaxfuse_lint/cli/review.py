@@ -68,12 +68,11 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
 
         # The project's runtime profile (`jaxfuse-lint record`), when present: facts for check, signatures for --verify.
         settings, profile = with_profile(settings, None)
-        if verify:
-            from jaxfuse_lint.cli.output import running_user_code
+        from jaxfuse_lint.cli.output import announcing_user_code
 
-            running_user_code("review --verify", ["the changed files that have a verify spec"])
-        review = run_review(base, tuple(paths), settings, head=head, verify=verify,
-                            echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True), profile=profile)
+        with announcing_user_code("review --verify"):
+            review = run_review(base, tuple(paths), settings, head=head, verify=verify,
+                                echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True), profile=profile)
     except (ConfigError, ReviewError) as exc:
         _fail(str(exc))
         return

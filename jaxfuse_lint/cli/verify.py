@@ -38,7 +38,7 @@ changed results (1); error (2).
 
 WARNING: verify imports and runs the code under test (the module's top
 level, FUNC, and with --call FUNC as a plain Python driver), and says so on
-stderr when it starts. `check` never does. Run it on code you trust.
+stderr before it runs any. `check` never does. Run it on code you trust.
 """
 
 
@@ -124,14 +124,15 @@ def verify_command(
         return
     if len(targets) != 1:
         raise click.UsageError("give one PATH::FUNC (or --profile FILE [PATHS])")
-    from jaxfuse_lint.cli.output import running_user_code
+    from jaxfuse_lint.cli.output import announcing_user_code
 
-    running_user_code("verify", [t.rpartition("::")[0] or t for t in (targets[0], against) if t])
-    result = run_verify(
-        targets[0], against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
-        time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
-        config_path=config_path, constants_warn_bytes=constants_warn_bytes, compile_for=compile_for, gpu=gpu,
-    )
+    with announcing_user_code("verify"):
+        result = run_verify(
+            targets[0], against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
+            time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed,
+            unsafe_fixes=unsafe_fixes, config_path=config_path, constants_warn_bytes=constants_warn_bytes,
+            compile_for=compile_for, gpu=gpu,
+        )
     from jaxfuse_lint.verify.report import render_json, render_text
 
     if output_format == "json":
