@@ -58,6 +58,9 @@ def test_per_file_ignores(tmp_path):
     ("jax-modules = 'jax'\n", "list of strings"),
     ("small-axis-max = \n", "invalid TOML: Invalid value (at line 2, column 18)"),
     ("select = [\n", "invalid TOML: Invalid value (at the end of the file, line 3, column 1)"),
+    # A linted tree cannot raise the file size limit past the ceiling (issue 37, item 9: a 12 MB
+    # file then took a worker down).
+    ("max-file-size = 12000000\n", "`max-file-size` must be at most 2,097,152 bytes"),
 ])
 def test_bad_config_is_exit_2_with_one_line(tmp_path, table, needle):
     m = write(tmp_path, table)
@@ -133,3 +136,15 @@ def test_default_test_ignores_are_shown_and_extended_not_replaced_by_extend(tmp_
                        text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT)})
     shown = next(line for line in r.stdout.splitlines() if line.startswith("per-file-ignores = "))
     assert '"**/tests/**" = ["JF1", "JF2", "JF3", "JF5"]' in shown and '"scripts/*" = ["JF3"]' in shown
+
+
+def test_the_file_size_limit_by_default_and_at_its_ceiling(tmp_path):
+    """1 MiB by default (a file costs ~0.6 KB of memory per byte to check, ~1.2 KB to fix, and
+    about 16 s per MiB of CPU: benchmarks/bench_fix_scaling.py); a tree may lower it, or raise
+    it up to the ceiling of 2 MiB."""
+    from jaxfuse_lint.core.config import MAX_FILE_SIZE_CEILING
+
+    assert Settings().max_file_size == 1 << 20
+    assert MAX_FILE_SIZE_CEILING == 2 << 20
+    write(tmp_path, f"max-file-size = {MAX_FILE_SIZE_CEILING}\n")
+    assert load_settings(None, start=str(tmp_path)).max_file_size == MAX_FILE_SIZE_CEILING

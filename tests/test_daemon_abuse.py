@@ -95,3 +95,40 @@ def test_a_forwarded_run_keeps_the_clients_nice_value_affinity_and_limits(runnin
         finally:
             os._exit(0 if ok else 1)
     assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_a_client_that_dribbles_its_request_is_dropped_at_the_bound(monkeypatch):
+    """Issue 37, item 12: one byte every 1.5 s never hit the per-read timeout, and held the
+    daemon (one request at a time) for as long as the client liked. The whole request now has
+    READ_TIMEOUT: a client that has not sent it by then is dropped, long before it would finish."""
+    import threading
+
+    from jaxfuse_lint.daemon import server
+
+    monkeypatch.setattr(server, "READ_TIMEOUT", 0.5)
+    request = b'%d\n{"kind": "status"}' % len(b'{"kind": "status"}')
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sent = []
+    stop = threading.Event()
+
+    def dribble() -> None:
+        for byte in request:  # every byte well within the per-read timeout the daemon had
+            if stop.wait(0.2):
+                return
+            try:
+                theirs.send(bytes([byte]))
+            except OSError:
+                return
+            sent.append(byte)
+
+    writer = threading.Thread(target=dribble, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises((TimeoutError, ValueError)):
+            server.Daemon._read(ours)
+        assert len(sent) < len(request)  # dropped before the request was complete
+    finally:
+        stop.set()
+        writer.join(10)
+        ours.close()
+        theirs.close()

@@ -14,7 +14,7 @@ import pytest
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
 from jaxfuse_lint.parse.ipython_syntax import mask_lines
-from jaxfuse_lint.parse.notebook import NotebookError, dump_like, read
+from jaxfuse_lint.parse.notebook import NotebookError, read
 from jaxfuse_lint.report.notebooks import unified_diff
 from jaxfuse_lint.core.lines import split_lines
 
@@ -265,11 +265,74 @@ def test_a_fix_may_not_remove_a_magic():
         nb.cell_sources(nb.module.replace("pass  # jaxfuse-lint-magic 0\n", ""))
 
 
-def test_dump_like_falls_back_to_jupyters_format():
-    raw = '{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}'
-    assert dump_like(json.loads(raw), raw) == raw
-    odd = '{ "cells" : [], "nbformat": 4}'
-    assert dump_like(json.loads(odd), odd) == '{\n "cells": [],\n "nbformat": 4\n}\n'
+# Issue 37, item 11: a notebook keeps its JSON layout outside the edited cells, byte for byte.
+def _odd_layout(quirk: str) -> tuple[str, str, str]:
+    """(prefix, the edited cell's source value, suffix) of a notebook in Jupyter's layout but
+    for one quirk."""
+    data = json.loads(notebook([
+        ("markdown", "See http://example.org/x \u00e9t\u00e9\n"),
+        ("code", "import jax\nimport jax.numpy as jnp\n"),
+        ("code", "@jax.jit\ndef f(x):  # a/b \u00e9\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n"),
+    ]))
+    data["cells"][2]["id"] = "edited"
+    data["cells"][2]["metadata"] = {"scale": 0.5}
+    data["metadata"]["tolerance"] = 1.5e-07
+    raw = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    nl = "\n"
+    if quirk == "crlf":
+        raw, nl = raw.replace("\n", "\r\n"), "\r\n"
+    elif quirk == "escaped-slash":
+        raw = raw.replace("/", "\\/")
+    elif quirk == "exponent":
+        raw = raw.replace("1.5e-07", "1.5E-7")
+    elif quirk == "mixed-escapes":
+        raw = raw.replace("\u00e9", "\\u00e9", 1)  # the markdown cell's first; the others stay raw
+    elif quirk == "duplicate-keys":
+        raw = raw.replace('"scale": 0.5', '"scale": 1,' + nl + '    "scale": 0.5')
+    start = raw.index('"source": ', raw.index('"id": "edited"')) + len('"source": ')
+    end = raw.index(nl + "   ]", start) + len(nl + "   ]")
+    return raw[:start], raw[start:end], raw[end:]
+
+
+@pytest.mark.parametrize("quirk", ["crlf", "escaped-slash", "exponent", "mixed-escapes", "duplicate-keys"])
+def test_a_fix_keeps_the_json_layout_outside_the_edited_cell(quirk):
+    prefix, cell, suffix = _odd_layout(quirk)
+    outcome = fix_source(prefix + cell + suffix, "nb.ipynb", Settings(), unsafe=True)
+    assert outcome.changed
+    new = outcome.source
+    assert new.startswith(prefix) and new.endswith(suffix)
+    value = new[len(prefix):len(new) - len(suffix)]
+    source = json.loads(value)
+    assert "jnp.sum" not in "".join(source) and source[:2] == ["@jax.jit\n", "def f(x):  # a/b \u00e9\n"]
+    # The edited cell itself is written as the file is: its line breaks, its escapes.
+    old_lines = cell.split("\n")
+    assert value.split("\n")[:3] == old_lines[:3]  # `[`, then the unchanged lines' own spelling
+    assert value.endswith(old_lines[-1])
+    if quirk == "crlf":
+        assert "\n" not in value.replace("\r\n", "")
+    if quirk == "escaped-slash":
+        assert "/" not in value.replace("\\/", "")
+
+
+def test_only_the_edited_cells_source_changes_when_several_are(tmp_path):
+    """Two cells fixed, the rest as it was; a cell stored as one string stays one string."""
+    data = json.loads(notebook([
+        ("code", "import jax\nimport jax.numpy as jnp\n"),
+        ("code", "@jax.jit\ndef f(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)\n"),
+        ("markdown", "between"),
+        ("code", "@jax.jit\ndef g(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)"),
+    ]))
+    data["cells"][3]["source"] = "".join(data["cells"][3]["source"])
+    raw = json.dumps(data, indent=2, ensure_ascii=True).replace("\n", "\r\n")
+    outcome = fix_source(raw, "nb.ipynb", Settings(), unsafe=True)
+    new = json.loads(outcome.source)
+    assert isinstance(new["cells"][3]["source"], str) and "jnp.sum" not in new["cells"][3]["source"]
+    assert "jnp.sum" not in "".join(new["cells"][1]["source"])
+    before, after = json.loads(raw), new
+    for i in (1, 3):
+        before["cells"][i]["source"] = after["cells"][i]["source"]
+    assert before == after
+    assert outcome.source.count("\r\n") == len(outcome.source.split("\n")) - 1  # CRLF everywhere
 
 
 def test_unified_diff_names_cells():
@@ -515,3 +578,13 @@ def test_a_cell_dedented_line_by_line_maps_columns_back_and_takes_no_fix():
     assert (d.cell, d.location.row, d.location.column, d.fix) == (2, 8, 12, None)
     outcome = fix_source(text, "nb.ipynb", settings, unsafe=True)
     assert outcome.source == text  # not rewritten: the cell's lines do not map back one to one
+
+
+def test_an_empty_source_list_gets_lines_in_the_files_layout():
+    from jaxfuse_lint.parse.json_splice import string_list_like, value_span
+
+    raw = '{\r\n  "cells": [\r\n    {\r\n      "source": []\r\n    }\r\n  ]\r\n}'
+    start, end = value_span(raw, ("cells", 0, "source"))
+    assert raw[start:end] == "[]"
+    assert string_list_like(raw, start, end, ["a = 1\n", "é/"]) == \
+        '[\r\n        "a = 1\\n",\r\n        "é/"\r\n      ]'

@@ -107,13 +107,13 @@ def count_reads(monkeypatch) -> list[str]:
     import jaxfuse_lint.run.run_state as run_state
 
     reads: list[str] = []
-    real = run_state.read_identified
+    real = run_state.read_identified_source
 
-    def reading(path):
+    def reading(path, *args):
         reads.append(str(path))
-        return real(path)
+        return real(path, *args)
 
-    monkeypatch.setattr(run_state, "read_identified", reading)  # the one read of a file in a run
+    monkeypatch.setattr(run_state, "read_identified_source", reading)  # the one read of a file in a run
     return reads
 
 

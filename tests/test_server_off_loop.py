@@ -126,9 +126,10 @@ def test_a_notebook_is_checked_off_the_loop_per_notebook_stale_results_dropped(s
         assert len(ls.check.threads) == 1
         ls.check.release()
         await until(lambda: diagnostics_of(ls, cells[1]))
-        # One notebook, one document for the scheduler: the held result was dropped, the newest
-        # cells checked next, each code cell published (on the loop), the markdown cell not.
-        assert ls.scheduler.stats["analysed"] == 2 and ls.scheduler.stats["dropped"] == 1
+        # One notebook, one document for the scheduler: the held check was stopped (its text was
+        # stale), the newest cells checked next, each code cell published (on the loop), the
+        # markdown cell not.
+        assert ls.scheduler.stats["analysed"] == 2 and ls.scheduler.stats["stopped"] == 1
         assert set(ls.check.threads) == {f"{WORKER}_0"}  # (a notebook's check calls check_source again)
         assert diagnostics_of(ls, cells[1]) == [(2, [])]
         assert diagnostics_of(ls, cells[2]) == [(1, [])]
@@ -339,3 +340,35 @@ def test_settings_read_across_a_configuration_save_are_not_kept(server, tmp_path
     monkeypatch.setattr(server_module, "load_settings", real_load)
     assert ls.settings_for(path).select == ("JF101",)
     assert list(ls._settings.values())[0].select == ("JF101",)
+
+
+def test_a_notebook_over_the_document_limit_is_not_analysed(server, tmp_path):
+    """Issue 37, item 7: the editor's size cap applies to notebooks as to documents."""
+    from jaxfuse_lint.server.server import MAX_DOCUMENT
+
+    uri = (tmp_path / "nb.ipynb").as_uri()
+    cells = [notebooks.CellText(uri + "#a", 1, "import jax\n" + "x = 1\n" * (MAX_DOCUMENT // 6 + 1), True),
+             notebooks.CellText(uri + "#b", 1, "y = 2\n", True)]
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(checked=server.analyse_notebook(uri, cells)))
+    worker.start()
+    worker.join(60)
+    (d,) = out["checked"].diagnostics[cells[0].uri]
+    assert d.code == "JF000" and d.message.startswith("File not checked") and f"({MAX_DOCUMENT:,} bytes)" in d.message
+    assert out["checked"].diagnostics[cells[1].uri] == []
+
+
+def test_check_source_stops_between_its_steps_when_asked():
+    """What the scheduler's should_stop reaches: the engine asks it between the parse, each rule
+    and each finding's fix, and stops with AnalysisStopped."""
+    asked: list[int] = []
+
+    def should_stop() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    with pytest.raises(pipeline.AnalysisStopped):
+        pipeline.check_source(SOURCE, "m.py", load_settings(None), should_stop=should_stop)
+    assert len(asked) == 4
+    result = pipeline.check_source(SOURCE, "m.py", load_settings(None), should_stop=lambda: False)
+    assert [d.code for d in result.diagnostics] == ["JF101"]

@@ -106,7 +106,8 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     result = run(*args)
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
+    # (where the module was imported before the error, the notice that it runs the user's code comes first)
+    lines = [ln for ln in result.stderr.strip().splitlines() if "this runs your code" not in ln]
     assert len(lines) == 1 and lines[0].startswith("jaxfuse-lint verify: error: ")
     assert message in lines[0]
 
@@ -117,6 +118,7 @@ def test_user_code_raising_on_import_is_reported(tmp_path):
     result = run(f"{path}::f", "--against", f"{path}::f", "--arg", "f32[3]")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
+        f"jaxfuse-lint verify: this runs your code (importing {path} runs top-level code)\n"
         f"jaxfuse-lint verify: error: {path}:3: importing the before version raised ZeroDivisionError: division by zero"
     )
 

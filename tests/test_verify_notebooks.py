@@ -106,7 +106,7 @@ def test_explain_numbers_a_notebook_function_by_its_cell(tmp_path):
 
     path = write_notebook(tmp_path / "nb.ipynb", STEP_CELLS)
     text = CliRunner().invoke(explain_command, [f"{path}::step", "--arg", "f32[256,64]", "--target", "cpu"],
-                              catch_exceptions=False).output
+                              catch_exceptions=False).stdout
     assert text.splitlines()[0].endswith("on CPU, cell 3")
     rows = {line.split()[0]: line for line in text.splitlines() if line.strip().startswith(("1 ", "2 ", "3 ", "4 "))}
     assert "jnp.sum(x[:, :2], axis=1)" in rows["3"] and "K1" in rows["3"]

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import click
 
+from jaxfuse_lint.cli.output import announcing_user_code
 from jaxfuse_lint.cli.verify import argument_options, compile_options
 from jaxfuse_lint.verify.errors import VerifyError
 
@@ -42,9 +43,10 @@ python3 -m pip install -e '.[gpu]' in the repository).
 as FUNC.dot and FUNC.svg (drawn by Graphviz when `dot` is installed, else laid
 out in pure Python).
 
-WARNING: without --profile, explain imports and runs the code under test (the
-module's top level and FUNC, traced by jax.jit). `check` never does. Run it on
-code you trust.
+WARNING: without --profile (or with --profile and --target/--gpu), explain
+imports and runs the code under test (the module's top level and FUNC, traced
+by jax.jit), and says so on stderr before it runs any. `check` never does. Run it
+on code you trust.
 """
 
 
@@ -65,31 +67,9 @@ code you trust.
 def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str, ...], dims: tuple[str, ...],
                     compile_for: str | None, gpu: str | None, profile_path: str | None, graph_dir: str | None,
                     output_format: str, backend: str | None, config_path: str | None) -> None:
-    try:
-        if profile_path is None and "::" not in target:
-            if not os.path.exists(DEFAULT_PROFILE):
-                raise VerifyError(f"explain needs PATH::FUNC, or a profile for `{target}`: pass --profile FILE "
-                                  f"(no {DEFAULT_PROFILE} here)")
-            profile_path = DEFAULT_PROFILE
-        if profile_path and (compile_for or gpu):
-            explanations = explanations_recompiled(profile_path, target, compile_for=compile_for, gpu=gpu,
-                                                   backend=backend, config_path=config_path)
-        elif profile_path:
-            explanations = explanations_from_profile(profile_path, target)
-        else:
-            try:
-                explanations = [explain_target(target, arg_specs=arg_specs, statics=statics, dims=dims,
-                                               backend=backend, config_path=config_path, compile_for=compile_for,
-                                               gpu=gpu)]
-            except VerifyError as exc:
-                # No shapes given anywhere: what a recorded run traced is the next best source.
-                if "no argument shapes" not in str(exc) or not os.path.exists(DEFAULT_PROFILE):
-                    raise
-                profile_path = DEFAULT_PROFILE
-                explanations = explanations_from_profile(profile_path, target)
-    except VerifyError as exc:
-        click.echo(f"jaxfuse-lint explain: error: {exc}", err=True)
-        sys.exit(2)
+    with announcing_user_code("explain"):
+        explanations, profile_path = _explanations(target, arg_specs, statics, dims, compile_for, gpu, profile_path,
+                                                   backend, config_path)
     from jaxfuse_lint.runtime.explain import render_html, render_text
     from jaxfuse_lint.verify.graph_render import graph_svg, write_graph_files
 
@@ -117,6 +97,36 @@ def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str,
         click.echo("\n".join(render_text(e) for e in explanations), nl=False)
         for path in written:
             click.echo(f"graph: {path}")
+
+
+def _explanations(target, arg_specs, statics, dims, compile_for, gpu, profile_path, backend, config_path):
+    """(the explanations, the profile they came from or None); a VerifyError is one line, exit 2."""
+    try:
+        if profile_path is None and "::" not in target:
+            if not os.path.exists(DEFAULT_PROFILE):
+                raise VerifyError(f"explain needs PATH::FUNC, or a profile for `{target}`: pass --profile FILE "
+                                  f"(no {DEFAULT_PROFILE} here)")
+            profile_path = DEFAULT_PROFILE
+        if profile_path and (compile_for or gpu):
+            explanations = explanations_recompiled(profile_path, target, compile_for=compile_for, gpu=gpu,
+                                                   backend=backend, config_path=config_path)
+        elif profile_path:
+            explanations = explanations_from_profile(profile_path, target)
+        else:
+            try:
+                explanations = [explain_target(target, arg_specs=arg_specs, statics=statics, dims=dims,
+                                               backend=backend, config_path=config_path, compile_for=compile_for,
+                                               gpu=gpu)]
+            except VerifyError as exc:
+                # No shapes given anywhere: what a recorded run traced is the next best source.
+                if "no argument shapes" not in str(exc) or not os.path.exists(DEFAULT_PROFILE):
+                    raise
+                profile_path = DEFAULT_PROFILE
+                explanations = explanations_from_profile(profile_path, target)
+    except VerifyError as exc:
+        click.echo(f"jaxfuse-lint explain: error: {exc}", err=True)
+        sys.exit(2)
+    return explanations, profile_path
 
 
 def _unique_stem(name: str, written: list[str]) -> str:

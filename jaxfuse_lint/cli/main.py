@@ -15,6 +15,7 @@ import click
 from jaxfuse_lint.core.version import __version__
 from jaxfuse_lint.core.config import ConfigError, Settings, load_settings, with_cli_overrides
 from jaxfuse_lint.report import FORMATS, ReportContext, render
+from jaxfuse_lint.report.paths import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -67,7 +68,9 @@ def cli() -> None:
     """jaxfuse-lint: find JAX code that XLA cannot fuse well, rewrite it, and prove the rewrite.
 
     `check` (the default) and `--fix` only read source text: they never import jax
-    and never import or execute the code they lint. Only `verify` runs user code.
+    and never import or execute the code they lint. `verify` and `explain` import
+    and run your code, and so do `check --fix --verify` and `review --verify`: each
+    says so on stderr before it runs any. `record` runs the command you give it.
     """
 
 
@@ -208,13 +211,15 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             from jaxfuse_lint.parse.syntax_errors import unreadable
 
             unreadable_folders.append(FileResult(path, [unreadable(path, why.split(": ", 1)[1], "folder")]))
+        elif why.startswith(("cannot read", "not a regular file")):  # it looks like a source
+            out.warn(f"{printable(path)}: {why}; skipped")
         else:
             out.info(f"skipped {path}: {why}")
     for path in found.not_sources:
         out.warn(f"{path}: not a Python source file; skipped")
     if show_files:
         for f in sorted(files, key=lambda p: str(p)):
-            click.echo(str(f))
+            click.echo(printable(str(f)))
         if not files:
             out.warn("No Python files found under the given path(s)")
         sys.exit(EXIT_CLEAN)
@@ -301,7 +306,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         if fix and show_fixes and fixed:
             closing.append("Fixed:")
             for d in fixed:
-                where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+                where = printable(d.filename) + (f":cell {d.cell}" if d.cell is not None else "")
                 closing.append(f"  {where}:{d.location.row}:{d.location.column}: {d.code} {d.message}")
         if fix:
             if fix_only:
@@ -423,8 +428,8 @@ def _add_noqa(files, settings, jobs, out, checked) -> None:
     written as `--fix` writes them: inside the checked paths, and only while still the file
     that was checked."""
     from jaxfuse_lint.run import runner
-    from jaxfuse_lint.core.file_identity import read_identified
     from jaxfuse_lint.core.writer import NotWritten
+    from jaxfuse_lint.discover.source_bytes import read_identified_source
     from jaxfuse_lint.engine.noqa import add_noqa, add_noqa_to_notebook
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, is_notebook
 
@@ -443,7 +448,7 @@ def _add_noqa(files, settings, jobs, out, checked) -> None:
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            data, identity = read_identified(filename)
+            data, identity = read_identified_source(filename, settings.max_file_size)
             if identity != run.identities.get(filename):
                 out.warn(f"{filename}: no `# noqa` added: changed since it was checked (run again)")
                 continue
@@ -484,6 +489,7 @@ def _unified_diff(original: str, fixed: str, name: str) -> str:
     from jaxfuse_lint.parse.notebook import is_notebook
     from jaxfuse_lint.report.notebooks import unified_diff
 
+    name = printable(name)  # a header per file: on one line, valid UTF-8
     if is_notebook(name):
         return unified_diff(original, fixed, name)
     return "".join(difflib.unified_diff(

@@ -13,10 +13,33 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import fields
-from typing import TextIO
+from typing import Iterator, TextIO
 
 import click
+
+
+@contextmanager
+def announcing_user_code(command: str) -> Iterator[None]:
+    """While the block runs, each file of the user's is announced on stderr just before its
+    code first runs (`jaxfuse-lint verify: this runs your code (importing m.py runs top-level
+    code)`): `check` never imports the code it lints, the commands that do say so."""
+    from jaxfuse_lint.verify import loader
+
+    announced: set[str] = set()
+
+    def announce(filename: str) -> None:
+        if filename not in announced:
+            announced.add(filename)
+            click.echo(f"jaxfuse-lint {command}: this runs your code (importing {filename} runs top-level code)",
+                       err=True)
+
+    previous, loader.on_import = loader.on_import, announce
+    try:
+        yield
+    finally:
+        loader.on_import = previous
 
 
 def color_wanted(stream: TextIO | None = None) -> bool:

@@ -68,12 +68,15 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
 
         # The project's runtime profile (`jaxfuse-lint record`), when present: facts for check, signatures for --verify.
         settings, profile = with_profile(settings, None)
-        review = run_review(base, tuple(paths), settings, head=head, verify=verify,
-                            echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True), profile=profile)
+        from jaxfuse_lint.cli.output import announcing_user_code
+
+        with announcing_user_code("review --verify"):
+            review = run_review(base, tuple(paths), settings, head=head, verify=verify,
+                                echo=lambda m: click.echo(f"jaxfuse-lint: {m}", err=True), profile=profile)
     except (ConfigError, ReviewError) as exc:
         _fail(str(exc))
         return
-    for err in review.errors:
+    for err in review.errors + review.notes:
         click.echo(f"jaxfuse-lint: {err}", err=True)
     payload = json.dumps(review_payload(review), indent=2, ensure_ascii=False) + "\n"
     if output == "-":

@@ -38,8 +38,8 @@ one improved; unchanged (0); regressed (slower beyond the noise included) or
 changed results (1); error (2).
 
 WARNING: verify imports and runs the code under test (the module's top
-level, FUNC, and with --call FUNC as a plain Python driver). `check` never
-does; only `verify` does. Run it on code you trust.
+level, FUNC, and with --call FUNC as a plain Python driver), and says so on
+stderr before it runs any. `check` never does. Run it on code you trust.
 """
 
 
@@ -118,18 +118,22 @@ def verify_command(
         click.echo("jaxfuse-lint verify: error: --repeat needs --time", err=True)
         sys.exit(2)
     if profile_path is not None:
-        from jaxfuse_lint.runtime.verify_profile import verify_command_with_profile
+        from jaxfuse_lint.runtime.verify_profile import verify_command_with_profile  # (it says it runs your code)
 
         verify_command_with_profile(profile_path, targets, config_path, unsafe_fixes, backend, seed,
                                     target=compile_for, gpu=gpu)
         return
     if len(targets) != 1:
         raise click.UsageError("give one PATH::FUNC (or --profile FILE [PATHS])")
-    result = run_verify(
-        targets[0], against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
-        time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed, unsafe_fixes=unsafe_fixes,
-        config_path=config_path, constants_warn_bytes=constants_warn_bytes, compile_for=compile_for, gpu=gpu,
-    )
+    from jaxfuse_lint.cli.output import announcing_user_code
+
+    with announcing_user_code("verify"):
+        result = run_verify(
+            targets[0], against=against, arg_specs=arg_specs, statics=statics, dims=dims, call=call,
+            time_runs=(repeat or DEFAULT_REPEAT) if time_it else 0, graph_dir=graph_dir, backend=backend, seed=seed,
+            unsafe_fixes=unsafe_fixes, config_path=config_path, constants_warn_bytes=constants_warn_bytes,
+            compile_for=compile_for, gpu=gpu,
+        )
     from jaxfuse_lint.verify.report import render_json, render_text
 
     if output_format == "json":

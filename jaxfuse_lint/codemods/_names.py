@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
@@ -46,7 +47,7 @@ def jnp_name(model: "SemanticModel", scopes: Iterable[Scope] = ()) -> JnpName | 
             if all(_resolves_to(model, candidate, s, "jax.numpy") for s in scopes or [model.index.scope]):
                 return JnpName(candidate)
             continue
-        if any(r.name.value == candidate for r in model.index.reads):
+        if model.index.reads_named(candidate):
             continue  # read but bound nowhere: a builtin-like name we must not shadow
         return JnpName(candidate, (ImportSpec("jax.numpy", None, candidate),))
     return None
@@ -60,18 +61,34 @@ def _resolves_to(model: "SemanticModel", name: str, scope: Scope, qualified: str
     return all(b.kind == "import" and model.resolver.canonical(b.qualified_name or "") == qualified for b in bindings)
 
 
+_BOUND_ANYWHERE: "weakref.WeakKeyDictionary[SemanticModel, frozenset[str]]" = weakref.WeakKeyDictionary()
+
+
 def _name_bound_anywhere(model: "SemanticModel", name: str) -> bool:
-    if name in model.index.scope.bindings:
-        return True
-    for fn in model.index.functions:
-        if name in fn.bindings:
-            return True
-    return False
+    """Whether the module or any function binds `name` (the names are gathered once per model)."""
+    bound = _BOUND_ANYWHERE.get(model)
+    if bound is None:
+        names = set(model.index.scope.bindings)
+        for fn in model.index.functions:
+            names.update(fn.bindings)
+        bound = _BOUND_ANYWHERE[model] = frozenset(names)
+    return name in bound
 
 
-def names_in_module(model: "SemanticModel") -> set[str]:
+_NAMES_IN_MODULE: "weakref.WeakKeyDictionary[SemanticModel, frozenset[str]]" = weakref.WeakKeyDictionary()
+
+
+def names_in_module(model: "SemanticModel") -> frozenset[str]:
     """Every identifier the module reads or binds, in any scope (module, class bodies,
-    functions), every attribute name, and every builtin (for fresh names)."""
+    functions), every attribute name, and every builtin (for fresh names). Computed once per
+    model (a walk of the whole module per fresh name made fixes quadratic in a file's findings)."""
+    names = _NAMES_IN_MODULE.get(model)
+    if names is None:
+        names = _NAMES_IN_MODULE[model] = frozenset(_names_in_module(model))
+    return names
+
+
+def _names_in_module(model: "SemanticModel") -> set[str]:
     names = {r.name.value for r in model.index.reads}
     names |= set(model.index.scope.bindings)
     for fn in model.index.functions:

@@ -293,7 +293,7 @@ def _broadcast_split(model, node, operand, axis, size, shape, scope):
                 taken.add(name)
                 subst[key] = name
         reads_underscore = "_" in fn.bindings or any(
-            r.name.value == "_" and is_inside(model, r.name, fn.node) for r in model.index.reads)
+            is_inside(model, r.name, fn.node) for r in model.index.reads_named("_"))
         targets = []
         for key in order:
             if key in subst:

@@ -109,8 +109,8 @@ def _removable_source(model, name: cst.Name, stmt_line: cst.SimpleStatementLine,
     if any(ll.comment is not None for ll in line.leading_lines):
         return None
     arg_ids = {id(a) for a in args}
-    for read in model.index.reads:
-        if read.name.value != name.value or id(read.name) in arg_ids:
+    for read in model.index.reads_named(name.value, owner):
+        if id(read.name) in arg_ids:
             continue
         found_r = model.lookup(read.name.value, read.scope)
         if found_r is None or found_r[0] is not owner:

@@ -355,9 +355,7 @@ def _names_consumption(model, target, scope, depth) -> str:
         return MAYBE
     binding = found[1][0]
     verdicts = []
-    for read in model.index.reads:
-        if read.name.value != target.value:
-            continue
+    for read in model.index.reads_named(target.value, scope):
         hit = model.lookup(target.value, read.scope)
         if hit is None or binding not in hit[1]:
             continue

@@ -102,7 +102,7 @@ def build_fix(violation, model, settings):
     if len(chain.statements) > 1 and body.is_lambda:
         return None  # a lambda body has room for one expression, not a chain of statements
 
-    all_reads = _reads_of(model, name, b)
+    all_reads = _reads_of(model, name, b, owner)
     if read not in [r.name for r in all_reads]:
         return None
     # The bodies of this loop that read the value (a while_loop's cond and body): all of them get the
@@ -131,7 +131,7 @@ def build_fix(violation, model, settings):
             break
         safe = safe and verdict
     fixed_regions = [fn.node for fn in group]
-    removed = _remove_unread(model, chain, fixed_regions, replacements)
+    removed = _remove_unread(model, chain, fixed_regions, replacements, owner)
     if not _fit_lambda_lines(model, [fn for fn in group if fn.is_lambda], replacements):
         return None
 
@@ -243,14 +243,14 @@ def _flat_names(target: cst.BaseExpression):
     return None
 
 
-def _remove_unread(model, chain: _Chain, fixed_regions, replacements) -> set:
+def _remove_unread(model, chain: _Chain, fixed_regions, replacements, owner) -> set:
     """Remove the chain's outer statements whose names nothing outside the fixed bodies (or the
     statements removed with them) reads any more; the others stay and are computed twice."""
     removed: set = set()
     for st in reversed(chain.statements):
         ok = True
         for bd in chain.bindings[st]:
-            for r in _reads_of(model, bd.name, bd):
+            for r in _reads_of(model, bd.name, bd, owner):
                 if any(is_inside(model, r.name, n) for n in fixed_regions):
                     continue
                 if any(is_inside(model, r.name, other) for other in removed):
@@ -341,11 +341,10 @@ def _fix_body(model, fn, reads, chain, value, info, owner, site, replacements) -
     return all(verdicts)
 
 
-def _reads_of(model, name: str, binding):
+def _reads_of(model, name: str, binding, owner):
+    """The reads of `name` that may see `binding`, one of `owner`'s."""
     out = []
-    for r in model.index.reads:
-        if r.name.value != name:
-            continue
+    for r in model.index.reads_named(name, owner):
         found = model.lookup(name, r.scope)
         if found is not None and binding in found[1]:
             out.append(r)

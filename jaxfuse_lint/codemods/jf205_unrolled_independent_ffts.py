@@ -63,8 +63,8 @@ def _index_reads_ok(model, var: str, term: cst.BaseExpression, loop: cst.For, sc
     if found is None or found[0] is not scope or len(found[1]) != 1 or found[1][0].node is not loop:
         return None
     read_ids = {id(n) for n in reads}
-    for r in model.index.reads:
-        if r.name.value != var or id(r.name) in read_ids:
+    for r in model.index.reads_named(var, scope):
+        if id(r.name) in read_ids:
             continue
         fr = model.lookup(var, r.scope)
         if fr is not None and fr[0] is scope:

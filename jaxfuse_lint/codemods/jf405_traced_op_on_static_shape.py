@@ -12,6 +12,8 @@ the original could have worked makes the fix unsafe.
 """
 from __future__ import annotations
 
+import weakref
+
 import libcst as cst
 
 from jaxfuse_lint.codemods._names import module_name_for
@@ -64,25 +66,40 @@ def _every_read_reaches_a_sink(model: SemanticModel, via) -> bool:
     typed int32 (wrapping past 2**31) to an exact, weakly typed Python int: unsafe."""
     if not via:
         return True
-    finder = ShapeArithmetic(model)
-    reached: set[int] = set()
-    for fn in model.traced.reasons:
-        for _, sink, arg in sink_arguments(model, fn):
-            for _, _, names in finder.find(arg, fn):
-                reached.update(id(n) for n in names)
-                if any(n is via[0] for n in names) and _always_runs(model, sink, fn):
-                    return True  # the function can never have worked: nothing that worked changes
+    reached, always = _sink_names(model)
+    if id(via[0]) in always:
+        return True  # the function can never have worked: nothing that worked changes
     for name in via:
         found = model.lookup(name.value, model.scope_of(name))
         if found is None:
             return False
-        for read in model.index.reads:
-            if read.name.value != name.value:
-                continue
+        for read in model.index.reads_named(name.value, found[0]):
             other = model.lookup(read.name.value, read.scope)
             if other is not None and other[0] is found[0] and id(read.name) not in reached:
                 return False
     return True
+
+
+_SINK_NAMES: "weakref.WeakKeyDictionary[SemanticModel, tuple[set[int], set[int]]]" = weakref.WeakKeyDictionary()
+
+
+def _sink_names(model: SemanticModel) -> tuple[set[int], set[int]]:
+    """(ids of the names whose value reaches a place that needs a Python int in traced code,
+    those of them where that place always runs when its function does), once per model (every
+    fix asking it of every traced function made fixes quadratic in a file's findings)."""
+    known = _SINK_NAMES.get(model)
+    if known is None:
+        finder = ShapeArithmetic(model)
+        reached: set[int] = set()
+        always: set[int] = set()
+        for fn in model.traced.reasons:
+            for _, sink, arg in sink_arguments(model, fn):
+                for _, _, names in finder.find(arg, fn):
+                    reached.update(id(n) for n in names)
+                    if names and _always_runs(model, sink, fn):
+                        always.update(id(n) for n in names)
+        known = _SINK_NAMES[model] = (reached, always)
+    return known
 
 
 def _always_runs(model: SemanticModel, node: cst.CSTNode, fn: Function) -> bool:
@@ -181,9 +198,7 @@ def _used_only_as_a_number(model: SemanticModel, name: cst.Name, scope: Scope) -
     if found is None:
         return False
     owner, bindings = found
-    for read in model.index.reads:
-        if read.name.value != name.value:
-            continue
+    for read in model.index.reads_named(name.value, owner):
         other = model.lookup(read.name.value, read.scope)
         if other is None or other[0] is not owner:
             continue

@@ -190,38 +190,38 @@ class _Layout:
         return self.import_edits[specs]
 
     def _add_imports(self, specs: tuple[ImportSpec, ...]) -> tuple[str | None, tuple[Edit, ...]]:
-        """AddImportsVisitor visits the whole tree (seconds on a long file): it is run on a
-        stand-in module where each compound top-level statement without `import` in its text
-        is a `pass` after its leading lines (the visitor only adds or extends top-level imports, and places
-        them after the leading simple statements), and its edits are mapped back."""
+        """AddImportsVisitor visits and regenerates the whole tree (seconds on a long file), yet
+        it reads and changes only the module's leading block: a docstring, the imports right
+        after it (which it extends, or adds to), and the statement after them (given a blank
+        line before it). So it runs on a stand-in module of those statements alone: its rows are
+        the module's own, and so are its edits."""
         module = self.module
-        kept = [stmt if isinstance(stmt, cst.SimpleStatementLine) or "import" in code
-                else cst.SimpleStatementLine([cst.Pass()], leading_lines=getattr(stmt, "leading_lines", ()))
-                for stmt, code in zip(module.body, self.codes)]
-        small = module.with_changes(body=kept)
-        small_codes = [small.code_for_node(stmt) for stmt in kept]
+        body = module.body
+        lead = 1 if body and _docstring_or_strict(body[0]) else 0
+        while lead < len(body) and _is_import_line(body[lead]):
+            lead += 1
+        whole = lead + 1 >= len(body)
+        small = module if whole else module.with_changes(body=body[:lead + 1], footer=())
+        before = self.code if whole else "".join(
+            module.code_for_node(line) for line in module.header) + "".join(self.codes[:lead + 1])
         after = apply_plans(small, [FixPlan(Applicability.SAFE, "", {}, specs)]).code
-        # rows of the stand-in -> rows of the module: statement starts, and the lines inside kept ones
-        row_map: dict[int, int] = {}
-        row = self.rows[0] if self.rows else 1 + small.code.count("\n")
-        header_rows = row - 1
-        for r in range(1, header_rows + 1):
-            row_map[r] = r
-        for i, code in enumerate(small_codes):
-            original_start = self.rows[i]
-            for k in range(len(split_lines(code))):
-                row_map[row + k] = original_start + k
-            row += len(split_lines(code))
-        end = self.rows[-1] + len(split_lines(self.codes[-1])) if self.rows else row
-        for k in range(0, 1 + small.code.count("\n") - row + 2):
-            row_map[row + k] = end + k
-        edits = []
-        for e in edits_between(small.code, after):
-            start, stop = row_map.get(e.location.row), row_map.get(e.end_location.row)
-            if start is None or stop is None:
-                return None, ()
-            edits.append(Edit(e.content, Location(start, 1), Location(stop, 1)))
-        return after, tuple(edits)
+        return after, edits_between(before, after)
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)))
+
+
+def _docstring_or_strict(stmt: cst.CSTNode) -> bool:
+    """What AddImportsVisitor never puts an import before (libcst's `_skip_first`)."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    first = stmt.body[0]
+    if isinstance(first, cst.Expr):
+        return isinstance(first.value, cst.SimpleString)
+    return (isinstance(first, cst.Assign) and len(first.targets) == 1
+            and isinstance(first.targets[0].target, cst.Name) and first.targets[0].target.value == "__strict__")
 
 
 _LAYOUTS: list[_Layout] = []  # the last few modules' layouts (a module is analysed, then dropped)

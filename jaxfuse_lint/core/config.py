@@ -29,6 +29,9 @@ DEFAULT_EXCLUDE = (
 # The `--output-format` / `output-format` names; report/ holds a renderer for each (its FORMATS registry).
 OUTPUT_FORMATS = ("concise", "full", "json", "json-lines", "sarif", "github", "gitlab", "rdjson", "junit", "pylint")
 OPT_IN_PREFIXES = ("JF9",)
+# How far a configuration may raise `max-file-size`: memory per file stays bounded whatever the
+# linted tree's pyproject.toml says (a file of this size takes ~2.5 GB to fix).
+MAX_FILE_SIZE_CEILING = 2 << 20
 # Test code runs once: its recompilation, constant and memory findings are rarely worth a change.
 # Performance rules (JF1xx, JF2xx, JF3xx, JF5xx) are off there by default; correctness rules
 # (JF4xx) stay on. `per-file-ignores` replaces this table, `extend-per-file-ignores` adds to it.
@@ -87,8 +90,10 @@ class Settings:
     max_compilations: int = 3
     constant_bytes_max: int = 1 << 20
     temporary_bytes_max: int = 16 << 20
-    # Files larger than this (bytes) are not analysed: JF000 says so (one file must not take a run down).
-    max_file_size: int = 10 << 20
+    # Files larger than this (bytes) are not read or analysed: JF000 says so (one file must not
+    # take a run down). Checking costs ~0.6 KB of memory per byte of source, fixing ~1.2 KB, and
+    # about 16 s of CPU per MiB (benchmarks/bench_fix_scaling.py): 10 MiB took a worker to 9 GB.
+    max_file_size: int = 1 << 20
     # The preview tier (ruff's meaning): rules and findings whose evidence is not yet good enough for
     # the default output are reported only when this is on (`preview = true`, `--preview`).
     preview: bool = False
@@ -377,6 +382,9 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
     for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max", "max-file-size"):
         if key in table:
             kw[key.replace("-", "_")] = pos_int(key)
+    if kw.get("max_file_size", 0) > MAX_FILE_SIZE_CEILING:
+        raise ConfigError(f"{where}: `max-file-size` must be at most {MAX_FILE_SIZE_CEILING:,} bytes (a larger file "
+                          f"takes gigabytes of memory to analyse), got {kw['max_file_size']:,}")
     if "jax-modules" in table:
         mods = str_list("jax-modules")
         if not mods:

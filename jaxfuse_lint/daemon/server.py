@@ -31,7 +31,7 @@ from jaxfuse_lint import daemon
 
 DEFAULT_IDLE_TIMEOUT = 1800.0
 MAX_REQUEST = 16 << 20
-READ_TIMEOUT = 2.0
+READ_TIMEOUT = 2.0  # seconds for a client's whole request (it sends it at once)
 
 
 class Daemon:
@@ -121,14 +121,24 @@ class Daemon:
 
     @staticmethod
     def _read(conn: socket.socket) -> tuple[dict, list[int]]:
-        # A client sends its request as soon as it connects; one that sends nothing must not
-        # keep the daemon from others (`daemon status` would find none answering) for long.
+        # A client sends its request as soon as it connects; one that sends nothing, or sends it
+        # a byte at a time, must not keep the daemon from others (`daemon status` would find none
+        # answering) for long: the whole request has READ_TIMEOUT, not each read.
+        deadline = time.monotonic() + READ_TIMEOUT
+
+        def recv(size: int) -> bytes:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request took too long")
+            conn.settimeout(left)
+            return conn.recv(size)
+
         conn.settimeout(READ_TIMEOUT)
         data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
         try:
             head, sep, rest = data.partition(b"\n")
             while not sep:
-                more = conn.recv(1 << 16)
+                more = recv(1 << 16)
                 if not more:
                     raise ValueError("truncated request")
                 head, sep, rest = (head + more).partition(b"\n")
@@ -137,7 +147,7 @@ class Daemon:
                 raise ValueError("request too large")
             chunks, have = [rest], len(rest)
             while have < size:
-                more = conn.recv(min(1 << 20, size - have))
+                more = recv(min(1 << 20, size - have))
                 if not more:
                     raise ValueError("truncated request")
                 chunks.append(more)

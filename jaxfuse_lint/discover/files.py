@@ -6,13 +6,15 @@ Rules (ruff's):
   gitignored, virtual-environment or build directory; `--force-exclude` applies the
   `exclude`/`extend-exclude` patterns and `.gitignore` to named paths too (pre-commit
   passes every staged file by name).
-- Folders are walked recursively. Below a named folder, entries are skipped when they
+- Folders are walked to any depth (without recursion). Below a named folder, entries are skipped when they
   match `exclude`/`extend-exclude` (matched against the path relative to the project
   root and against the bare name), are `.gitignore`d (pathspec, git's own matching rules,
   nested .gitignore files included), or are virtual environments. Symlink loops are not
   followed, nor links to folders outside the named folder (ruff's walk stays in the tree).
 - Which files are sources is decided in one place, `is_source` (the `include` patterns).
   A named file that is not a source (`notes.txt`) is reported and skipped.
+- Only regular files are sources: a FIFO, a device, a socket or a link to one named like a
+  source is reported and skipped (reading one hangs or never ends; source_bytes.py reads).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.json_types import str_tuple, typed
 from jaxfuse_lint.core import stat_signature
 from jaxfuse_lint.core.stat_signature import file_signature
+from jaxfuse_lint.discover.source_bytes import kind
 
 if TYPE_CHECKING:
     import pathspec
@@ -370,10 +373,14 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
             ignore.load(top, observed)
     visited_dirs: set[tuple[int, int]] = set()
     start = p.resolve()
+    inside = str(start).rstrip(os.sep) + os.sep
+    # Each kept folder's real path, from its parent's (resolving every folder's path again cost
+    # time growing with the square of the depth: a stat per component).
+    resolved_of: dict[str, Path] = {}
     def unreadable(exc: OSError) -> None:
         walked.skipped.append((str(exc.filename), f"cannot read the folder: {exc.strerror or exc}"))
 
-    for dirpath, dirnames, filenames in os.walk(p, followlinks=True, onerror=unreadable):
+    for dirpath, dirnames, entries in _tree(p, unreadable):
         d = Path(dirpath)
         if observed is not None:
             observed.folder(d)
@@ -387,14 +394,14 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
             dirnames[:] = []
             continue
         visited_dirs.add(key)
-        d_resolved = d.resolve()
+        d_resolved = resolved_of.pop(dirpath, None) or d.resolve()
         if settings.respect_gitignore and d_resolved != start:
             ignore.load(d_resolved, observed)
         keep = []
         for name in sorted(dirnames):
             sub = d / name
             sub_resolved = _entry_resolved(d_resolved, sub, name)
-            if sub_resolved != start and start not in sub_resolved.parents:
+            if sub_resolved != start and not str(sub_resolved).startswith(inside):
                 walked.skipped.append((str(sub), f"a symbolic link to {sub_resolved}, outside {p}"))
                 continue
             if excluder.matches(sub, True, base, sub_resolved):
@@ -409,8 +416,10 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
                 walked.skipped.append((str(sub), "gitignored"))
                 continue
             keep.append(name)
+            resolved_of[os.path.join(dirpath, name)] = sub_resolved
         dirnames[:] = keep
-        for name in sorted(filenames):
+        for entry in sorted(entries, key=lambda e: e.name):
+            name = entry.name
             f = d / name
             resolved = _entry_resolved(d_resolved, f, name)
             if not is_source(f, settings, root, resolved=resolved):
@@ -421,8 +430,48 @@ def _walk(p: Path, settings: Settings, root: Path, excluder: _Excluder,
             if settings.respect_gitignore and ignore.ignored(resolved, False):
                 walked.skipped.append((str(f), "gitignored"))
                 continue
+            what = _not_regular(entry)
+            if what is not None:
+                walked.skipped.append((str(f), f"not a regular file: {what}"))
+                continue
             walked.files.append((f, str(resolved)))
     return walked
+
+
+def _tree(top: Path, onerror) -> Iterator[tuple[str, list[str], list[os.DirEntry]]]:
+    """`os.walk(top, followlinks=True, onerror=onerror)`, top-down, without recursion (a tree
+    deeper than Python's recursion limit is walked too): (folder, its sub-folder names, which the
+    caller may prune as os.walk's, the DirEntry of every other entry). Loops are the caller's to
+    stop (it remembers the folders it has seen)."""
+    stack = [os.fspath(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                listed = list(it)
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirnames, others = [], []
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else others).append(entry.name if is_dir else entry)
+        yield folder, dirnames, others
+        stack.extend(os.path.join(folder, name) for name in reversed(dirnames))
+
+
+def _not_regular(entry: os.DirEntry) -> str | None:
+    """What a walked entry is when it is not a regular file, following links ("a FIFO"); None
+    for a regular file, and for an entry stat cannot see (a dangling link: reading it reports why)."""
+    try:
+        if entry.is_file():
+            return None
+        return kind(entry.stat().st_mode)
+    except OSError:
+        return None
 
 
 def _rel(path: Path, root: Path, resolved: Path | None = None) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, parse_check, syntax_error_diagnostic
 
@@ -34,6 +35,17 @@ if TYPE_CHECKING:
 
 MAX_FIX_PASSES = 10
 UNUSED_NOQA = "JF901"
+
+
+class AnalysisStopped(Exception):
+    """Raised by check_source when its `should_stop()` says so (checked between the steps: the
+    parse, each rule, each finding's fix): the language server stops analysing a text that an
+    edit has made stale, or a document that was closed."""
+
+
+def _checkpoint(should_stop: Callable[[], bool] | None) -> None:
+    if should_stop is not None and should_stop():
+        raise AnalysisStopped()
 
 
 @dataclass
@@ -107,9 +119,10 @@ def rule_runs(rule: Rule, settings: Settings, filename: str | None = None) -> bo
 
 
 def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, filename: str,
-               errors: list[str]) -> list[tuple[Rule, Violation]]:
+               errors: list[str], should_stop: Callable[[], bool] | None = None) -> list[tuple[Rule, Violation]]:
     found = []
     for rule in rules:
+        _checkpoint(should_stop)
         try:
             for v in rule.check(model, settings):
                 found.append((rule, v))
@@ -149,9 +162,10 @@ class Analysis:
 
     def __init__(self, module: cst.Module, filename: str, settings: Settings,
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
-                 runtime=None, source: str | None = None) -> None:
+                 runtime=None, source: str | None = None, should_stop: Callable[[], bool] | None = None) -> None:
         """`source`: the module's code when the caller has it (`module.code` generates it
-        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`)."""
+        again: ~40 ms for a 2,000-line file, once per finding's fix and once for `noqa`).
+        `should_stop`: see AnalysisStopped."""
         from jaxfuse_lint.parse.locate import Locator
         from jaxfuse_lint.model import SemanticModel
         from jaxfuse_lint.engine.noqa import parse_suppressions
@@ -165,7 +179,8 @@ class Analysis:
         if settings.assume_traced:  # library mode (model/assumed.py)
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
-        self.violations = _run_rules(self.model, rules, settings, filename, self.errors)
+        self.should_stop = should_stop
+        self.violations = _run_rules(self.model, rules, settings, filename, self.errors, should_stop)
         if not settings.preview:  # findings with an assumed link in their evidence: the preview tier
             self.violations = [(r, v) for r, v in self.violations if v.preview is None]
         if runtime is not None:
@@ -253,7 +268,11 @@ class Analysis:
         )
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
-        out = [self.diagnostic(r, v, with_fixes) for r, v in self.violations]
+        out = []
+        for r, v in self.violations:
+            if with_fixes:
+                _checkpoint(self.should_stop)
+            out.append(self.diagnostic(r, v, with_fixes))
         if self.noqa_diagnostics:
             out += self.noqa_diagnostics
             out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
@@ -273,17 +292,19 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
                  external_traced: dict[str, str] | None = None, apply_noqa: bool = True,
                  model_hook: Callable[[SemanticModel], None] | None = None,
                  runtime=None, as_python: bool = False,
-                 parse: Callable[[str], cst.Module] | None = None) -> FileResult:
+                 parse: Callable[[str], cst.Module] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> FileResult:
     """Check one file. `external_traced`: its functions that other modules trace (see project/);
     `model_hook` is called with the file's model when it was parsed (the runner's project summary).
     A `.ipynb` filename means the source is a notebook's JSON (see notebook.py), unless
     `as_python` (the notebook's cells joined into a module). `parse`: what parses the text
-    (default `libcst.parse_module`; the language server's reparse.IncrementalParser)."""
+    (default `libcst.parse_module`; the language server's reparse.IncrementalParser).
+    `should_stop`: asked between the steps; AnalysisStopped is raised when it says yes."""
     import libcst as cst
 
     if filename.lower().endswith(".ipynb") and not as_python:
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
-                              apply_noqa=apply_noqa, model_hook=model_hook)
+                              apply_noqa=apply_noqa, model_hook=model_hook, should_stop=should_stop)
     result = FileResult(filename)
     big = too_large(len(source), filename, settings)
     if big is not None:
@@ -311,16 +332,27 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     if guard is not None:
         result.diagnostics.append(guard)
         return result
+    masked, unsupported = continuations.mask(text)  # lone backslash lines: libcst misreads them
+    if unsupported is not None:
+        result.diagnostics.append(continuation_diagnostic(filename, text, unsupported))
+        return result
+    _checkpoint(should_stop)
     try:
-        module = (parse or cst.parse_module)(text)
+        module = (parse or cst.parse_module)(masked)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
         return result
+    _checkpoint(should_stop)
     try:
-        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=text)
+        analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
+                            should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        if masked is not text:
+            result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
         if model_hook is not None:
             model_hook(analysis.model)
+    except AnalysisStopped:
+        raise
     except RecursionError:
         result.errors.append(f"{filename}: internal error: the file is nested too deeply to analyse")
         return result
@@ -369,6 +401,10 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     guard = parse_guard_text(text, filename)
     if guard is not None:
         outcome.remaining = [guard]  # left alone
+        return outcome
+    code, unsupported = continuations.mask(text)  # restored in what is written (`_fixed_text`)
+    if unsupported is not None:
+        outcome.remaining = [continuation_diagnostic(filename, text, unsupported)]  # left alone
         return outcome
     try:
         cst.parse_module(code)
@@ -424,7 +460,46 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
             final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
                                  runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
+    outcome.source = _fixed_text(code, text, filename, outcome)
     return outcome
+
+
+def _with_backslash_lines(d: Diagnostic) -> Diagnostic:
+    """A diagnostic of a masked text (parse/continuations.py) whose fix writes its backslash lines back."""
+    if d.fix is None:
+        return d
+    from dataclasses import replace
+
+    edits = tuple(replace(e, content=continuations.restore(e.content)) for e in d.fix.edits)
+    return replace(d, fix=replace(d.fix, edits=edits))
+
+
+def _fixed_text(code: str, original: str, filename: str, outcome: FixOutcome) -> str:
+    """The fixed code with the backslash lines it was parsed without (continuations.py); the
+    original when the fixes moved one where CPython would read it otherwise (never written)."""
+    restored = continuations.restore(code)
+    if restored == code or restored == original:
+        return restored
+    from jaxfuse_lint.parse.parser_guard import cpython_rejects
+
+    if cpython_rejects(restored, filename) is not None:
+        outcome.errors.append(f"{filename}: fixes not applied: they would move a line that holds only a backslash")
+        outcome.fixed = []
+        return original
+    return restored
+
+
+def continuation_diagnostic(filename: str, text: str, row: int) -> Diagnostic:
+    """JF000 for a backslash line that continues onto a line indented differently: CPython's
+    verdict when it rejects the file, else that libcst cannot read it as Python does."""
+    from jaxfuse_lint.parse.parser_guard import cpython_diagnostic, cpython_rejects
+    from jaxfuse_lint.parse.syntax_errors import syntax_error_at
+
+    exc = cpython_rejects(text, filename)
+    if exc is not None:
+        return cpython_diagnostic(filename, exc)
+    return syntax_error_at(filename, row, 1, "the line after this backslash is indented differently from it "
+                                             "(Python takes the backslash line's indentation; not supported)")
 
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
@@ -471,6 +546,10 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
     result = FileResult(filename)
+    big = too_large(len(source), filename, settings)  # as for a .py file: not read, one JF000
+    if big is not None:
+        result.diagnostics.append(big)
+        return result
     try:
         raw = decode_text(source)
         nb = read(raw)
@@ -492,6 +571,11 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     """`engine.fix_source` for a notebook: the outcome's texts are the notebook's JSON."""
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
+    big = too_large(len(source), filename, settings)
+    if big is not None:
+        outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
+        outcome.remaining = [big]
+        return outcome
     try:
         raw = decode_text(source)
         nb = read(raw)

@@ -57,7 +57,8 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
     sites: list[CallSite] = []
     callees: set[int] = set()
     inst = instances(model)
-    for site in model.index.calls:
+    named = (fn.cls.name, fn.name) if fn.name == "__init__" and fn.cls is not None else (fn.name,)
+    for site in model.index.calls_named(*named):  # a call of fn is spelled with one of these names
         func = site.call.func
         hit = False
         if isinstance(func, cst.Name):
@@ -71,15 +72,15 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
             sites.append(site)
             callees.add(id(func))
     escapes = False
-    for read in model.index.reads:
-        if read.name.value != fn.name or id(read.name) in callees:
+    for read in model.index.reads_named(fn.name):
+        if id(read.name) in callees:
             continue
         if fn.cls is None and model.function_named(read.name.value, read.scope) is fn:
             escapes = True
             break
     if fn.cls is not None and not escapes:
-        for node in model.index.parents:
-            if isinstance(node, cst.Attribute) and node.attr.value == fn.name and id(node) not in callees:
+        for node in model.index.attributes_named(fn.name):
+            if id(node) not in callees:
                 escapes = True  # `self.method` read, not called: passed or stored somewhere
                 break
     return sites, escapes

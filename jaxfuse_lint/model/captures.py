@@ -210,9 +210,7 @@ def _plain_class(model: "SemanticModel", ci: ClassInfo, depth: int) -> bool:
         parent = instances(model).class_named(base, scope)
         if parent is None or parent is ci or not _plain_class(model, parent, depth + 1):
             return False
-    return not any(c is not ci and any(instances(model).class_named(b, c.parent or model.index.scope) is ci
-                                       for b in instances(model).bases(c))
-                   for c in instances(model).classes().values())
+    return not instances(model).has_local_subclass(ci)
 
 
 def _attribute_kinds(model: "SemanticModel", ci: ClassInfo) -> dict[str, list[tuple[str, cst.BaseExpression]]]:

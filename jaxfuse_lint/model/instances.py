@@ -28,6 +28,7 @@ class Instances:
         self.model = model
         self._classes: dict[cst.ClassDef, ClassInfo] | None = None
         self._attrs: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._derived: set[int] | None = None  # ids of the classes another local class derives from
 
     # -- classes -----------------------------------------------------------------------------
     def classes(self) -> dict[cst.ClassDef, ClassInfo]:
@@ -47,6 +48,15 @@ class Instances:
         if found is None or len(found[1]) != 1 or found[1][0].kind != "class":
             return None
         return self.classes().get(found[1][0].node)
+
+    def has_local_subclass(self, ci: ClassInfo) -> bool:
+        """Whether another class of the module derives from ci (all classes' bases are resolved
+        once: asking each class about every other one was quadratic)."""
+        if self._derived is None:
+            self._derived = {id(parent) for c in self.classes().values() for b in self.bases(c)
+                             if (parent := self.class_named(b, c.parent or self.model.index.scope)) is not None
+                             and parent is not c}
+        return id(ci) in self._derived
 
     def bases(self, ci: ClassInfo) -> Iterator[cst.BaseExpression]:
         node = ci.node

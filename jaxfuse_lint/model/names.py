@@ -21,6 +21,7 @@ class NameResolver:
         self.module_scope = module_scope
         self.jax_roots = frozenset(jax_modules) | {"jax"}
         self._qn_cache: dict[tuple[int, int], str | None] = {}
+        self._aliases: dict[str, str | None] = {}  # module_alias, per module: asked once per fix
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
         """The innermost scope that binds `name`, seen from `scope`, and its bindings there."""
@@ -83,10 +84,12 @@ class NameResolver:
 
     def module_alias(self, module: str) -> str | None:
         """The module-level name bound to `import module as X` / `from a import b as X`, if any."""
-        for name, bindings in self.module_scope.bindings.items():
-            if len(bindings) == 1 and bindings[0].kind == "import" and self.canonical(bindings[0].qualified_name or "") == module:
-                return name
-        return None
+        if module not in self._aliases:
+            self._aliases[module] = next((
+                name for name, bindings in self.module_scope.bindings.items()
+                if len(bindings) == 1 and bindings[0].kind == "import"
+                and self.canonical(bindings[0].qualified_name or "") == module), None)
+        return self._aliases[module]
 
 
 def canonical_short(qualified: str) -> str:

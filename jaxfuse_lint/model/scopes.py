@@ -186,6 +186,56 @@ class ModuleIndex:
     reads: list[Read]
     stores: set[cst.Name]
     scope_of_node: dict[cst.CSTNode, Scope]
+    # (name, id of a scope or None) -> the reads of name in that scope and the scopes nested in
+    # it (None: anywhere), built on first use: a question about one variable costs what its own
+    # reads cost, not every read of the module (`x` is read in every function of a long file:
+    # asking about each one's reads made analysis and fixes quadratic in the file's size).
+    _reads_named: dict[tuple[str, int | None], list[Read]] | None = field(default=None, repr=False, compare=False)
+
+    def reads_named(self, name: str, within: Scope | None = None) -> list[Read]:
+        """The reads of `name`, in the module's order; with `within` (not the module's scope),
+        only those in it or in the scopes nested in it (where a variable it binds is visible)."""
+        if self._reads_named is None:
+            index: dict[tuple[str, int | None], list[Read]] = {}
+            for read in self.reads:
+                index.setdefault((read.name.value, None), []).append(read)
+                s: Scope | None = read.scope
+                while s is not None and s is not self.scope:
+                    index.setdefault((read.name.value, id(s)), []).append(read)
+                    s = s.parent
+            self._reads_named = index
+        key = None if within is None or within is self.scope else id(within)
+        return self._reads_named.get((name, key), [])
+
+    _calls_named: dict[str, list[CallSite]] | None = field(default=None, repr=False, compare=False)
+    _attributes_named: dict[str, list[cst.Attribute]] | None = field(default=None, repr=False, compare=False)
+
+    def calls_named(self, *names: str) -> list[CallSite]:
+        """The calls whose callee is spelled `name(...)` or `<anything>.name(...)` for one of
+        `names`, in the module's order (built on first use, as reads_named)."""
+        if self._calls_named is None:
+            index: dict[str, list[CallSite]] = {}
+            for site in self.calls:
+                func = site.call.func
+                key = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(
+                    func, cst.Attribute) else None
+                if key is not None:
+                    index.setdefault(key, []).append(site)
+            self._calls_named = index
+        if len(names) == 1:
+            return self._calls_named.get(names[0], [])
+        found = {id(site) for name in names for site in self._calls_named.get(name, [])}
+        return [site for site in self.calls if id(site) in found] if found else []
+
+    def attributes_named(self, name: str) -> list[cst.Attribute]:
+        """Every `<anything>.name` of the module, in the order of the walk."""
+        if self._attributes_named is None:
+            index: dict[str, list[cst.Attribute]] = {}
+            for node in self.parents:
+                if isinstance(node, cst.Attribute):
+                    index.setdefault(node.attr.value, []).append(node)
+            self._attributes_named = index
+        return self._attributes_named.get(name, [])
 
 
 def target_names(target: cst.BaseExpression) -> Iterator[tuple[cst.Name, int | None]]:

@@ -153,11 +153,8 @@ class StagedParameters(ValueAnalysis):
         m = self.model
         if name in fn.params_with_default or self._keyword_only(fn, name) or name in fn.star_params:
             return False
-        analysis = m.traced_analysis()
         seen = False
-        for site in m.index.calls:
-            if not any(f is fn for f, _ in analysis.callables(site.call.func, site.scope, direct_only=True)):
-                continue
+        for site in m.traced_analysis().direct_call_sites(fn):
             if any(a.star for a in site.call.args):
                 return False
             arg = m.argument_for(site.call, fn, name)

@@ -176,9 +176,9 @@ class StagedValues(StagedParameters):
         array operation's result, or a jax or NumPy array bound to a name (`f(jnp.ones(3))`,
         `f(X_TRAIN)`)."""
         m = self.model
-        for site in m.index.calls:
+        for site in m.index.calls_named(fn.name):
             call = site.call
-            if not isinstance(call.func, cst.Name) or call.func.value != fn.name or any(a.star for a in call.args):
+            if not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
                 continue
             if m.function_named(call.func.value, site.scope) is not fn:
                 continue

@@ -133,7 +133,6 @@ class StaticUses:
         self._memo: dict[tuple[int, int], Uses] = {}
         self._active: set[tuple[int, int]] = set()
         self.host = host_code(model)  # which functions run on the host (model/host_code.py)
-        self._reads_by_name: dict[str, list] | None = None
         self._callers: dict[int, list] | None = None
 
     # -- public -----------------------------------------------------------------------------------
@@ -159,7 +158,7 @@ class StaticUses:
         targets = {id(b.target) for b in bindings if b.target is not None}
         names = {b.name for b in bindings}
         for name in names:
-            for read in self._reads(name):
+            for read in self.model.index.reads_named(name, owner):
                 found = self.model.bindings_at(read.name, read.scope)
                 if found is None or found[0] is not owner:
                     continue
@@ -391,7 +390,7 @@ class StaticUses:
         """`self.perm = value`: where the class's methods use `self.perm`."""
         out = _NONE
         found = False
-        for read in self._reads("self"):
+        for read in self.model.index.reads_named("self", scope.cls):
             fn = read.scope
             if not isinstance(fn, Function) or fn.cls is not scope.cls:
                 continue
@@ -425,13 +424,6 @@ class StaticUses:
         return self.uses(name, scope, depth)
 
     # -- helpers ------------------------------------------------------------------------------------
-    def _reads(self, name: str) -> list:
-        if self._reads_by_name is None:
-            self._reads_by_name = {}
-            for read in self.model.index.reads:
-                self._reads_by_name.setdefault(read.name.value, []).append(read)
-        return self._reads_by_name.get(name, [])
-
     def _call_sites(self, fn: Function) -> list:
         """The module's calls of fn by name (`helper(...)`, `self.helper(...)`)."""
         if self._callers is None:

@@ -22,7 +22,7 @@ from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, RO
 from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
-    from jaxfuse_lint.model.scopes import Function, Scope
+    from jaxfuse_lint.model.scopes import CallSite, Function, Scope
 
 
 class TracingView(ModelView, Protocol):
@@ -225,6 +225,19 @@ class TracedAnalysis:
         self.entry_via: dict[tuple[int, int], tuple[str, int | None]] = {}
         # (id of a name, id of a function) -> the partial it is bound to (`g = partial(f, 2)`)
         self.partial_via: dict[tuple[int, int], cst.Call] = {}
+        self._direct_callers: dict[int, list[CallSite]] | None = None
+
+    def direct_call_sites(self, fn: "Function") -> list[CallSite]:
+        """The module's calls that call `fn` itself (`callables(..., direct_only=True)` of their
+        callee names it), in the module's order. Every call is resolved once, on the first
+        question: asking each call about each parameter of each function was quadratic."""
+        if self._direct_callers is None:
+            callers: dict[int, list[CallSite]] = {}
+            for site in self.model.index.calls:
+                for f in {id(f) for f, _ in self.callables(site.call.func, site.scope, direct_only=True)}:
+                    callers.setdefault(f, []).append(site)
+            self._direct_callers = callers
+        return self._direct_callers.get(id(fn), [])
 
     def transform_of(self, expr: cst.BaseExpression, scope: "Scope") -> tuple[str, cst.Call | None] | None:
         """If `expr` is a transform (`jax.jit`, `jax.jit(...)` used as a decorator factory,

@@ -8,6 +8,8 @@ only the top-level statements that hold those nodes (see Locator).
 """
 from __future__ import annotations
 
+import bisect
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -41,6 +43,11 @@ class _LocatingState(CodegenState):
             self.marks[node] = [start, len(self.tokens), True]
         else:
             yield
+
+
+# At most this many top-level statements are found one by one in the source (each search scans
+# the source: with a statement per finding, a long file's cost grew with its size squared).
+MAX_STATEMENTS = 64
 
 
 class Locator:
@@ -79,6 +86,8 @@ class Locator:
             if up is not self.module:
                 return None  # not under this module's body (or no parent links)
             groups.setdefault(top, set()).add(node)
+        if len(groups) > MAX_STATEMENTS:
+            return None  # each is found by scanning the source: past this, generating it all is cheaper
         ranges: dict[cst.CSTNode, tuple[Location, Location]] = {}
         for statement, members in groups.items():
             code, marks = _generate(self.module, statement, frozenset(members))
@@ -131,18 +140,21 @@ def _ranges(code: str, marks: dict, rows_before: int) -> dict:
     """Locations of marked (start, end) offsets in `code`, which starts a line after
     `rows_before` lines of the file."""
     out = {}
+    # Where each line starts, once: counting the newlines before each offset cost the length of
+    # the code per node (quadratic when a long module is generated for many findings).
+    starts = [0] + [m.end() for m in re.finditer("\n", code)]
     for node, (start, end) in marks.items():
         # Whitespace-inclusive ranges may start with indentation or blank lines: trim them.
         while start < end and code[start] in " \t\r\n\f\\":
             start += 1
         while end > start and code[end - 1] in " \t\r\n\f":
             end -= 1
-        a, b = _location(code, start), _location(code, end)
+        a, b = _location(starts, start), _location(starts, end)
         out[node] = (Location(a.row + rows_before, a.column), Location(b.row + rows_before, b.column))
     return out
 
 
-def _location(code: str, offset: int) -> Location:
-    row = code.count("\n", 0, offset) + 1
-    line_start = code.rfind("\n", 0, offset) + 1
-    return Location(row, offset - line_start + 1)
+def _location(starts: list[int], offset: int) -> Location:
+    """The 1-based row and column of `offset`, given where each line starts."""
+    row = bisect.bisect_right(starts, offset)
+    return Location(row, offset - starts[row - 1] + 1)

@@ -17,10 +17,10 @@ whose magic makes them another language (`%%bash`, `%%writefile`, ...) and non-P
 notebooks are left out.
 
 Fixes are applied to the joined module by the engine; the fixed text is split back at the
-boundary lines and each cell's `source` is replaced in the notebook's own JSON, written
-with the formatting the file had (indent, key order, escaping, trailing newline), so
-outputs, metadata and everything else stay as they were. A fix that would move or remove
-a boundary or a magic is refused (the notebook is left as it was).
+boundary lines and each changed cell's `source` value is replaced in the notebook's own JSON
+text, in place (json_splice.py): every other byte (outputs, metadata, line breaks, escapes,
+number spellings, duplicate keys) stays as it was. A fix that would move or remove a boundary
+or a magic is refused (the notebook is left as it was).
 """
 from __future__ import annotations
 
@@ -216,16 +216,19 @@ class Notebook:
         return out
 
     def with_sources(self, sources: dict[int, str]) -> str:
-        """The notebook's JSON text with these cell sources, formatted as the file was."""
-        data = json.loads(self.raw)
-        cells = data["cells"]
+        """The notebook's JSON text with these cell sources: only the bytes of those cells'
+        `source` values change (json_splice.py), each written as the value it replaces was (a
+        list of lines or one string, its layout and escapes); everything else stays as it was."""
+        from jaxfuse_lint.parse.json_splice import SpliceError, string_list_like, splice, value_span
+
+        replacements = {}
         for number, text in sources.items():
-            cell = cells[number - 1]
-            if isinstance(cell.get("source"), list):
-                cell["source"] = split_lines(text)
-            else:
-                cell["source"] = text
-        return dump_like(data, self.raw)
+            try:
+                start, end = value_span(self.raw, ("cells", number - 1, "source"))
+            except SpliceError as exc:  # read() found these cells: the text holds them
+                raise NotebookError(f"cell {number}: its source cannot be written back ({exc})") from None
+            replacements[(start, end)] = string_list_like(self.raw, start, end, split_lines(text))
+        return splice(self.raw, replacements)
 
     def cell_source(self, number: int) -> str:
         return source_text(self.data["cells"][number - 1])
@@ -234,20 +237,6 @@ class Notebook:
 def source_text(cell: dict[str, Any]) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
-
-
-def dump_like(data: Any, raw: str) -> str:
-    """JSON text for `data` in the format of `raw`: the first of the usual formats that
-    reproduces `raw` exactly from its own content; else Jupyter's own (indent 1, UTF-8)."""
-    original = json.loads(raw)
-    newline = "\n" if raw.endswith("\n") else ""
-    layouts = [(indent, (",", ": ")) for indent in (1, 2, 4, 3, "\t")] + [(None, (", ", ": ")), (None, (",", ":"))]
-    for indent, separators in layouts:
-        for ensure_ascii in (False, True):
-            options = dict(indent=indent, separators=separators, ensure_ascii=ensure_ascii)
-            if json.dumps(original, **options) + newline == raw:
-                return json.dumps(data, **options) + newline
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
 # -- reading ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import re
 import warnings
 
 from jaxfuse_lint.core.diagnostics import Diagnostic
-from jaxfuse_lint.parse.syntax_errors import syntax_error_diagnostic
+from jaxfuse_lint.parse.syntax_errors import nul_byte, syntax_error_diagnostic
 
 # Lines this long, or brackets nested this deep, are checked by CPython's parser before
 # libcst's, whose native parser can overflow its stack on such input.
@@ -75,8 +75,11 @@ def needs_cpython_check(text: str) -> bool:
 
 
 def parse_guard_text(text: str, filename: str) -> Diagnostic | None:
-    """JF000 for a text that needs CPython's check (`needs_cpython_check`) and that CPython
-    rejects; None for any other text."""
+    """JF000 for a text with a NUL (CPython refuses it, libcst does not), or that needs
+    CPython's check (`needs_cpython_check`) and that CPython rejects; None for any other text."""
+    nul = nul_byte(text, filename)
+    if nul is not None:
+        return nul
     if not needs_cpython_check(text):
         return None
     exc = cpython_rejects(text, filename)

@@ -57,6 +57,17 @@ def unreadable(filename: str, exc: OSError | str, what: str = "file") -> Diagnos
                       noqa_row=None)
 
 
+def nul_byte(text: str, filename: str) -> Diagnostic | None:
+    """JF000 at the first NUL of a text, if it has one: CPython refuses any source that holds
+    one (in a comment too), while libcst reads it (and offered fixes that could never apply)."""
+    at = text.find("\x00")
+    if at < 0:
+        return None
+    row = text.count("\n", 0, at) + 1
+    return syntax_error_at(filename, row, at - (text.rfind("\n", 0, at) + 1) + 1,
+                           "source code cannot contain null bytes")
+
+
 def _undecodable_at(exc: Exception, data: bytes | None) -> tuple[int, int, str]:
     """Line and column of the first byte that cannot be decoded."""
     encoding = getattr(exc, "encoding", None) or "utf-8"
@@ -83,6 +94,9 @@ def parse_check(text: str, filename: str) -> Diagnostic | None:
     import ast
     import warnings
 
+    nul = nul_byte(text, filename)
+    if nul is not None:
+        return nul
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

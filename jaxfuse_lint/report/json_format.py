@@ -6,13 +6,15 @@ import os
 
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.report import ReportContext
+from jaxfuse_lint.report.paths import printable
 
 
 def as_json(d: Diagnostic) -> dict:
     data = d.to_json()
-    # ruff reports absolute paths; so do we, so consumers can open them from anywhere.
+    # ruff reports absolute paths; so do we, so consumers can open them from anywhere (a name
+    # that is not UTF-8 has its bytes escaped: JSON text cannot hold them).
     if d.filename not in ("-", "<stdin>"):
-        data["filename"] = os.path.abspath(d.filename)
+        data["filename"] = printable(os.path.abspath(d.filename))
     return data
 
 

@@ -37,8 +37,9 @@ def artifact_location(filename: str, root: str) -> dict:
     except ValueError:
         rel = ".."
     if rel.startswith(".."):
-        return {"uri": Path(path).as_uri()}
-    return {"uri": quote(Path(rel).as_posix()), "uriBaseId": SRCROOT}
+        return {"uri": Path(path).as_uri()}  # its bytes percent-encoded, as below
+    # A URI's path is bytes, percent-encoded: a name that is not UTF-8 keeps its own (`bad%FF.py`).
+    return {"uri": quote(os.fsencode(Path(rel).as_posix())), "uriBaseId": SRCROOT}
 
 
 def _rule_descriptor(info: RuleInfo, with_help: bool = True) -> dict:

@@ -16,6 +16,7 @@ from typing import Any
 
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.core.edits import apply_edits, replaced_lines, split_lines
+from jaxfuse_lint.report.paths import printable
 from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.review.diff import ChangedFile
 
@@ -54,6 +55,7 @@ def fence(text: str, info: str) -> str:
 def fix_diff(path: str, source: str, d: Diagnostic) -> str:
     before = split_lines(source)
     after = split_lines(apply_edits(source, d.fix.edits))
+    path = printable(path)  # its header on one line
     lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}", n=1)
     return "".join(l if l.endswith("\n") else l + "\n\\ No newline at end of file\n" for l in lines)
 

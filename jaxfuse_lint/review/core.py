@@ -19,6 +19,7 @@ from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.parse.notebook import is_notebook
 from jaxfuse_lint.core.edits import apply_edits
+from jaxfuse_lint.report.paths import printable
 from jaxfuse_lint.review.comments import build_comment
 from jaxfuse_lint.review.results import FileReview, Review
 from jaxfuse_lint.review.summary import render_summary
@@ -77,6 +78,16 @@ def _selected(rel: str, root: str, paths: tuple[str, ...], settings: Settings) -
     return not _excluded(relative, exclude)
 
 
+def _utf8(path: str) -> bool:
+    """Whether the path is UTF-8 (a review comment names its file in JSON, which cannot carry
+    other bytes: GitHub could not place it)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_head_file(head: str, rel: str, root: str) -> bytes:
     return git(["show", f"{head}:{rel}"], root, binary=True)  # type: ignore[return-value]
 
@@ -106,6 +117,9 @@ def run_review(
         if not _selected(rel, root, abs_paths, settings):
             continue
         changed = changed_files[rel]
+        if changed.submodule:
+            review.notes.append(f"{printable(rel)}: a submodule, not a file: skipped")
+            continue
         data = read_head_file(head_sha, rel, root)
         filename = os.path.join(root, rel)
         result = check_source(data, filename, settings)
@@ -129,6 +143,11 @@ def run_review(
     if verify:
         evidence = _verify_fixes(review, settings, root, echo, profile)
     for f in review.files:
+        if f.diagnostics and not _utf8(f.path):
+            n = len(f.diagnostics)
+            review.notes.append(f"{printable(f.path)}: {n} finding{'s' if n != 1 else ''} not posted as "
+                                f"{'comments' if n != 1 else 'a comment'}: the file name is not UTF-8")
+            continue
         if f.path.lower().endswith(".ipynb") and f.diagnostics:
             from jaxfuse_lint.report.notebooks import source_file_rows
             from jaxfuse_lint.review.notebooks import build_notebook_comment

@@ -22,6 +22,7 @@ class ChangedFile:
     path: str  # repository-relative, POSIX separators (the head side's name)
     added: set[int] = field(default_factory=set)  # 1-based head line numbers
     hunks: list[tuple[int, int]] = field(default_factory=list)  # inclusive head line ranges
+    submodule: bool = False  # a gitlink on the head side (a commit of another repository), not a file
 
     def hunk_containing(self, first: int, last: int) -> tuple[int, int] | None:
         for start, end in self.hunks:
@@ -96,6 +97,10 @@ def unquote_git_path(name: str) -> str:
     return out.decode("utf-8", "surrogateescape")
 
 
+# The head side's mode is a gitlink's (160000): `new file mode`, `new mode`, or `index a..b 160000`.
+_GITLINK = re.compile(r"^(?:new file mode 160000|new mode 160000|index \S+ 160000)$", re.MULTILINE)
+
+
 def parse_diff(text: str) -> dict[str, ChangedFile]:
     """Repository-relative path -> ChangedFile, for files the head side still has."""
     from unidiff import PatchSet
@@ -109,7 +114,7 @@ def parse_diff(text: str) -> dict[str, ChangedFile]:
             target = target[2:]
         if not target or target == "/dev/null":
             continue
-        changed = ChangedFile(target)
+        changed = ChangedFile(target, submodule=_GITLINK.search(str(patched.patch_info)) is not None)
         for hunk in patched:
             if hunk.target_length:
                 changed.hunks.append((hunk.target_start, hunk.target_start + hunk.target_length - 1))

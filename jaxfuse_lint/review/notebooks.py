@@ -14,6 +14,7 @@ import difflib
 
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.report.notebooks import cell_text, source_file_rows
+from jaxfuse_lint.report.paths import printable
 from jaxfuse_lint.core.edits import apply_edits, split_lines
 from jaxfuse_lint.review.comments import ReviewComment, _fix_note, _headline, fence
 from jaxfuse_lint.review.diff import ChangedFile
@@ -40,6 +41,7 @@ def cell_fix_diff(path: str, raw: str, d: Diagnostic, cell: int) -> str:
     before = cell_text(raw, cell) or ""
     edits = [e for e in d.fix.edits if (e.cell or d.cell) == cell]
     after = apply_edits(before, edits)
+    path = printable(path)  # its header on one line
     lines = difflib.unified_diff(split_lines(before), split_lines(after), f"a/{path}:cell {cell}",
                                  f"b/{path}:cell {cell}", n=1)
     return "".join(l if l.endswith("\n") else l + "\n\\ No newline at end of cell\n" for l in lines)

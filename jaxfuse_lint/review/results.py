@@ -27,6 +27,7 @@ class Review:
     files: list[FileReview] = field(default_factory=list)
     comments: list[ReviewComment] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was left out and why (a submodule at a .py path)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -6,6 +6,7 @@ from collections import Counter
 
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 from jaxfuse_lint.core.edits import apply_edits, fix_line_span, split_lines
+from jaxfuse_lint.report.paths import printable
 from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.review.comments import fence
 from jaxfuse_lint.review.results import FileReview, Review
@@ -22,7 +23,7 @@ def _safe_fix_diff(f: FileReview) -> str:
     if f.path.lower().endswith(".ipynb"):
         from jaxfuse_lint.review.notebooks import safe_fix_diff
 
-        return safe_fix_diff(f.path, f.source, f.diagnostics)
+        return safe_fix_diff(printable(f.path), f.source, f.diagnostics)
     n_lines = len(split_lines(f.source))
     taken: list[tuple[int, int]] = []
     edits = []
@@ -37,12 +38,14 @@ def _safe_fix_diff(f: FileReview) -> str:
     if not edits:
         return ""
     after = apply_edits(f.source, edits)
-    lines = difflib.unified_diff(split_lines(f.source), split_lines(after), f"a/{f.path}", f"b/{f.path}", n=2)
+    path = printable(f.path)
+    lines = difflib.unified_diff(split_lines(f.source), split_lines(after), f"a/{path}", f"b/{path}", n=2)
     return "".join(l if l.endswith("\n") else l + "\n" for l in lines)
 
 
 def _where(d: Diagnostic) -> str:
-    return f"{d.filename}:cell {d.cell}:{d.location.row}" if d.cell is not None else f"{d.filename}:{d.location.row}"
+    name = printable(d.filename)
+    return f"{name}:cell {d.cell}:{d.location.row}" if d.cell is not None else f"{name}:{d.location.row}"
 
 
 def render_summary(review: Review) -> str:
@@ -52,7 +55,7 @@ def render_summary(review: Review) -> str:
     if not diagnostics:
         out.append(f"Checked the changed lines of {_plural(n_files, 'Python file')} against "
                    f"`{review.base}` ({review.base_sha[:12]}): nothing to report.")
-        out += [""] + [f"> {e}" for e in review.errors]
+        out += [""] + [f"> {e}" for e in review.errors + review.notes]
         return "\n".join(out).rstrip() + "\n"
     counts = Counter(d.code for d in diagnostics)
     safe = Counter(d.code for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
@@ -81,7 +84,7 @@ def render_summary(review: Review) -> str:
         for f in review.files:
             diff = _safe_fix_diff(f)
             if diff:
-                out += [f"<details><summary>Safe fixes in <code>{f.path}</code></summary>", "",
+                out += [f"<details><summary>Safe fixes in <code>{printable(f.path)}</code></summary>", "",
                         fence(diff, "diff"), "", "</details>", ""]
     else:
         out += ["No finding has an automatic fix.", ""]
@@ -92,6 +95,6 @@ def render_summary(review: Review) -> str:
             d = c.diagnostic
             out.append(f"- `{_where(d)}` {d.code}: {c.evidence}")
         out.append("")
-    for e in review.errors:
+    for e in review.errors + review.notes:
         out.append(f"> {e}")
     return "\n".join(out).rstrip() + "\n"

@@ -442,11 +442,8 @@ class _Checker:
             call = m.parent(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(call, cst.Call) and m.qn(call.func, fn) == "builtins.range":
                 return True
-        analysis = m.traced_analysis()
         passed = []
-        for site in m.index.calls:
-            if not any(f is fn for f, _ in analysis.callables(site.call.func, site.scope, direct_only=True)):
-                continue
+        for site in m.traced_analysis().direct_call_sites(fn):
             arg = m.argument_for(site.call, fn, name)
             if arg is not None:
                 passed.append(arg)

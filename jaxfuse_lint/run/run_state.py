@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxfuse_lint.core.config import Settings
-from jaxfuse_lint.core.file_identity import FileIdentity, read_identified
+from jaxfuse_lint.core.file_identity import FileIdentity
+from jaxfuse_lint.discover.source_bytes import read_identified_source
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome
 from jaxfuse_lint.run.pool import Pool, default_jobs
 
@@ -81,7 +82,8 @@ class RunState:
         """The file's bytes: read the first time they are needed, then kept for the run, so that
         every step sees the same text, the one the identity is of (OSError if unreadable)."""
         if st.data is None:
-            st.data, st.identity = read_identified(st.path)
+            # Regular files only, at most `max-file-size` + 1 bytes (discover/source_bytes.py).
+            st.data, st.identity = read_identified_source(st.path, self.settings.max_file_size)
         return st.data
 
     def _settle(self, st: FileState, result: FileResult | None, used: dict[str, str]) -> None:

@@ -27,12 +27,12 @@ from pygls.lsp.server import LanguageServer
 from jaxfuse_lint.core.version import __version__
 from jaxfuse_lint.core.config import ConfigError, Settings, load_settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
-from jaxfuse_lint.server import features, notebooks
+from jaxfuse_lint.server import features, notebooks, transport
 from jaxfuse_lint.server.positions import UTF16, document_lines
-from jaxfuse_lint.server.scheduling import LintScheduler
+from jaxfuse_lint.server.scheduling import LARGE, LintScheduler
 
-# A document larger than this (UTF-8 bytes) is not analysed in the editor: one JF000 says so
-# (a 1 MB document kept the server busy for minutes). The command line checks it.
+# A document or notebook larger than this (UTF-8 bytes) is not analysed in the editor, nor
+# `max-file-size` if lower: one JF000 says so (a 1 MB document kept the server busy for minutes).
 MAX_DOCUMENT = 1 << 20
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class JaxFuseLanguageServer(LanguageServer):
         self._settings_generation = 0
         self._reported_config_errors: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None  # the message loop (set by `schedule`)
-        self.scheduler = LintScheduler(self._document_now, self.analyse, self.publish)
+        self.scheduler = LintScheduler(self._document_now, self.analyse, self.publish, size=_size)
 
     # -- helpers ---------------------------------------------------------
     @property
@@ -123,34 +123,57 @@ class JaxFuseLanguageServer(LanguageServer):
         notebook = self.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is not None:
             return notebook.version, tuple(self.notebook_cells(notebook))
+        return self.workspace.get_text_document(uri).version, self.text_of(uri)
+
+    def text_of(self, uri: str) -> str:
+        """An open document's text; for one the editor has not opened (a hover on a file it
+        only shows), the file's, when it is a regular file of at most MAX_DOCUMENT bytes (pygls
+        would read any path, a FIFO too, and wait on it forever): else nothing."""
+        from urllib.parse import unquote
+
         doc = self.workspace.get_text_document(uri)
-        return doc.version, doc.source
+        if unquote(uri) in self.workspace.text_documents or doc.path is None or not uri.startswith("file:"):
+            return doc.source
+        from jaxfuse_lint.discover.source_bytes import read_source
+
+        try:
+            data = read_source(doc.path, MAX_DOCUMENT)
+        except OSError:
+            return ""
+        return data.decode("utf-8", "replace") if len(data) <= MAX_DOCUMENT else ""
+
+    @staticmethod
+    def _limited(settings: Settings) -> Settings:
+        return replace(settings, max_file_size=min(settings.max_file_size, MAX_DOCUMENT))
 
     def analyse(self, uri: str, text: str | tuple[notebooks.CellText, ...],
-                version: int | None) -> Linted | LintedNotebook:
+                version: int | None, should_stop=None) -> Linted | LintedNotebook:
         """The diagnostics of a text of the document, or of a notebook's cells (run in the
-        scheduler's thread: it reads the workspace, and the document's parser takes a lock)."""
+        scheduler's thread: it reads the workspace, and the document's parser takes a lock).
+        `should_stop`: the scheduler's (engine.AnalysisStopped is raised when it says so)."""
         from jaxfuse_lint.engine.pipeline import check_source
 
         if isinstance(text, tuple):
-            return self.analyse_notebook(uri, list(text))
+            return self.analyse_notebook(uri, list(text), should_stop)
         doc = self.workspace.get_text_document(uri)
         path = doc.path if uri.startswith("file:") else None
-        settings = self.settings_for(path)
+        settings = self._limited(self.settings_for(path))
         size = len(text.encode("utf-8", "surrogatepass"))
-        if size > min(settings.max_file_size, MAX_DOCUMENT):
+        if size > settings.max_file_size:
             from jaxfuse_lint.engine.pipeline import too_large
 
-            limit = replace(settings, max_file_size=min(settings.max_file_size, MAX_DOCUMENT))
-            return Linted(version, text, [too_large(size, path or doc.filename or "untitled.py", limit)])
+            return Linted(version, text, [too_large(size, path or doc.filename or "untitled.py", settings)])
         parser = self.parsers.get(uri)
         if parser is None:
             from jaxfuse_lint.parse.reparse import IncrementalParser
 
             parser = self.parsers[uri] = IncrementalParser()
         try:
-            result = check_source(text, path or doc.filename or "untitled.py", settings, parse=parser.parse)
+            result = check_source(text, path or doc.filename or "untitled.py", settings, parse=parser.parse,
+                                  should_stop=should_stop)
         except Exception as exc:  # check_source reports what it expects; never lose the server
+            if _stopped(exc):
+                raise
             return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
         return Linted(version, text, result.diagnostics, list(result.errors))
 
@@ -172,10 +195,11 @@ class JaxFuseLanguageServer(LanguageServer):
         never analysed here, on the message loop (a long document would stall every request
         of every document): until then it has none."""
         doc = self.workspace.get_text_document(uri)
+        text = self.text_of(uri)
         linted = self.linted.get(uri)
-        if linted is None or linted.text != doc.source:
+        if linted is None or linted.text != text:
             self.schedule(uri)
-            return Linted(doc.version, doc.source)
+            return Linted(doc.version, text)
         return linted
 
     # -- notebooks (LSP notebook document sync; see notebooks.py) -------------
@@ -196,14 +220,19 @@ class JaxFuseLanguageServer(LanguageServer):
 
         return to_fs_path(uri) if uri.startswith("file:") else None
 
-    def analyse_notebook(self, notebook_uri: str, cells: list[notebooks.CellText]) -> LintedNotebook:
-        """Check a notebook's cells (in the scheduler's thread)."""
+    def analyse_notebook(self, notebook_uri: str, cells: list[notebooks.CellText],
+                         should_stop=None) -> LintedNotebook:
+        """Check a notebook's cells (in the scheduler's thread); one over MAX_DOCUMENT (or
+        `max-file-size`) is not analysed, as a document is not: its first cell says so."""
         from jaxfuse_lint.engine.pipeline import check_source
 
         path = self.notebook_path(notebook_uri)
         try:
-            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", self.settings_for(path))
+            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb",
+                                  self._limited(self.settings_for(path)), should_stop=should_stop)
         except Exception as exc:  # as for a document: never lose the server, say so
+            if _stopped(exc):
+                raise
             return LintedNotebook(cells, notebooks.by_cell(cells, []),
                                   errors=[f"{notebook_uri}: internal error: {type(exc).__name__}: {exc}"])
         return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors))
@@ -241,7 +270,7 @@ class JaxFuseLanguageServer(LanguageServer):
         only = list(params.context.only) if params.context.only else None
         fixed = None
         if features.wants_fix_all(linted.diagnostics, only):  # off the loop, on these cells
-            fixed = await self.scheduler.run(self.fixed_cells, cells, path)
+            fixed = await self.scheduler.run(self.fixed_cells, cells, path, large=_size(tuple(cells)) >= LARGE)
         return notebooks.code_actions(uri, cells, linted.diagnostics, params.range, only,
                                       lambda: fixed, self.encoding)
 
@@ -251,9 +280,11 @@ class JaxFuseLanguageServer(LanguageServer):
 
         source = notebooks.notebook_json(cells)
         try:
-            outcome = fix_source(source, path or "untitled.ipynb", self.settings_for(path))
+            outcome = fix_source(source, path or "untitled.ipynb", self._limited(self.settings_for(path)))
         except Exception as exc:  # unparsable cells: nothing to fix
             log.info("fix-all: %s", exc)
+            return None
+        if outcome.undecodable is not None:  # too large: left alone
             return None
         return notebooks.fixed_cells(source, outcome.source)
 
@@ -264,10 +295,22 @@ class JaxFuseLanguageServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         path = doc.path if uri.startswith("file:") else None
         try:
-            return fix_source(text, path or doc.filename or "untitled.py", self.settings_for(path)).source
+            outcome = fix_source(text, path or doc.filename or "untitled.py", self._limited(self.settings_for(path)))
         except Exception as exc:  # unparsable text: nothing to fix
             log.info("fix-all: %s", exc)
             return None
+        return None if outcome.undecodable is not None else outcome.source  # too large: left alone
+
+
+def _size(text: str | tuple[notebooks.CellText, ...]) -> int:
+    """How large a document's text, or a notebook's cells, is (characters): the scheduler's lane."""
+    return len(text) if isinstance(text, str) else sum(len(cell.text) for cell in text)
+
+
+def _stopped(exc: Exception) -> bool:
+    from jaxfuse_lint.engine.pipeline import AnalysisStopped
+
+    return isinstance(exc, AnalysisStopped)
 
 
 def create_server() -> JaxFuseLanguageServer:
@@ -337,11 +380,15 @@ def create_server() -> JaxFuseLanguageServer:
         only = list(params.context.only) if params.context.only else None
         fixed = None
         if features.wants_fix_all(linted.diagnostics, only):
-            fixed = await ls.scheduler.run(ls.fixed_text, uri, linted.text)
+            fixed = await ls.scheduler.run(ls.fixed_text, uri, linted.text, large=len(linted.text) >= LARGE)
         return features.code_actions(
             uri, version, linted.text, linted.diagnostics, params.range, only,
             lambda: fixed, ls.encoding,
         )
+
+    @server.feature(transport.DISCARDED)
+    def message_discarded(ls: JaxFuseLanguageServer, params: Any) -> None:
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Error, transport.discarded_message(params)))
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: JaxFuseLanguageServer, params: types.HoverParams) -> types.Hover | None:
@@ -362,4 +409,4 @@ def serve(**_: Any) -> None:
     # that a burst of keystrokes queued up behind them: typing 20 edits 30 ms apart, the last
     # one's diagnostics came 2.2 s after it; with 1 ms, 0.2 s (benchmarks/bench_lsp.py).
     sys.setswitchinterval(0.001)
-    create_server().start_io()
+    create_server().start_io(transport.BoundedInput(sys.stdin.buffer), sys.stdout.buffer)

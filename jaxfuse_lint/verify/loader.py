@@ -30,6 +30,10 @@ from jaxfuse_lint.verify.errors import VerifyError
 
 _counter = itertools.count()
 
+# Called with a file's name just before its code runs (its top level, as it is imported): the
+# command line sets it to say so on stderr (cli/output.announcing_user_code).
+on_import: Callable[[str], None] | None = None
+
 # Notebooks read by `read_source`, by absolute path: how their module rows map to cells.
 _NOTEBOOKS: dict[str, Any] = {}
 
@@ -150,6 +154,8 @@ def load_module(source: str, filename: str, *, label: str = "module") -> types.M
     if added_path:
         sys.path.insert(0, directory)
     sys.modules[unique] = module
+    if on_import is not None:
+        on_import(filename)
     try:
         exec(code, module.__dict__)
     except BaseException as exc:  # noqa: BLE001 - user code may raise SystemExit too
