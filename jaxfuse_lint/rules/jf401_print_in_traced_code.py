@@ -9,7 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
-from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
 
@@ -140,7 +140,7 @@ class PrintInTracedCode(Rule):
                 site.call,
                 message(
                     f"`print` runs only while `{scope.display_name}` is traced (",
-                    *reason_parts(model.trace_reason(scope)),
+                    *reason_parts(staged_reason(model, scope, batching=True)),
                     f"): it prints tracers for {shown} once per compilation, not the values on each call; "
                     "use `jax.debug.print`",
                 ),
