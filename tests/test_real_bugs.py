@@ -61,3 +61,48 @@ def test_jf406_positives_raise_and_the_fix_computes_what_numpy_meant(name):
 def test_jf406_negatives_run_under_jit():
     ns = run_file(FIXTURES / "JF406" / "negatives.py")
     ns["run"](jnp.ones((2, 3)))
+
+
+# -- JF404: values frozen into a program, whatever their origin ---------------------------------------
+def test_jf404_values_rebound_from_the_programs_own_outputs_stay_frozen():
+    path = FIXTURES / "JF404" / "rebound_from_outputs.py"
+    ns = run_file(path)
+    np.testing.assert_allclose(ns["field"], 128.0)  # the first `eps2_x` (4.0) three times
+    np.testing.assert_allclose(ns["solve"](jnp.full(4, 2.0), 3), 128.0)  # 134217728.0 if not frozen
+    np.testing.assert_allclose(ns["main"](jnp.ones(4)), 1.0)  # 64.0 if not frozen
+    assert rows(path, "JF404") == [21, 21, 41, 54]
+
+
+def test_jf404_object_attributes_stay_frozen_and_the_gradient_is_lost():
+    path = FIXTURES / "JF404" / "object_attributes.py"
+    ns = run_file(path)
+    bar = ns["Bar"](1.0)
+    assert float(bar.energy(2.0)) == 2.0
+    bar.E = 3.0
+    assert float(bar.energy(2.0)) == 2.0  # 6.0 expected by the code
+    fresh = ns["Bar"](1.0)
+    fresh.energy(1.0)
+
+    def loss(E):
+        fresh.E = E
+        return fresh.energy(1.0)
+
+    assert float(jax.grad(loss)(2.0)) == 0.0  # 1.0 expected by the code
+    assert float(ns["Plate"]().run(1.0)) == 1.0  # 5.0 after `set_load(5.0)`
+    spring = ns["Spring"](1.0)
+    spring.force(1.0)
+    spring.k = 3.0
+    assert float(spring.force(1.0)) == -1.0  # -3.0 expected
+    assert rows(path, "JF404") == [22, 48, 62]
+
+
+def test_jf404_fresh_jits_and_values_set_once_are_not_frozen():
+    ns = run_file(FIXTURES / "JF404" / "fresh_jit_per_call.py")
+    for (a, b), phase in zip(ns["frames"], (0.0, 0.5, 1.0)):
+        want = np.ones((3, 2)) @ ns["rotation"](phase)
+        np.testing.assert_allclose(a, want, rtol=1e-6)
+        np.testing.assert_allclose(b, want, rtol=1e-6)
+    traps = run_file(FIXTURES / "JF404" / "set_once_traps.py")
+    assert traps["main"]().shape == (16,)
+    for name in ("fresh_jit_per_call", "set_once_traps", "object_attributes_traps"):
+        assert rows(FIXTURES / "JF404" / f"{name}.py", "JF404") == []

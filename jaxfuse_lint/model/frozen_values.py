@@ -49,7 +49,7 @@ _SKIP = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 @dataclass(frozen=True, eq=False)
 class Event:
-    kind: str  # "use" (a call that traces or reuses the program) | "rebind"
+    kind: str  # "use" (a call that traces or reuses the program) | "rebind" | "reset" (a new function)
     node: cst.CSTNode  # the call, or the binding statement
     # rebind: how it happens, one call away (`update_global()` on line 30 rebinds `g`)
     via: cst.Call | None = None
@@ -178,7 +178,11 @@ class _Walker:
     def event(self, st: State, e: Event) -> State:
         out: State = {}
         for level, w in st.items():
-            if e.kind == "use":
+            if e.kind == "reset":
+                # A new function object (a lambda or an inner def evaluated again): a new cache
+                # entry, traced afresh with the current value.
+                nxt = (level, w) if level in (0, 3) else (0, (w[-1],))
+            elif e.kind == "use":
                 if level == 0:
                     nxt = (1, (e.node, w[0]))
                 elif level == 2:
@@ -205,7 +209,7 @@ class _Walker:
 
     def statement(self, stmt: cst.CSTNode, st: State, scope: "Scope", selfkey, exits: list) -> State:
         if isinstance(stmt, _SKIP):
-            return st
+            return self._reset(stmt, st)
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 st = self.expression(small, st, scope, selfkey)
@@ -275,6 +279,9 @@ class _Walker:
         """Events of a small statement or expression, in evaluation order: a call after its
         arguments, an assignment after its value."""
         for n in _evaluation_order(node):
+            if isinstance(n, cst.Lambda):
+                st = self._reset(n, st)
+                continue
             if isinstance(n, cst.Call):
                 if self.s.uses(n, scope, selfkey):
                     st = self.event(st, Event("use", n))
@@ -284,6 +291,14 @@ class _Walker:
                 st = self.event(st, self._made_by(e))
             if not st:
                 break
+        return st
+
+    def _reset(self, node: cst.CSTNode, st: State) -> State:
+        """A def or lambda that makes a compiled function anew each time it runs: the next call
+        traces it again (`f = jax.jit(lambda p: p @ ROT)` in a function called per frame)."""
+        fn = self.model.index.function_of.get(node)
+        if fn is not None and fn in self.s.entries and isinstance(fn.parent, Function):
+            return self.event(st, Event("reset", node))
         return st
 
     def inline(self, call: cst.Call, st: State, scope: "Scope", selfkey) -> State:
@@ -341,6 +356,9 @@ def _evaluation_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Nodes of a small statement in the order Python evaluates them (roughly): children before
     their parent; an assignment's value before its targets. Nested defs, lambdas and classes
     are skipped (their bodies run later)."""
+    if isinstance(node, cst.Lambda):
+        yield node  # evaluated here (a new function object), its body runs later
+        return
     if isinstance(node, _SKIP):
         return
     if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):

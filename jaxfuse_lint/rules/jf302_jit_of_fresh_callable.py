@@ -9,8 +9,8 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
-from jaxfuse_lint.model.call_frequency import MANY, ONCE, Frequency, call_sites, frequency
-from jaxfuse_lint.model.compile_cache import compiled_once_per_key
+from jaxfuse_lint.model.call_frequency import MANY, ONCE, UNKNOWN, Frequency, call_sites, frequency
+from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
 from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
@@ -185,6 +185,14 @@ class JitOfFreshCallable(Rule):
             if relevant == set():
                 freq = frequency(model, scope)
                 return None if freq.kind == ONCE else (use, freq)
+            if scope.cls is not None and relevant == set(scope.params[:1]):
+                # Closes over the instance only (`jax.jit(self.forward)(x)`): one program per
+                # object. A method nothing calls is a library's (its users call it on their
+                # objects); where the module calls it, only calls on one object again count (a
+                # new `Model(w)` per iteration compiles once per model, as it must).
+                freq = frequency(model, scope)
+                if freq.kind == UNKNOWN:
+                    return use, freq
             freq = _factory_rebuilt(model, scope, relevant)
             return None if freq is None else (use, freq)
         if use == "reused":
@@ -277,11 +285,38 @@ def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode |
         if found is None or found[0] is not scope:
             continue
         if name not in scope.params:
+            if _array_data(model, found[1], scope):
+                continue  # `R = rotation(phase)`: an array the program reads as data (it could be an argument)
             return None
-        if scope.cls is not None and name == scope.params[0] and name in ("self", "cls"):
-            continue  # the instance: calls on one object make one program
+        # The instance too (`lambda v: v @ self.w`, `jax.pmap(self.step)`): a program per object.
         out.add(name)
     return out
+
+
+def _array_data(model: SemanticModel, bindings, scope: Function) -> bool:
+    """A local bound only to arrays (NumPy or jax, computed in the function): baked into the
+    program as data, which an argument would carry as well; the program's structure does not
+    depend on it."""
+    if model.numpy_arrays.binding_is_array(bindings, scope) or model.device_arrays.binding_is_array(bindings, scope):
+        return True
+    return bool(bindings) and all(b.kind in ("assign", "annassign") and b.index is None
+                                  and _array_value(model, b.value, scope) for b in bindings)
+
+
+_ARRAY_CONSTRUCTORS = frozenset({"numpy.array", "numpy.asarray", "jax.numpy.array", "jax.numpy.asarray",
+                                 "numpy.stack", "jax.numpy.stack"})
+
+
+def _array_value(model: SemanticModel, e: cst.BaseExpression | None, scope, depth: int = 0) -> bool:
+    """`np.array([[c, -s], [s, c]])`, or a call of the module's helper that returns one."""
+    if not isinstance(e, cst.Call) or depth > 3:
+        return False
+    qn = model.qn(e.func, scope)
+    if qn in _ARRAY_CONSTRUCTORS:
+        return True
+    callee = model.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
+    return callee is not None and not callee.is_lambda and bool(callee.returns) and all(
+        _array_value(model, r, callee, depth + 1) or model.numpy_arrays.is_array(r, callee) for r in callee.returns)
 
 
 def _guard_params(model: SemanticModel, node: cst.CSTNode, scope: Function) -> set[str]:
@@ -313,17 +348,45 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
     for site in sites:
         if model.is_traced_scope(site.scope) or compiled_once_per_key(model, site.call, site.scope):
             continue
+        args = _relevant_arguments(model, site.call, factory, relevant)
         loops = _loops_around(model, site.call, site.scope)
         if not loops:
+            # `f = get_basis(3)` in a function that runs many times (`render_frame` per frame): the
+            # same program again on every call, when the arguments do not depend on that call.
+            if not isinstance(site.scope, Function) or memoised_function(model, site.scope):
+                continue
+            if any(_bound_in_function(model, n, sc, site.scope) for arg in args
+                   for n, sc in _expression_reads(model, arg, site.scope)):
+                continue
+            outer = frequency(model, site.scope)
+            if outer.kind == MANY:
+                return Frequency(MANY, outer.node, outer.how, outer.via or site.scope)
             continue
-        if relevant is None or any(a.star for a in site.call.args):
-            args = [a.value for a in site.call.args]
-        else:
-            args = [a for a in (model.argument_for(site.call, factory, p) for p in relevant) if a is not None]
         if any(_bound_in(model, n, sc, loops) for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
             continue  # a different program per iteration: one compilation each, whatever is done
         return Frequency(MANY, loops[0], "in a loop")
     return None
+
+
+def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,
+                        relevant: set[str] | None) -> list[cst.BaseExpression]:
+    """What the call passes for the parameters the jitted callable depends on (all of them when
+    None); for the instance of a method, the object it is called on (`Model(w).predict(x)`)."""
+    if relevant is None or any(a.star for a in call.args):
+        args = [a.value for a in call.args]
+        relevant = set(factory.params[:1]) if factory.cls is not None else set()
+    else:
+        args = [a for a in (model.argument_for(call, factory, p) for p in relevant) if a is not None]
+    if factory.cls is not None and factory.params and factory.params[0] in relevant \
+            and isinstance(call.func, cst.Attribute):
+        args.append(call.func.value)
+    return args
+
+
+def _bound_in_function(model: SemanticModel, name: str, scope, fn: Function) -> bool:
+    """Whether `name` (read in `scope`) is a parameter or local of fn: it may differ per call."""
+    found = model.lookup(name, scope)
+    return found is not None and found[0] is fn
 
 
 RULE = JitOfFreshCallable
