@@ -106,3 +106,68 @@ def test_jf404_fresh_jits_and_values_set_once_are_not_frozen():
     assert traps["main"]().shape == (16,)
     for name in ("fresh_jit_per_call", "set_once_traps", "object_attributes_traps"):
         assert rows(FIXTURES / "JF404" / f"{name}.py", "JF404") == []
+
+
+# -- JF302: a fresh jit per call compiles per call ----------------------------------------------------
+class Compilations:
+    """Counts XLA compilations (jax.monitoring's compile events) while the block runs."""
+
+    events: list = []
+    registered = False
+
+    def __enter__(self):
+        if not Compilations.registered:
+            jax.monitoring.register_event_duration_secs_listener(
+                lambda name, secs, **kw: Compilations.events.append(name))
+            Compilations.registered = True
+        self.start = len(self.events)
+        return self
+
+    @property
+    def count(self) -> int:
+        return self.events[self.start:].count("/jax/core/compile/backend_compile_duration")
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_jf302_rebuilt_every_call_compiles_per_call():
+    path = FIXTURES / "JF302" / "rebuilt_every_call.py"
+    ns = run_file(path)
+    points = np.ones((3, 2), np.float32)
+    with Compilations() as c:
+        ns["render"](points, [0.1, 0.2, 0.3, 0.4])
+    assert c.count == 4
+    frames = [np.full(3, float(i), np.float32) for i in range(4)]
+    with Compilations() as c:
+        ns["animate"](frames)
+    assert c.count == 4
+    A, bs = np.eye(2, dtype=np.float32) * 2, [np.full(2, float(i), np.float32) for i in range(5)]
+    with Compilations() as c:
+        ns["fit_all"](A, bs)
+    assert c.count >= 5
+    x = np.ones((1, 3), np.float32)
+    with Compilations() as c:
+        ns["Ensemble"](0.5).run(x, 3)
+    assert c.count >= 3
+    assert rows(path, "JF302") == [18, 37, 53, 66]
+
+
+def test_jf302_traps_compile_once_per_program(monkeypatch):
+    import sys
+    import types
+    from unittest import mock
+
+    if "numpyro" not in sys.modules:  # not installed here: the file only needs the names
+        stub = types.ModuleType("numpyro")
+        stub.distributions, stub.infer = mock.MagicMock(), mock.MagicMock()
+        for name, module in (("numpyro", stub), ("numpyro.distributions", stub.distributions),
+                             ("numpyro.infer", stub.infer)):
+            monkeypatch.setitem(sys.modules, name, module)
+    path = FIXTURES / "JF302" / "compiled_once_traps.py"
+    ns = run_file(path)
+    x = np.ones((1, 2), np.float32)
+    with Compilations() as c:
+        ns["simulate_all"]([0.1, 0.2], x)
+    assert c.count <= 2 * 2  # one pmap per simulation (and its output transfer), not one per step
+    assert rows(path, "JF302") == []
