@@ -171,3 +171,16 @@ def test_jf302_traps_compile_once_per_program(monkeypatch):
         ns["simulate_all"]([0.1, 0.2], x)
     assert c.count <= 2 * 2  # one pmap per simulation (and its output transfer), not one per step
     assert rows(path, "JF302") == []
+
+
+def test_jf302_across_modules_the_render_loop_compiles_per_frame(monkeypatch):
+    import importlib
+
+    monkeypatch.syspath_prepend(str(FIXTURES / "cross_module" / "frequency"))
+    render = importlib.import_module("render_pkg.render")
+    start = jnp.ones(3)
+    frames = [start + i for i in range(5)]
+    with Compilations() as c:
+        render.animate(frames)
+    # `get_basis(3)` and `smooth` build a new jit per frame: two compilations per frame.
+    assert c.count >= 2 * 5

@@ -9,7 +9,9 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
-from jaxfuse_lint.model.call_frequency import MANY, ONCE, UNKNOWN, Frequency, call_sites, frequency
+from jaxfuse_lint.model.call_frequency import (
+    MANY, ONCE, UNKNOWN, Frequency, call_sites, external_calls, frequency, library_function,
+)
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
 from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -149,7 +151,7 @@ class JitOfFreshCallable(Rule):
                 continue
             found_use = self._harm(model, _use_of_call(model, site.call, scope), scope, target, site.call)
             if found_use is not None:
-                yield self._violation(site.call, transform, what, scope, *found_use)
+                yield self._violation(site.call, transform, what, scope, *found_use, preview=_library(model, scope, found_use))
         for fn in model.index.functions:
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
@@ -164,7 +166,7 @@ class JitOfFreshCallable(Rule):
                 found_use = self._harm(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node)
                 if found_use is not None:
                     yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside `{parent.display_name}`",
-                                          parent, *found_use)
+                                          parent, *found_use, preview=_library(model, parent, found_use))
 
     @staticmethod
     def _harm(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
@@ -207,22 +209,32 @@ class JitOfFreshCallable(Rule):
             return None if freq is None else (use, freq)
         return None
 
-    def _violation(self, node, transform, what, scope, use, freq) -> Violation:
+    def _violation(self, node, transform, what, scope, use, freq, preview=None) -> Violation:
         name = scope.display_name
         if use == "returned":
             via = f"`{name}` returns it and is called" if freq.via is None else \
                 f"`{name}` returns it to `{freq.via.display_name}`, which is called"
-            parts = message(f"`{transform}` of {what}: {via} again in a loop (line ", LineOf(freq.node),
-                            ") with the same arguments, so every iteration gets a new callable that traces and "
-                            "compiles again; build it once before the loop, or jit a module-level function once")
+            where = (" (line ", LineOf(freq.node), ")") if freq.node is not None else ()
+            parts = message(f"`{transform}` of {what}: {via} again {freq.how}", *where,
+                            " with the same arguments, so every call gets a new callable that traces and "
+                            "compiles again; build it once, or jit a module-level function once")
         else:
             evidence: tuple = ()
             if freq.kind == MANY:
                 who = ", which is" if freq.via is None else f", which `{freq.via.display_name}` calls, and that is"
-                evidence = (f"{who} called {freq.how} (line ", LineOf(freq.node), ")")
+                evidence = (f"{who} called {freq.how}",) + ((" (line ", LineOf(freq.node), ")")
+                                                           if freq.node is not None else ())
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
-        return Violation(node, parts, data={"transform": transform, "scope": scope})
+        return Violation(node, parts, data={"transform": transform, "scope": scope}, preview=preview)
+
+
+def _library(model: SemanticModel, scope: Function, found_use) -> str | None:
+    """The preview tier's assumption for a library's function that nothing in the checked project
+    calls: that its users call it more than once."""
+    if found_use[1].kind == UNKNOWN and library_function(model, scope):
+        return f"that the library's users call `{scope.display_name}` more than once (nothing in the project calls it)"
+    return None
 
 
 def _use_of_call(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:
@@ -345,6 +357,9 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
     called once (in `__init__`, once per `train()`) or once per distinct argument is the
     recommended pattern: None."""
     sites, _ = call_sites(model, factory)
+    elsewhere = external_calls(model, factory)
+    if elsewhere is not None and elsewhere.kind == MANY and (elsewhere.same_arguments or relevant == set()):
+        return elsewhere  # another module's loop calls it with the same arguments (or they do not matter)
     for site in sites:
         if model.is_traced_scope(site.scope) or compiled_once_per_key(model, site.call, site.scope):
             continue
