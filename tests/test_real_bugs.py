@@ -184,3 +184,18 @@ def test_jf302_across_modules_the_render_loop_compiles_per_frame(monkeypatch):
         render.animate(frames)
     # `get_basis(3)` and `smooth` build a new jit per frame: two compilations per frame.
     assert c.count >= 2 * 5
+
+
+# -- JF301: every one of identical blocks compiles per iteration ---------------------------------------
+def test_jf301_identical_blocks_each_compile_per_iteration():
+    path = FIXTURES / "JF301" / "identical_blocks.py"
+    ns = run_file(path)
+    xs = [np.float32(i) for i in range(3)]
+    params = np.ones(2, np.float32)
+    with Compilations() as c:
+        ns["run"](xs, params)
+    assert c.count >= 3 * 3
+    with Compilations() as c:
+        ns["run_twice"](xs)
+    assert c.count >= 2 * 3
+    assert rows(path, "JF301") == [16, 21, 26, 34, 37]

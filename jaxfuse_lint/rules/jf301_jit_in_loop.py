@@ -6,9 +6,9 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel, keyword, positional
-from jaxfuse_lint.model.api import COMPILING
+from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
-from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to
+from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to, reaching_function
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -141,12 +141,18 @@ def varies_per_iteration(model: SemanticModel, target: cst.BaseExpression | None
         return _calls_loop_bound(model, target, loops)
     if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
         return varies_per_iteration(model, positional(target, 0) or keyword(target, "func"), scope, loops)
+    if isinstance(target, cst.Call) and model.qn(target.func, scope) in TRANSFORMS:
+        # `jax.jit(jax.grad(loss))` with `loss` defined in the loop: as `loss` itself.
+        inner = positional(target, 0) or keyword(target, "fun")
+        others = [a.value for a in target.args if a.value is not inner]
+        return varies_per_iteration(model, inner, scope, loops) or any(
+            _bound_in(model, n, sc, loops) for o in others for n, sc in _expression_reads(model, o, scope))
     if isinstance(target, cst.Name):
-        fn = model.function_named(target.value, scope)
+        fn = reaching_function(model, target, scope)
         if fn is not None and any(_inside(model, fn.node, loop) for loop in loops):
             # a def written in the loop: a new function each time, but one that can move out
             return _calls_loop_bound(model, fn.node, loops)
-        made = lambda_bound_to(model, target.value, scope)
+        made = lambda_bound_to(model, target.value, scope, target)
         if made is not None and any(_inside(model, made, loop) for loop in loops):
             return _calls_loop_bound(model, made, loops)  # `f = lambda ...` in the loop: the same
     return any(_bound_in(model, n, sc, loops) for n, sc in _expression_reads(model, target, scope))
