@@ -199,3 +199,31 @@ def test_jf301_identical_blocks_each_compile_per_iteration():
         ns["run_twice"](xs)
     assert c.count >= 2 * 3
     assert rows(path, "JF301") == [16, 21, 26, 34, 37]
+
+
+# -- JF401 through objects and wrappers: the prints show tracers --------------------------------------
+def test_jf401_prints_reached_through_objects_show_tracers():
+    path = FIXTURES / "JF401" / "routes_objects.py"
+    ns = run_file(path)
+    y = jnp.ones(2)
+    calls = [lambda: ns["solver"].step(0.0, y), lambda: ns["integrate"](0.0, y),
+             lambda: ns["Trainer"]().update(y), lambda: ns["force"](y), lambda: ns["total"](y)]
+    for call in calls:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            call()
+        lines = out.getvalue().splitlines()
+        assert lines and all("Tracer" in line for line in lines), lines
+    assert rows(path, "JF401") == [15, 33, 34, 35, 43, 64, 74, 87]
+
+
+def test_jf401_under_disable_jit_prints_values():
+    path = FIXTURES / "JF401" / "debug_mode.py"
+    ns = run_file(path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ns["main"]()
+    assert "Tracer" not in out.getvalue() and "[1. 1.]" in out.getvalue()
+    assert rows(path, "JF401") == []
+    flagged = FIXTURES / "JF401" / "debug_mode_flag.py"
+    assert rows(flagged, "JF401") == [] and rows(flagged, "JF401", preview=True) == [12]

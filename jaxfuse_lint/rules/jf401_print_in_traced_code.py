@@ -126,6 +126,7 @@ class PrintInTracedCode(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
+        modes: dict[int, bool | str] = {}
         for site in model.index.calls:
             scope: Scope = site.scope
             if not isinstance(scope, Function) or not model.is_traced(scope):
@@ -136,6 +137,11 @@ class PrintInTracedCode(Rule):
             if not traced:
                 continue
             shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v in traced[:3])
+            if id(scope) not in modes:
+                modes[id(scope)] = _debug_mode(model, scope)
+            debug = modes[id(scope)]
+            if debug is True:
+                continue  # every call runs under `jax.disable_jit()`: nothing is traced, values print
             yield Violation(
                 site.call,
                 message(
@@ -145,7 +151,61 @@ class PrintInTracedCode(Rule):
                     "use `jax.debug.print`",
                 ),
                 data={"call": site.call, "scope": scope, "traced": traced},
+                preview=debug or None,
             )
+
+
+def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:
+    """How the host code runs the compiled functions that trace fn: True when every such call
+    (and there is one) runs under `with jax.disable_jit():` (or `disable_jit(True)`): jit is off,
+    nothing is traced and `print` shows values; the assumption, as a preview text, when they run
+    under `jax.disable_jit(flag)` with a flag the code does not show (a debug mode: values when
+    it is on, tracers once per compilation when it is off); False otherwise."""
+    from jaxfuse_lint.model.frozen_values import compile_entries, compiled_callees
+
+    entries = compile_entries(model, fn)
+    flags = []
+    for site in model.index.calls:
+        if model.is_traced_scope(site.scope) or not (compiled_callees(model, site.call, site.scope) & entries):
+            continue
+        flag = _disable_jit_around(model, site.call, site.scope, 0)
+        if flag is None:
+            return False
+        flags.append(flag)
+    if not flags:
+        return False
+    if all(f is True for f in flags):
+        return True
+    shown = next(f for f in flags if f is not True)
+    return (f"that `{shown}` is false where `{fn.display_name}` runs (under `jax.disable_jit({shown})` it is "
+            "not traced and `print` shows values: a debug mode)")
+
+
+def _disable_jit_around(model: SemanticModel, node: cst.CSTNode, scope, depth: int):
+    """True / the flag's text when node runs inside `with jax.disable_jit(...)` (directly, or in a
+    host function every call of which does), None otherwise."""
+    for a in model.ancestors(node):
+        if isinstance(a, cst.With):
+            for item in a.items:
+                call = item.item
+                if isinstance(call, cst.Call) and model.qn(call.func, model.scope_of(a)) == "jax.disable_jit":
+                    arg = call.args[0].value if call.args else None
+                    if arg is None or (isinstance(arg, cst.Name) and arg.value == "True"):
+                        return True
+                    if isinstance(arg, cst.Name) and arg.value == "False":
+                        return None
+                    return model.module.code_for_node(arg).strip()
+    if depth >= 3 or not isinstance(scope, Function):
+        return None
+    from jaxfuse_lint.model.call_frequency import call_sites
+
+    sites, escapes = call_sites(model, scope)
+    if escapes or not sites:
+        return None
+    found = [_disable_jit_around(model, s.call, s.scope, depth + 1) for s in sites]
+    if any(f is None for f in found):
+        return None
+    return True if all(f is True for f in found) else next(f for f in found if f is not True)
 
 
 RULE = PrintInTracedCode
