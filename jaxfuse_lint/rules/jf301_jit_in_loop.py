@@ -215,7 +215,10 @@ class JitInLoop(Rule):
     values a program is specialised for): the program differs per iteration.
     A lambda, a `partial`'s bound
     arguments or a `def` in the loop that only read loop values as data are
-    still reported: those values can become arguments.
+    still reported: those values can become arguments — also under a
+    transform (`jax.jit(jax.grad(loss))` of a `loss` the loop defines). A name
+    is resolved to the definition that reaches the jit: identical blocks that
+    each bind `f = lambda ...` or `def loss` are each reported.
 
     ## Example
     ```python

@@ -50,7 +50,20 @@ class JitOfFreshCallable(Rule):
       (the arguments it closes over do not change in that loop: a
       `train_epoch()` per epoch, not a `fit(optimizer)` per optimizer);
     - the function returns it (a factory), and the factory is called in a loop
-      with arguments the loop does not change (those the callable closes over).
+      with arguments the loop does not change (those the callable closes over),
+      or from a function that runs many times with arguments that do not depend
+      on that function's call (`basis = get_basis(3)` in a `render_frame` run
+      per frame).
+
+    How often a function runs is read from the whole project: a call in a loop,
+    or from a function that runs many times, in another checked module counts
+    (the message names it). Values the callable closes over that are arrays
+    (`R = rotation(phase)`) are data, not program structure: passed as
+    arguments they would give one program, so a loop that changes them is no
+    excuse. The instance a method's callable closes over (`self`, a bound
+    method) is one program per object: calls on new objects (`Model(w).predict`
+    per model, `jax.pmap(sim.step)` per simulation) compile as they must, calls
+    on one object again are reported.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a partial, an
@@ -70,8 +83,12 @@ class JitOfFreshCallable(Rule):
     jitted callable reused by a loop in a function not known to run again; a function the module calls once (at module level,
     under `if __name__ == "__main__":`, from `__init__`), pytest `test*`
     functions and unittest/pytest set-up hooks (the framework runs them once);
-    and a jit called while tracing (from a traced function: it is inlined into
-    that trace). A jitted callable stored elsewhere (`self.f = jax.jit(...)`)
+    and a jit called while tracing (from a traced function, a numpyro model
+    under `NUTS`/`SVI`, an `init` traced by `jax.pmap(self.init)`: it is
+    inlined into that trace). A function of a package's module that nothing in
+    the checked project calls is a library's: whether its users call it more
+    than once is assumed, so that finding is in the preview tier (a standalone
+    script's or notebook's function stays reported). A jitted callable stored elsewhere (`self.f = jax.jit(...)`)
     is not followed. In test files performance rules are off by default (see
     the configuration docs, `per-file-ignores`).
 

@@ -47,7 +47,18 @@ class PrintInTracedCode(Rule):
     frameworks run only under their transforms: a flax linen Module's
     `__call__`/`setup`/`@nn.compact` methods, an nnx or equinox Module's
     `__call__`, haiku Module methods and `hk.transform`ed functions (their
-    input is a tracer; flags like `train` are not).
+    input is a tracer; flags like `train` are not). Calls are followed through
+    objects and wrappers: a handler's method held in an attribute
+    (`self.handler.rhs(t, y)`, the handler passed to the constructor), a
+    function stored in an attribute (`self.grad_fn = jax.value_and_grad(
+    self.loss)`), a name bound to `jax.grad(f)`, `jax.checkpoint(f)` or a
+    lambda, and the values methods reached that way return.
+
+    Code run under `with jax.disable_jit():` is not traced: a `print` in a
+    jitted function every call of which runs there shows values and is not
+    flagged. Under `jax.disable_jit(flag)` with a configuration flag (a debug
+    mode: values when it is on, tracers when it is off) the finding is in the
+    preview tier.
 
     ## Why is this bad?
     `print` is a Python side effect. It runs while the function is traced, and
