@@ -64,7 +64,7 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
     sites: list[CallSite] = []
     callees: set[int] = set()
     inst = instances(model)
-    for site in model.index.calls:
+    for site in inst.sites_named(fn.cls.name if fn.name == "__init__" and fn.cls is not None else fn.name):
         func = site.call.func
         hit = False
         if isinstance(func, cst.Name):
@@ -85,8 +85,8 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
             escapes = True
             break
     if fn.cls is not None and not escapes:
-        for node in model.index.parents:
-            if isinstance(node, cst.Attribute) and node.attr.value == fn.name and id(node) not in callees:
+        for node in inst.attributes_named(fn.name):
+            if id(node) not in callees:
                 escapes = True  # `self.method` read, not called: passed or stored somewhere
                 break
     return sites, escapes

@@ -297,7 +297,8 @@ class _Walker:
         """A def or lambda that makes a compiled function anew each time it runs: the next call
         traces it again (`f = jax.jit(lambda p: p @ ROT)` in a function called per frame)."""
         fn = self.model.index.function_of.get(node)
-        if fn is not None and fn in self.s.entries and isinstance(fn.parent, Function):
+        if fn is not None and fn in self.s.entries:
+            # (At module level too: a notebook that defines `step` again starts a new function.)
             return self.event(st, Event("reset", node))
         return st
 
@@ -545,14 +546,20 @@ def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None) -> Timeli
 def host_roots(model: "SemanticModel") -> list[Function]:
     """Host functions nothing in the module calls (entry points: `main`, a library's API, a
     test): their bodies are walked on their own; the module's code runs first."""
-    from jaxfuse_lint.model.call_frequency import call_sites
+    from jaxfuse_lint.model.instances import instances
 
+    found = model.__dict__.get("_host_roots")
+    if found is not None:
+        return found
+    inst = instances(model)
     out = []
     for fn in model.index.functions:
         if fn.is_lambda or model.is_traced(fn) or not isinstance(fn.node.body, cst.IndentedBlock):
             continue
-        sites, _ = call_sites(model, fn)
-        if not [s for s in sites if not model.is_traced_scope(s.scope)]:
+        name = fn.cls.name if fn.name == "__init__" and fn.cls is not None else fn.name
+        if not any(not model.is_traced_scope(s.scope) and inst.calls(s.call.func, s.scope, fn)
+                   for s in inst.sites_named(name)):
             out.append(fn)
+    model.__dict__["_host_roots"] = out
     return out
 

@@ -119,7 +119,7 @@ class Instances:
             classes = set()
             for b in bindings:
                 if b.kind == "param":
-                    ci = self._param_class(b.node, owner, expr.value)
+                    ci = self._param_class(b.node, owner, expr.value, depth)
                 elif b.kind in ("assign", "annassign") and b.index is None:
                     ci = self.instance_class(b.value, owner, depth + 1)
                     if ci is None and b.kind == "annassign" and isinstance(b.node, cst.AnnAssign):
@@ -143,7 +143,7 @@ class Instances:
             return self.element_class(expr.value, scope, depth + 1)
         return None
 
-    def _param_class(self, param: cst.CSTNode, owner: "Scope", name: str) -> ClassInfo | None:
+    def _param_class(self, param: cst.CSTNode, owner: "Scope", name: str, depth: int = 0) -> ClassInfo | None:
         if not isinstance(param, cst.Param):
             return None
         if isinstance(owner, Function) and owner.cls is not None and owner.params and owner.params[0] == name \
@@ -151,13 +151,17 @@ class Instances:
             return owner.cls
         if param.annotation is not None:
             return self.class_named(param.annotation.annotation, owner.parent or owner)
-        if isinstance(owner, Function):
+        if isinstance(owner, Function) and depth < MAX_DEPTH - 1:
             # `def __init__(self, handler): self.handler = handler` with `RK(Handler())`: what the
             # module's calls pass, when every one of them passes an instance of the same class.
             passed = self.arguments_for(owner, name)
             if passed:
-                classes = {self.instance_class(arg, where, MAX_DEPTH - 1) for arg, where in passed}
-                return classes.pop() if len(classes) == 1 and None not in classes else None
+                classes = set()
+                for arg, where in passed:
+                    classes.add(self.instance_class(arg, where, max(depth + 2, MAX_DEPTH - 1)))
+                    if None in classes or len(classes) > 1:
+                        return None
+                return classes.pop() if len(classes) == 1 else None
         return None
 
     def arguments_for(self, fn: Function, name: str) -> list[tuple[cst.BaseExpression, "Scope"]] | None:
@@ -172,8 +176,9 @@ class Instances:
         out: list[tuple[cst.BaseExpression, "Scope"]] | None = []
         default = fn.param_nodes.get(name).default if name in fn.param_nodes else None
         m = self.model
-        for site in m.index.calls:
-            if not self._calls(site.call.func, site.scope, fn):
+        name_called = fn.cls.name if fn.name == "__init__" and fn.cls is not None else fn.name
+        for site in self.sites_named(name_called):
+            if not self.calls(site.call.func, site.scope, fn):
                 continue
             if any(a.star for a in site.call.args):
                 out = None
@@ -191,7 +196,32 @@ class Instances:
         self._arguments[key] = out
         return out
 
-    def _calls(self, func: cst.BaseExpression, scope: "Scope", fn: Function) -> bool:
+    def sites_named(self, name: str) -> list:
+        """The module's calls whose callee is written `name(...)` or `<expr>.name(...)` (indexed once)."""
+        index = self.__dict__.get("_by_name")
+        if index is None:
+            index = {}
+            for site in self.model.index.calls:
+                func = site.call.func
+                key = func.value if isinstance(func, cst.Name) else func.attr.value \
+                    if isinstance(func, cst.Attribute) else None
+                if key is not None:
+                    index.setdefault(key, []).append(site)
+            self.__dict__["_by_name"] = index
+        return index.get(name, [])
+
+    def attributes_named(self, name: str) -> list[cst.Attribute]:
+        """The module's `<expr>.name` nodes (indexed once)."""
+        index = self.__dict__.get("_attributes")
+        if index is None:
+            index = {}
+            for node in self.model.index.parents:
+                if isinstance(node, cst.Attribute):
+                    index.setdefault(node.attr.value, []).append(node)
+            self.__dict__["_attributes"] = index
+        return index.get(name, [])
+
+    def calls(self, func: cst.BaseExpression, scope: "Scope", fn: Function) -> bool:
         """Whether calling `func` runs `fn` (by name, a class's constructor, a method)."""
         if isinstance(func, cst.Name):
             if fn.name == "__init__" and fn.cls is not None:
