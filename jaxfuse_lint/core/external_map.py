@@ -23,3 +23,8 @@ PARAMS_TRACED = "\nparams-traced"
 # compiled program (`jax.jit`, or called from code under it); without it the other modules
 # only trace it eagerly (`jax.jacrev`, `jax.vmap`, `custom_vjp` outside jit).
 COMPILED_MARKER = "compiled"
+
+# `calls:<function>` entries: how often the project's other modules call one of this module's
+# top-level functions (or `Class.method`s), "<many|once|unknown>\n<phrase>" (model/call_frequency.py
+# reads them; JF302's evidence).
+CALLS_PREFIX = "calls:"

@@ -26,6 +26,7 @@ from jaxfuse_lint.codemods import jf301_hoist_jit
 from jaxfuse_lint.codemods import jf302_hoist_jit_to_module
 from jaxfuse_lint.codemods import jf401_print_in_traced_code
 from jaxfuse_lint.codemods import jf405_traced_op_on_static_shape
+from jaxfuse_lint.codemods import jf406_numpy_to_jnp_on_tracer
 from jaxfuse_lint.codemods.plan import apply_plans, is_valid_python, non_overlapping
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import Analysis
@@ -146,3 +147,8 @@ class JaxDebugPrintCommand(RuleCodemodCommand):
 class MathProdShapeCommand(RuleCodemodCommand):
     DESCRIPTION = "JF405: replace jnp products of static shapes with math.prod in traced code."
     CODE = jf405_traced_op_on_static_shape.CODE
+
+
+class NumpyToJnpOnTracerCommand(RuleCodemodCommand):
+    DESCRIPTION = "JF406: replace NumPy functions applied to traced values with their jax.numpy namesakes."
+    CODE = jf406_numpy_to_jnp_on_tracer.CODE

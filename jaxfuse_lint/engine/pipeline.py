@@ -10,6 +10,7 @@ at the end drive it).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import re
@@ -176,6 +177,9 @@ class Analysis:
         self.settings = settings
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
+        # The file's dotted module name, asked for only when a rule needs it (a package's module is a
+        # library's: JF302's evidence, model/call_frequency.py).
+        self.model.module_name = functools.partial(module_name_of, filename)
         if settings.assume_traced:  # library mode (model/assumed.py)
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)

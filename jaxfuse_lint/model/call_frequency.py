@@ -13,6 +13,11 @@ from the module's own call sites:
              unittest/pytest set-up hooks)
     unknown  nothing calls it in the module, or it escapes (passed, stored, returned)
 
+Over a project, the other modules' calls of the module's top-level functions count too (the
+external map's `calls:` entries, project/summary.py and project/index.py): a call in a loop, or
+from a function that runs many times, in another module is `many`; so are calls from two
+places anywhere in the project.
+
 A call made while tracing (from a traced function) runs once per trace, not per
 step: it is no evidence of `many`.
 """
@@ -49,6 +54,8 @@ class Frequency:
     # "in a loop" / "from 2 places"; `via` names the caller when the evidence is one call away.
     how: str = ""
     via: Function | None = None
+    # Evidence from another module: a loop there calls it with the same arguments every time.
+    same_arguments: bool = False
 
 
 def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bool]:
@@ -109,31 +116,72 @@ def _in_test_case(model: "SemanticModel", ci: ClassInfo | None, depth: int = 0) 
     return False
 
 
-def frequency(model: "SemanticModel", fn: Function, depth: int = 0, seen: frozenset = frozenset()) -> Frequency:
-    """How often `fn` runs per process, from the module's evidence."""
+def frequency(model: "SemanticModel", fn: Function, depth: int = 0, seen: frozenset = frozenset(),
+              traced=None, project: bool = True) -> Frequency:
+    """How often `fn` runs per process, from the module's evidence and, with `project`, what the
+    other modules of the project show (`model.external_calls`: their calls of this module's
+    top-level functions). `traced`: the functions taken as traced (default: the model's)."""
     if fn.is_lambda or depth > MAX_DEPTH or fn in seen:
         return Frequency(UNKNOWN)
-    if model.is_traced(fn):
+    is_traced = (lambda f: f in traced) if traced is not None else model.is_traced
+    if is_traced(fn):
         return Frequency(ONCE)  # runs while tracing: once per compilation
     sites, escapes = call_sites(model, fn)
-    live = [s for s in sites if not model.is_traced_scope(s.scope)]
+    live = [s for s in sites if not _traced_scope(s.scope, is_traced)]
     for s in live:
         if s.loop is not None and not compiled_once_per_key(model, s.call, s.scope):
             return Frequency(MANY, s.loop, "in a loop")
+    elsewhere = external_calls(model, fn) if project else None
+    if elsewhere is not None and elsewhere.kind == MANY:
+        return elsewhere
     if escapes:
         return Frequency(UNKNOWN)
     if len(live) >= 2:
         return Frequency(MANY, live[1].call, f"from {len(live)} places")
+    if len(live) == 1 and elsewhere is not None:
+        return Frequency(MANY, live[0].call, f"here and {elsewhere.how}")
     if len(live) == 1:
         caller = live[0].scope
         if isinstance(caller, Function):
             if memoised_function(model, caller):
                 return Frequency(ONCE)
-            outer = frequency(model, caller, depth + 1, seen | {fn})
+            outer = frequency(model, caller, depth + 1, seen | {fn}, traced, project)
             if outer.kind == MANY:
                 return Frequency(MANY, outer.node, outer.how, outer.via or caller)
             return outer
         return Frequency(ONCE)
+    if elsewhere is not None:
+        return elsewhere
     if sites:
         return Frequency(ONCE)  # called only while tracing
     return Frequency(ONCE) if _runs_once_by_convention(model, fn) else Frequency(UNKNOWN)
+
+
+def _traced_scope(scope, is_traced) -> bool:
+    """The nearest function around `scope` is traced (`model.is_traced_scope`)."""
+    s = scope
+    while s is not None and not isinstance(s, Function):
+        s = s.parent
+    return s is not None and is_traced(s)
+
+
+def external_calls(model: "SemanticModel", fn: Function) -> Frequency | None:
+    """What the project's other modules show of how often they call fn (a top-level function or
+    `Class.method` of this module): `many` (in a loop, from a function that runs many times, or
+    from several places), `once`, `unknown`; None when no other module calls it."""
+    found = getattr(model, "external_calls", {}).get(fn.display_name)
+    if not found:
+        return None
+    kind, _, how = found.partition("\n")
+    if kind == "same":
+        return Frequency(MANY, None, how, same_arguments=True)
+    return Frequency(kind if kind in (MANY, ONCE, UNKNOWN) else UNKNOWN, None, how)
+
+
+def library_function(model: "SemanticModel", fn: Function) -> bool:
+    """A library's function that nothing in the checked project calls: its module is part of a
+    package (`model.module_name`, set by the engine from the file's path), and neither the
+    module nor another checked module calls it: how often it runs is up to the library's users."""
+    name = getattr(model, "module_name", None)
+    module = name() if callable(name) else name
+    return bool(module) and "." in module and fn.display_name not in getattr(model, "external_calls", {})

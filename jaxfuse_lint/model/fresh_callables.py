@@ -28,7 +28,7 @@ def describe_callable(model: "SemanticModel", target: cst.BaseExpression | None,
     if isinstance(target, cst.Call):
         return _describe_call_result(model, target, scope)
     if isinstance(target, cst.Name):
-        fn = model.function_named(target.value, scope)
+        fn = reaching_function(model, target, scope)
         if fn is not None and isinstance(fn.node, cst.FunctionDef):
             if fn.parent is scope and loop is not None:
                 if _inside(model, fn.node, loop):
@@ -41,9 +41,11 @@ def describe_callable(model: "SemanticModel", target: cst.BaseExpression | None,
             if isinstance(scope, Function) and fn.parent is scope:
                 if loop is not None and not _inside(model, fn.node, loop):
                     return f"`{target.value}` (one lambda, made before the {_loop_kind(loop)})", False
+                if loop is not None:
+                    return f"`{target.value}` (a lambda made in the {_loop_kind(loop)} body)", True
                 return f"`{target.value}`, a lambda made inside `{scope.display_name}`", True
             return f"`{target.value}`", False
-        made = lambda_bound_to(model, target.value, scope)
+        made = lambda_bound_to(model, target.value, scope, target)
         if made is not None and isinstance(scope, Function):
             if loop is None:
                 return f"`{target.value}`, a lambda made inside `{scope.display_name}`", True
@@ -75,13 +77,25 @@ def _bound_method(model: "SemanticModel", target: cst.Attribute, scope: Scope) -
     return not method.node.decorators
 
 
-def lambda_bound_to(model: "SemanticModel", name: str, scope: Scope) -> cst.Lambda | None:
-    """The lambda a local name is bound to (`f = lambda v: ...`, its only binding), if so."""
-    found = model.lookup(name, scope)
+def lambda_bound_to(model: "SemanticModel", name: str, scope: Scope,
+                    read: cst.Name | None = None) -> cst.Lambda | None:
+    """The lambda a local name is bound to (`f = lambda v: ...`: its only binding, or the only one
+    that reaches `read`), if so."""
+    found = model.bindings_at(read, scope) if read is not None else model.lookup(name, scope)
     if found is None or found[0] is not scope or len(found[1]) != 1:
         return None
     b = found[1][0]
     return b.value if b.kind == "assign" and b.index is None and isinstance(b.value, cst.Lambda) else None
+
+
+def reaching_function(model: "SemanticModel", read: cst.Name, scope: Scope) -> Function | None:
+    """The def or lambda a name stands for where it is read: the one binding of it that reaches the
+    read (two identical blocks that each define `step` each use their own), else what
+    `function_named` says."""
+    found = model.bindings_at(read, scope)
+    if found is not None and len(found[1]) == 1 and found[1][0].function is not None:
+        return found[1][0].function
+    return model.function_named(read.value, scope)
 
 
 def _loop_kind(loop: cst.CSTNode) -> str:

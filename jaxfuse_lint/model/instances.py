@@ -29,6 +29,7 @@ class Instances:
         self._classes: dict[cst.ClassDef, ClassInfo] | None = None
         self._attrs: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._derived: set[int] | None = None  # ids of the classes another local class derives from
+        self._arguments: dict[tuple[int, str], list[tuple[cst.BaseExpression, "Scope"]] | None] = {}
 
     # -- classes -----------------------------------------------------------------------------
     def classes(self) -> dict[cst.ClassDef, ClassInfo]:
@@ -128,7 +129,7 @@ class Instances:
             classes = set()
             for b in bindings:
                 if b.kind == "param":
-                    ci = self._param_class(b.node, owner, expr.value)
+                    ci = self._param_class(b.node, owner, expr.value, depth)
                 elif b.kind in ("assign", "annassign") and b.index is None:
                     ci = self.instance_class(b.value, owner, depth + 1)
                     if ci is None and b.kind == "annassign" and isinstance(b.node, cst.AnnAssign):
@@ -152,7 +153,7 @@ class Instances:
             return self.element_class(expr.value, scope, depth + 1)
         return None
 
-    def _param_class(self, param: cst.CSTNode, owner: "Scope", name: str) -> ClassInfo | None:
+    def _param_class(self, param: cst.CSTNode, owner: "Scope", name: str, depth: int = 0) -> ClassInfo | None:
         if not isinstance(param, cst.Param):
             return None
         if isinstance(owner, Function) and owner.cls is not None and owner.params and owner.params[0] == name \
@@ -160,7 +161,66 @@ class Instances:
             return owner.cls
         if param.annotation is not None:
             return self.class_named(param.annotation.annotation, owner.parent or owner)
+        if isinstance(owner, Function) and depth < MAX_DEPTH - 1:
+            # `def __init__(self, handler): self.handler = handler` with `RK(Handler())`: what the
+            # module's calls pass, when every one of them passes an instance of the same class.
+            passed = self.arguments_for(owner, name)
+            if passed:
+                classes = set()
+                for arg, where in passed:
+                    classes.add(self.instance_class(arg, where, max(depth + 2, MAX_DEPTH - 1)))
+                    if None in classes or len(classes) > 1:
+                        return None
+                return classes.pop() if len(classes) == 1 else None
         return None
+
+    def arguments_for(self, fn: Function, name: str) -> list[tuple[cst.BaseExpression, "Scope"]] | None:
+        """The expressions the module's calls of `fn` pass for its parameter `name` (calls by name,
+        `Class(...)` for `__init__`, `obj.method(...)`/`self.method(...)` for a method), with the
+        scope each is evaluated in; a default value counts where a call leaves the parameter out.
+        None when some call cannot be read (`*args`, `**kwargs`) or `fn` is never called here."""
+        key = (id(fn), name)
+        if key in self._arguments:
+            return self._arguments[key]
+        self._arguments[key] = None  # a cycle (an argument of fn's own call) reads as unknown
+        out: list[tuple[cst.BaseExpression, "Scope"]] | None = []
+        default = fn.param_nodes.get(name).default if name in fn.param_nodes else None
+        m = self.model
+        name_called = fn.cls.name if fn.name == "__init__" and fn.cls is not None else fn.name
+        for site in self.sites_named(name_called):
+            if not self.calls(site.call.func, site.scope, fn):
+                continue
+            if any(a.star for a in site.call.args):
+                out = None
+                break
+            arg = m.argument_for(site.call, fn, name)
+            if arg is None and default is not None:
+                out.append((default, fn.parent or m.index.scope))
+            elif arg is None:
+                out = None
+                break
+            else:
+                out.append((arg, site.scope))
+        if out is not None and not out:
+            out = None
+        self._arguments[key] = out
+        return out
+
+    def sites_named(self, name: str) -> list:
+        """The module's calls whose callee is written `name(...)` or `<expr>.name(...)`."""
+        return self.model.index.calls_named(name)
+
+    def calls(self, func: cst.BaseExpression, scope: "Scope", fn: Function) -> bool:
+        """Whether calling `func` runs `fn` (by name, a class's constructor, a method)."""
+        if isinstance(func, cst.Name):
+            if fn.name == "__init__" and fn.cls is not None:
+                ci = self.class_named(func, scope)
+                return ci is not None and self.method(ci, "__init__") is fn
+            return func.value == fn.name and self.model.function_named(func.value, scope) is fn
+        if isinstance(func, cst.Attribute) and fn.cls is not None and func.attr.value == fn.name:
+            ci = self.instance_class(func.value, scope, MAX_DEPTH - 1)
+            return ci is not None and self.method(ci, fn.name) is fn
+        return False
 
     def _value_class(self, v: cst.BaseExpression, ci: ClassInfo, depth: int) -> ClassInfo | None:
         scope = ci.parent or self.model.index.scope

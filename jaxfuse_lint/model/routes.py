@@ -191,6 +191,16 @@ ROUTES: dict[str, Route] = {
        for alg in ("nuts", "hmc", "mala", "rmh", "sgld", "sghmc", "meads_adaptation", "window_adaptation",
                    "chees_adaptation", "pathfinder", "meanfield_vi", "elliptical_slice", "ghmc",
                    "dynamic_hmc", "barker_proposal", "mclmc", "orbital_hmc")},
+    # -- numpyro: inference algorithms trace the model (and guide) inside their jitted kernels --
+    **{name: _d("numpyro", (0, "model"), stages=True, traced_params=())
+       for name in ("numpyro.infer.NUTS", "numpyro.infer.HMC", "numpyro.infer.hmc.NUTS", "numpyro.infer.hmc.HMC",
+                    "numpyro.infer.SA", "numpyro.infer.sa.SA", "numpyro.infer.BarkerMH",
+                    "numpyro.infer.barker.BarkerMH", "numpyro.infer.Predictive", "numpyro.infer.util.Predictive",
+                    "numpyro.infer.log_likelihood", "numpyro.infer.util.log_likelihood")},
+    **{name: _d("numpyro", (0, "model"), (1, "guide"), stages=True, traced_params=())
+       for name in ("numpyro.infer.SVI", "numpyro.infer.svi.SVI")},
+    **{name: _d("numpyro", (1, "model"), stages=True, traced_params=())
+       for name in ("numpyro.infer.util.initialize_model", "numpyro.infer.initialize_model")},
 }
 
 # Framework base classes: {canonical name: the methods of an instance that run `__call__`

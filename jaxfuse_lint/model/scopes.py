@@ -295,6 +295,9 @@ class _Builder:
         self.stores: set[cst.Name] = set()
         self.scope_of_node: dict[cst.CSTNode, Scope] = {}
         self.module_scope = Scope(node=module, parent=None)
+        # `f = lambda v: ...`: the binding is made before the walk reaches the lambda; it gets its
+        # Function when the lambda is seen (so that `f` names that function, like a `def`).
+        self._lambda_bindings: dict[int, list[Binding]] = {}
 
     # -- bindings ---------------------------------------------------------------------------
     def _bind_target(self, scope: Scope, target: cst.BaseExpression, kind: str, node: cst.CSTNode,
@@ -304,6 +307,8 @@ class _Builder:
             b = Binding(name.value, kind, node, value, index, target=name)
             if isinstance(value, cst.Lambda) and index is None:
                 b.function = self.function_of.get(value)
+                if b.function is None:
+                    self._lambda_bindings.setdefault(id(value), []).append(b)
             self._bind(scope, b)
 
     def _bind(self, scope: Scope, b: Binding) -> None:
@@ -387,6 +392,8 @@ class _Builder:
                     self._bind(scope, b)
                 self.functions.append(fn)
                 self.function_of[node] = fn
+                for pending in self._lambda_bindings.pop(id(node), ()):
+                    pending.function = fn
                 if isinstance(scope, Function):
                     scope.nested.append(fn)
                 elif isinstance(scope, ClassInfo):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from jaxfuse_lint.core.external_map import CALLS_PREFIX
 from jaxfuse_lint.model.api import LOOPS
 from jaxfuse_lint.model.flow import Flow
 from jaxfuse_lint.model.names import NameResolver
@@ -53,6 +54,13 @@ class SemanticModel:
         # Functions traced from other modules of the project: {function name: why}; and the
         # return shapes of other modules' functions this one calls (model/return_shapes.py).
         self.external_traced, self.external_shapes = split_external(external_traced)
+        # The file's dotted module name (or a callable giving it), set by the engine.
+        self.module_name = None
+        # How often the project's other modules call this module's functions (model/call_frequency.py).
+        self.external_calls = {k[len(CALLS_PREFIX):]: v for k, v in self.external_traced.items()
+                               if k.startswith(CALLS_PREFIX)}
+        if self.external_calls:
+            self.external_traced = {k: v for k, v in self.external_traced.items() if not k.startswith(CALLS_PREFIX)}
         # What a recorded run saw this module's text do (model/runtime_facts.py), or None.
         self.runtime = runtime
         # Parameter dtypes recorded at run time: {function display name: {parameter: dtype name}}.

@@ -276,6 +276,11 @@ class StagedValues(StagedParameters):
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
+            callee = self.callee(e, scope)
+            if callee is not None and callee.returns:
+                # `self.helper(x)`, `self.handler.flux(y)`: the module's method that runs, given
+                # these arguments.
+                return super()._call_kind(e, scope, depth)
             # `a.is_traced()`, `model.apply(...)`: a traced pytree may be any object.
             base = super()._call_kind(e, scope, depth)
             return UNKNOWN if base is TRACED else base

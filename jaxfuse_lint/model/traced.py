@@ -18,6 +18,7 @@ from jaxfuse_lint.core.external_map import COMPILED_MARKER
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
+from jaxfuse_lint.model.scopes import Function as _Function
 from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES, WRAPPED_BODY_PHRASE, route
 from jaxfuse_lint.model.view import ModelView
 
@@ -548,6 +549,12 @@ class TracedAnalysis:
                         continue
                     value = b.value
                     partial = None
+                    if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in TRANSFORMS:
+                        # `grad_loss = jax.grad(loss)`, `ck = jax.checkpoint(f)`: calling the name
+                        # runs the wrapped function (`jax.jit(f)` included: `f` is what runs).
+                        yield from self.callables(positional(value, 0) or keyword(value, "fun"), found[0],
+                                                  depth=depth + 1)
+                        continue
                     if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in _PARTIALS:
                         partial, value = value, positional(value, 0)
                     if isinstance(value, cst.Name) and value.value != expr.value:
@@ -630,6 +637,9 @@ class TracedAnalysis:
                     yield fn, True
                 return
             if attr not in FORWARDED_ATTRIBUTES:
+                # `self.grad_fn = jax.grad(self.loss)`, `self.rhs = rhs` (a constructor argument):
+                # calling the attribute runs the function stored there.
+                yield from self._held_callables(ci, attr, depth)
                 return
             # `self.apply_fn(...)` set from a constructor argument: see below.
         # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
@@ -646,6 +656,24 @@ class TracedAnalysis:
                     inner = self.entry_via.get((id(value), id(fn)), ("", 0))
                     self.entry_via[(id(expr), id(fn))] = (f"`{_code(m, expr)}` is called", inner[1])
                     yield fn, bound
+
+    def _held_callables(self, ci, attr: str, depth: int) -> Iterator[tuple["Function", bool]]:
+        """The module's functions an instance attribute holds, from what the class stores there:
+        a function, a lambda, a bound method, a transform of one (`jax.grad(self.loss)`), or a
+        constructor argument the module's calls pass (`RK(rhs=lorenz)`)."""
+        m = self.model
+        for value in self.instances.attribute_values(ci).get(attr, []):
+            if isinstance(value, cst.Annotation):
+                continue
+            where = m.scope_of(value)
+            if isinstance(value, cst.Name):
+                found = m.lookup(value.value, where)
+                if found is not None and len(found[1]) == 1 and found[1][0].kind == "param" \
+                        and isinstance(found[0], _Function):
+                    for arg, arg_scope in self.instances.arguments_for(found[0], value.value) or ():
+                        yield from self.callables(arg, arg_scope, depth=depth + 1)
+                    continue
+            yield from self.callables(value, where, depth=depth + 1)
 
     def _entry_method(self, expr: cst.Attribute, ci, scope: "Scope") -> "Function | None":
         """The method a framework entry point runs: `method=` when the call names one."""

@@ -258,7 +258,7 @@ class ValueAnalysis:
             if base is TRACED:
                 return TRACED
         # A call of one of the module's functions: what its returns are, given these arguments.
-        callee = m.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
+        callee = self.callee(e, scope)
         if callee is not None and callee.returns:
             arg_kinds = [self.kind(a, scope, depth) for a in args]
             if callee in m.traced.reasons or TRACED in arg_kinds:
@@ -266,12 +266,25 @@ class ValueAnalysis:
                 return with_args
         return UNKNOWN
 
+    def callee(self, call: cst.Call, scope: "Scope") -> "Function | None":
+        """The one function of the module a call runs: `f(x)` by name, or a method reached through
+        an object (`self.helper(x)`, `self.handler.flux(y)` where the module shows which class
+        `self.handler` holds); None when it is not one known function."""
+        m = self.model
+        if isinstance(call.func, cst.Name):
+            return m.function_named(call.func.value, scope)
+        analysis = getattr(m, "traced_analysis", None)
+        if not isinstance(call.func, cst.Attribute) or analysis is None:
+            return None
+        found = {fn for fn, _ in analysis().callables(call.func, scope, direct_only=True)}
+        return found.pop() if len(found) == 1 else None
+
     def _returned_element_kind(self, call: cst.Call, index: int, scope: "Scope", depth: int) -> Kind | None:
         """`var, n = helper(data)` where every `return` of the module's helper is a tuple literal
         of that length: the kind of the index-th elements (`return jnp.var(m), m.size` gives a
         static n). None when the returns are not such tuples."""
         m = self.model
-        callee = m.function_named(call.func.value, scope) if isinstance(call.func, cst.Name) else None
+        callee = self.callee(call, scope)
         if callee is None or not callee.returns or callee.is_lambda:
             return None
         elements = []

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 # The external map's format (SHAPE_PREFIX, COMPILED_MARKER) is shared with the model.
-from jaxfuse_lint.core.external_map import COMPILED_MARKER, SHAPE_PREFIX
+from jaxfuse_lint.core.external_map import CALLS_PREFIX, COMPILED_MARKER, SHAPE_PREFIX
 from jaxfuse_lint.project.module_names import ModuleNamer, import_spellings, package_of
 from jaxfuse_lint.project.prescan import Prescan, prescan
 from jaxfuse_lint.project.summary import Summary
@@ -83,6 +83,11 @@ class ProjectIndex:
         # from the earlier file is shown, so the reason a file is first analysed with
         # usually stays the one it ends with (a changed map means analysing it again).
         self.rank: list[int] = list(range(len(files)))
+        # file -> key -> the other modules' host calls of it: (how, phrase, calling file, calling key)
+        self.calls: dict[int, dict[str, set[tuple[str, str, int, str]]]] = {}
+        # (calling file, calling key) -> the files it calls into (their call facts change when
+        # the caller turns out to be traced)
+        self.call_targets: dict[tuple[int, str], set[int]] = {}
 
     # -- the module graph ------------------------------------------------------------------------
     def imports_of(self, i: int) -> set[int]:
@@ -142,7 +147,31 @@ class ProjectIndex:
         work.extend((i, k) for k in sorted(self.marked.get(i, ())))
         self._drain(work, changed)
         changed |= self._shape_users(i)
+        for ref, how, detail, caller in summary.calls:
+            found = self.resolve(ref)
+            if found is None or found[0] == i:
+                continue
+            j, key = found
+            self.call_targets.setdefault((i, caller), set()).add(j)
+            entries = self.calls.setdefault(j, {}).setdefault(key, set())
+            if (how, detail, i, caller) not in entries:
+                entries.add((how, detail, i, caller))
+                changed.add(j)
         return changed
+
+    def call_facts(self, i: int) -> dict[str, str]:
+        """`calls:<key>` -> "<many|once|unknown>\n<how>" for file i's functions that other modules
+        call from host code."""
+        out: dict[str, str] = {}
+        defs = self._defs.get(i)
+        for key, entries in sorted(self.calls.get(i, {}).items()):
+            if defs is not None and key not in defs:
+                continue
+            # A call from a function another module traces runs while tracing: no evidence.
+            host = {(how, detail, j) for how, detail, j, caller in entries if caller not in self.marked.get(j, ())}
+            if host:
+                out[CALLS_PREFIX + key] = _call_phrase(host)
+        return out
 
     # -- return shapes (model/return_shapes.py) ------------------------------------------------------
     def shape_facts(self, i: int) -> dict[str, str]:
@@ -200,6 +229,8 @@ class ProjectIndex:
         marked = self.marked.setdefault(j, set())
         spread = key not in marked
         marked.add(key)
+        if spread:
+            changed |= self.call_targets.get((j, key), set())  # its calls now run while tracing
         if compiled and key not in self.compiled.setdefault(j, set()):
             # Known compiled only now (first reached eagerly): what it traces is compiled too.
             self.compiled[j].add(key)
@@ -227,13 +258,13 @@ class ProjectIndex:
         """`mapping` without the names that are not functions of file i (once that is known)."""
         defs = self._defs.get(i)
         return dict(mapping) if defs is None else {k: v for k, v in mapping.items()
-                                                   if k in defs or k.startswith(SHAPE_PREFIX)}
+                                                   if k in defs or k.startswith((SHAPE_PREFIX, CALLS_PREFIX))}
 
     def external(self, i: int) -> dict[str, str]:
         """{name: why} for file i's functions that other modules trace (the most direct reason),
         and `shape:<callee>` entries for the return shapes of other modules' functions it calls."""
         reasons = self.reasons.get(i)
-        shapes = self.shape_facts(i)
+        shapes = {**self.shape_facts(i), **self.call_facts(i)}
         if not reasons:
             return shapes
         defs = self._defs.get(i)
@@ -241,6 +272,19 @@ class ProjectIndex:
         traced = {key: _with_compiled(min(rs)[2]) if key in compiled else min(rs)[2]
                   for key, rs in sorted(reasons.items()) if defs is None or key in defs}
         return {**traced, **shapes}
+
+
+def _call_phrase(entries: set[tuple[str, str, int]]) -> str:
+    """How often the project's other modules call a function, from their call sites."""
+    for how in ("same", "many"):
+        for h, detail, _ in sorted(entries):
+            if h == how:
+                return f"{how}\n{detail}"
+    if len(entries) >= 2:
+        callers = ", ".join(sorted({d.partition("`")[2].partition("`")[0] for _, d, _ in entries}))
+        return f"many\nfrom {len(entries)} places in the project ({callers})"
+    how, detail, _ = next(iter(entries))
+    return f"{'once' if how == 'once' else 'unknown'}\n{detail}"
 
 
 def build_project(paths: Iterable[str], texts: Iterable[str | None]) -> ProjectIndex:

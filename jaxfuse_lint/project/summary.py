@@ -51,11 +51,17 @@ class Summary:
     # call from a function under jit); the others are traced eagerly here (`jax.jacrev`,
     # `jax.vmap`, a lax loop outside jit). An edge ref is compiled when its key is.
     compiled: list[Ref] = field(default_factory=list)
+    # Its host code's calls of the project's functions: (absolute qualified name, how often the
+    # call runs as this module shows it: same (many times, with the same arguments) | many | once
+    # | unknown, a phrase naming the caller, the calling top-level function's key or "")
+    # (model/call_frequency.py reads them through the external map: JF302's evidence).
+    calls: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"defs": self.defs, "base": [list(r) for r in self.base],
                 "edges": {k: [loc, [list(r) for r in refs]] for k, (loc, refs) in self.edges.items()},
-                "shapes": self.shapes, "compiled": [list(r) for r in self.compiled]}
+                "shapes": self.shapes, "compiled": [list(r) for r in self.compiled],
+                "calls": [list(r) for r in self.calls]}
 
     @classmethod
     def from_json(cls, data: dict) -> "Summary":
@@ -76,6 +82,7 @@ class Summary:
             edges=edges,
             shapes=dict(str_map(data.get("shapes", {}), "shapes")),
             compiled=refs(data.get("compiled", []), "compiled"),
+            calls=[str_tuple(r, 4, "calls") for r in typed(data.get("calls", []), list, "calls")],
         )
 
 
@@ -346,7 +353,86 @@ class _Summarizer:
             if local_keys or refs_out:
                 out.edges[key] = (sorted(local_keys), sorted(refs_out))
         out.shapes = local_return_shapes(m)
+        out.calls = self.host_calls(local_traced, keys)
         return out
+
+    def host_calls(self, local_traced, keys: dict["Function", str]) -> list[tuple[str, str, str, str]]:
+        """The calls this module's host code makes of functions it imports from outside the
+        standard library and the well-known packages (the project's own, as far as a summary
+        can tell), each with how often it runs as this module shows it, from this file alone."""
+        import libcst as cst
+
+        from jaxfuse_lint.model.call_frequency import MANY, ONCE, frequency
+        from jaxfuse_lint.model.compile_cache import compiled_once_per_key
+        from jaxfuse_lint.model.scopes import Function
+
+        m = self.model
+        out: set[tuple[str, str, str, str]] = set()
+        memo: dict[int, str] = {}
+
+        def traced_scope(scope) -> bool:
+            while scope is not None and not isinstance(scope, Function):
+                scope = scope.parent
+            return scope is not None and scope in local_traced
+
+        for site in m.index.calls:
+            if traced_scope(site.scope):
+                continue
+            refs = [r for r in (self.ref(site.call.func, site.scope),) if r is not None]
+            if isinstance(site.call.func, cst.Attribute) and not refs:
+                refs = [r for r, _ in self.instance_refs(site.call.func, site.scope)]
+            refs = [r for r in refs if not _outside_project(r)]
+            if not refs:
+                continue
+            caller = self.caller_name(site.scope, keys) if isinstance(site.scope, Function) else self.module
+            if site.loop is not None and not compiled_once_per_key(m, site.call, site.scope):
+                # "same": the same arguments on every iteration; "many": arguments the loop changes.
+                how = "many" if self._arguments_vary(site, loops_only=True) else "same"
+                detail = f"in a loop in `{caller}`"
+            elif not isinstance(site.scope, Function):
+                how, detail = "once", f"at module level in `{self.module}`"
+            else:
+                key = id(site.scope)
+                if key not in memo:
+                    f = frequency(m, site.scope, traced=local_traced, project=False)
+                    memo[key] = "many" if f.kind == MANY else "once" if f.kind == ONCE else "unknown"
+                how = memo[key]
+                detail = f"in `{caller}`" + (", which runs many times" if how == "many" else "")
+                if how == "many" and not self._arguments_vary(site, loops_only=False):
+                    how = "same"  # `get_basis(3)` in a function that runs per frame
+            key = keys.get(site.scope, "") if isinstance(site.scope, Function) else ""
+            out.update((r, how, detail, key) for r in refs)
+        return sorted(out)
+
+    def _arguments_vary(self, site, loops_only: bool) -> bool:
+        """Whether a call's arguments read a name the loops around it bind (`loops_only`), or any
+        parameter or local of the function it is in: then each run may pass other values."""
+        import libcst as cst
+
+        from jaxfuse_lint.model.scopes import PYTHON_LOOPS, walk
+
+        m = self.model
+        loops = []
+        for a in m.ancestors(site.call):
+            if a is site.scope.node:
+                break
+            if isinstance(a, PYTHON_LOOPS):
+                loops.append(a)
+        for arg in site.call.args:
+            if arg.star:
+                return True
+            for n in walk(arg.value):
+                if not isinstance(n, cst.Name):
+                    continue
+                found = m.lookup(n.value, m.scope_of(n))
+                if found is None:
+                    continue
+                if not loops_only and found[0] is not m.index.scope:
+                    return True
+                if any(b.node is loop or any(x is loop for x in m.ancestors(b.node))
+                       for b in found[1] for loop in loops):
+                    return True
+        return False
 
     def caller_name(self, fn: "Function", keys: dict["Function", str]) -> str:
         f: Function | None = fn
@@ -355,6 +441,23 @@ class _Summarizer:
                 return f"{self.module}.{keys[f]}"
             f = next(f.enclosing_functions(), None)
         return self.module
+
+
+@functools.cache
+def _well_known_roots() -> frozenset[str]:
+    import sys
+
+    from jaxfuse_lint.model.routes import frameworks
+
+    return frozenset(sys.stdlib_module_names) | frozenset(frameworks()) | frozenset({
+        "jax", "jaxlib", "numpy", "scipy", "numpyro", "chex", "jaxtyping", "jraph", "orbax", "tensorflow",
+        "tensorflow_probability", "torch", "matplotlib", "pandas", "sklearn", "absl", "ml_collections", "tqdm",
+        "wandb", "einops", "pytest", "hypothesis", "PIL", "h5py", "yaml"})
+
+
+def _outside_project(ref: str) -> bool:
+    """A name from the standard library or a well-known package: not one of the project's."""
+    return ref.split(".", 1)[0] in _well_known_roots()
 
 
 def _with_marker(ref: str, kind: str, detail: str) -> Ref:

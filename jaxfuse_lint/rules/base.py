@@ -111,6 +111,24 @@ def message(*parts: MessagePart) -> tuple[MessagePart, ...]:
     return parts
 
 
+_REASON_ORDER = {"decorator": 0, "transform": 1, "control-flow": 2, "driver": 2, "external": 3, "assumed": 3,
+                 "called": 4, "entry": 4, "passed": 5, "framework": 6}
+
+
+def staged_reason(model, fn, batching: bool = False, cached: bool = False):
+    """The most direct reason fn is traced among those that stage it (`batching`/`cached` as
+    `Staging.is_staged` reads them): the route a trace-time hazard happens on. `grad_loss =
+    jax.grad(loss)` at module level traces `loss` eagerly; the message names the jitted step
+    that calls `grad_loss` instead. Falls back to `model.trace_reason(fn)`."""
+    from jaxfuse_lint.model.staging import staging
+
+    st = staging(model)
+    reasons = [r for r in model.traced.reasons.get(fn, ()) if st.reason_is_staged(r, batching, cached)]
+    if not reasons:
+        return model.trace_reason(fn)
+    return min(reasons, key=lambda r: _REASON_ORDER.get(r.kind, 9))
+
+
 def reason_parts(reason) -> tuple[MessagePart, ...]:
     """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
     if reason is None:

@@ -6,9 +6,9 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel, keyword, positional
-from jaxfuse_lint.model.api import COMPILING
+from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key
-from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to
+from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to, reaching_function
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
@@ -142,12 +142,18 @@ def varies_per_iteration(model: SemanticModel, target: cst.BaseExpression | None
         return _calls_loop_bound(model, target, loops)
     if isinstance(target, cst.Call) and model.qn(target.func, scope) == "functools.partial":
         return varies_per_iteration(model, positional(target, 0) or keyword(target, "func"), scope, loops)
+    if isinstance(target, cst.Call) and model.qn(target.func, scope) in TRANSFORMS:
+        # `jax.jit(jax.grad(loss))` with `loss` defined in the loop: as `loss` itself.
+        inner = positional(target, 0) or keyword(target, "fun")
+        others = [a.value for a in target.args if a.value is not inner]
+        return varies_per_iteration(model, inner, scope, loops) or any(
+            _bound_in(model, n, sc, loops) for o in others for n, sc in _expression_reads(model, o, scope))
     if isinstance(target, cst.Name):
-        fn = model.function_named(target.value, scope)
+        fn = reaching_function(model, target, scope)
         if fn is not None and any(_inside(model, fn.node, loop) for loop in loops):
             # a def written in the loop: a new function each time, but one that can move out
             return _calls_loop_bound(model, fn.node, loops)
-        made = lambda_bound_to(model, target.value, scope)
+        made = lambda_bound_to(model, target.value, scope, target)
         if made is not None and any(_inside(model, made, loop) for loop in loops):
             return _calls_loop_bound(model, made, loops)  # `f = lambda ...` in the loop: the same
     return any(_bound_in(model, n, sc, loops) for n, sc in _expression_reads(model, target, scope))
@@ -210,7 +216,10 @@ class JitInLoop(Rule):
     values a program is specialised for): the program differs per iteration.
     A lambda, a `partial`'s bound
     arguments or a `def` in the loop that only read loop values as data are
-    still reported: those values can become arguments.
+    still reported: those values can become arguments — also under a
+    transform (`jax.jit(jax.grad(loss))` of a `loss` the loop defines). A name
+    is resolved to the definition that reaches the jit: identical blocks that
+    each bind `f = lambda ...` or `def loss` are each reported.
 
     ## Example
     ```python

@@ -9,8 +9,10 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
-from jaxfuse_lint.model.call_frequency import MANY, ONCE, Frequency, call_sites, frequency
-from jaxfuse_lint.model.compile_cache import compiled_once_per_key
+from jaxfuse_lint.model.call_frequency import (
+    MANY, ONCE, UNKNOWN, Frequency, call_sites, external_calls, frequency, library_function,
+)
+from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
 from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
@@ -49,7 +51,20 @@ class JitOfFreshCallable(Rule):
       (the arguments it closes over do not change in that loop: a
       `train_epoch()` per epoch, not a `fit(optimizer)` per optimizer);
     - the function returns it (a factory), and the factory is called in a loop
-      with arguments the loop does not change (those the callable closes over).
+      with arguments the loop does not change (those the callable closes over),
+      or from a function that runs many times with arguments that do not depend
+      on that function's call (`basis = get_basis(3)` in a `render_frame` run
+      per frame).
+
+    How often a function runs is read from the whole project: a call in a loop,
+    or from a function that runs many times, in another checked module counts
+    (the message names it). Values the callable closes over that are arrays
+    (`R = rotation(phase)`) are data, not program structure: passed as
+    arguments they would give one program, so a loop that changes them is no
+    excuse. The instance a method's callable closes over (`self`, a bound
+    method) is one program per object: calls on new objects (`Model(w).predict`
+    per model, `jax.pmap(sim.step)` per simulation) compile as they must, calls
+    on one object again are reported.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a partial, an
@@ -69,8 +84,12 @@ class JitOfFreshCallable(Rule):
     jitted callable reused by a loop in a function not known to run again; a function the module calls once (at module level,
     under `if __name__ == "__main__":`, from `__init__`), pytest `test*`
     functions and unittest/pytest set-up hooks (the framework runs them once);
-    and a jit called while tracing (from a traced function: it is inlined into
-    that trace). A jitted callable stored elsewhere (`self.f = jax.jit(...)`)
+    and a jit called while tracing (from a traced function, a numpyro model
+    under `NUTS`/`SVI`, an `init` traced by `jax.pmap(self.init)`: it is
+    inlined into that trace). A function of a package's module that nothing in
+    the checked project calls is a library's: whether its users call it more
+    than once is assumed, so that finding is in the preview tier (a standalone
+    script's or notebook's function stays reported). A jitted callable stored elsewhere (`self.f = jax.jit(...)`)
     is not followed. In test files performance rules are off by default (see
     the configuration docs, `per-file-ignores`).
 
@@ -150,7 +169,7 @@ class JitOfFreshCallable(Rule):
                 continue
             found_use = self._harm(model, _use_of_call(model, site.call, scope), scope, target, site.call)
             if found_use is not None:
-                yield self._violation(site.call, transform, what, scope, *found_use)
+                yield self._violation(site.call, transform, what, scope, *found_use, preview=_library(model, scope, found_use))
         for fn in model.index.functions:
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
@@ -165,7 +184,7 @@ class JitOfFreshCallable(Rule):
                 found_use = self._harm(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node)
                 if found_use is not None:
                     yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside `{parent.display_name}`",
-                                          parent, *found_use)
+                                          parent, *found_use, preview=_library(model, parent, found_use))
 
     @staticmethod
     def _harm(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
@@ -186,6 +205,14 @@ class JitOfFreshCallable(Rule):
             if relevant == set():
                 freq = frequency(model, scope)
                 return None if freq.kind == ONCE else (use, freq)
+            if scope.cls is not None and relevant == set(scope.params[:1]):
+                # Closes over the instance only (`jax.jit(self.forward)(x)`): one program per
+                # object. A method nothing calls is a library's (its users call it on their
+                # objects); where the module calls it, only calls on one object again count (a
+                # new `Model(w)` per iteration compiles once per model, as it must).
+                freq = frequency(model, scope)
+                if freq.kind == UNKNOWN:
+                    return use, freq
             freq = _factory_rebuilt(model, scope, relevant)
             return None if freq is None else (use, freq)
         if use == "reused":
@@ -200,23 +227,33 @@ class JitOfFreshCallable(Rule):
             return None if freq is None else (use, freq)
         return None
 
-    def _violation(self, node, qualified, what, scope, use, freq) -> Violation:
+    def _violation(self, node, qualified, what, scope, use, freq, preview=None) -> Violation:
         transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
         name = scope.display_name
         if use == "returned":
             via = f"`{name}` returns it and is called" if freq.via is None else \
                 f"`{name}` returns it to `{freq.via.display_name}`, which is called"
-            parts = message(f"`{transform}` of {what}: {via} again in a loop (line ", LineOf(freq.node),
-                            ") with the same arguments, so every iteration gets a new callable that traces and "
-                            "compiles again; build it once before the loop, or jit a module-level function once")
+            where = (" (line ", LineOf(freq.node), ")") if freq.node is not None else ()
+            parts = message(f"`{transform}` of {what}: {via} again {freq.how}", *where,
+                            " with the same arguments, so every call gets a new callable that traces and "
+                            "compiles again; build it once, or jit a module-level function once")
         else:
             evidence: tuple = ()
             if freq.kind == MANY:
                 who = ", which is" if freq.via is None else f", which `{freq.via.display_name}` calls, and that is"
-                evidence = (f"{who} called {freq.how} (line ", LineOf(freq.node), ")")
+                evidence = (f"{who} called {freq.how}",) + ((" (line ", LineOf(freq.node), ")")
+                                                           if freq.node is not None else ())
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
-        return Violation(node, parts, data={"transform": qualified, "scope": scope})
+        return Violation(node, parts, data={"transform": qualified, "scope": scope}, preview=preview)
+
+
+def _library(model: SemanticModel, scope: Function, found_use) -> str | None:
+    """The preview tier's assumption for a library's function that nothing in the checked project
+    calls: that its users call it more than once."""
+    if found_use[1].kind == UNKNOWN and library_function(model, scope):
+        return f"that the library's users call `{scope.display_name}` more than once (nothing in the project calls it)"
+    return None
 
 
 def _use_of_call(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:
@@ -279,11 +316,38 @@ def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode |
         if found is None or found[0] is not scope:
             continue
         if name not in scope.params:
+            if _array_data(model, found[1], scope):
+                continue  # `R = rotation(phase)`: an array the program reads as data (it could be an argument)
             return None
-        if scope.cls is not None and name == scope.params[0] and name in ("self", "cls"):
-            continue  # the instance: calls on one object make one program
+        # The instance too (`lambda v: v @ self.w`, `jax.pmap(self.step)`): a program per object.
         out.add(name)
     return out
+
+
+def _array_data(model: SemanticModel, bindings, scope: Function) -> bool:
+    """A local bound only to arrays (NumPy or jax, computed in the function): baked into the
+    program as data, which an argument would carry as well; the program's structure does not
+    depend on it."""
+    if model.numpy_arrays.binding_is_array(bindings, scope) or model.device_arrays.binding_is_array(bindings, scope):
+        return True
+    return bool(bindings) and all(b.kind in ("assign", "annassign") and b.index is None
+                                  and _array_value(model, b.value, scope) for b in bindings)
+
+
+_ARRAY_CONSTRUCTORS = frozenset({"numpy.array", "numpy.asarray", "jax.numpy.array", "jax.numpy.asarray",
+                                 "numpy.stack", "jax.numpy.stack"})
+
+
+def _array_value(model: SemanticModel, e: cst.BaseExpression | None, scope, depth: int = 0) -> bool:
+    """`np.array([[c, -s], [s, c]])`, or a call of the module's helper that returns one."""
+    if not isinstance(e, cst.Call) or depth > 3:
+        return False
+    qn = model.qn(e.func, scope)
+    if qn in _ARRAY_CONSTRUCTORS:
+        return True
+    callee = model.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
+    return callee is not None and not callee.is_lambda and bool(callee.returns) and all(
+        _array_value(model, r, callee, depth + 1) or model.numpy_arrays.is_array(r, callee) for r in callee.returns)
 
 
 def _guard_params(model: SemanticModel, node: cst.CSTNode, scope: Function) -> set[str]:
@@ -312,20 +376,51 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
     called once (in `__init__`, once per `train()`) or once per distinct argument is the
     recommended pattern: None."""
     sites, _ = call_sites(model, factory)
+    elsewhere = external_calls(model, factory)
+    if elsewhere is not None and elsewhere.kind == MANY and (elsewhere.same_arguments or relevant == set()):
+        return elsewhere  # another module's loop calls it with the same arguments (or they do not matter)
     for site in sites:
         if model.is_traced_scope(site.scope) or compiled_once_per_key(model, site.call, site.scope):
             continue
+        args = _relevant_arguments(model, site.call, factory, relevant)
         loops = _loops_around(model, site.call, site.scope)
         if not loops:
+            # `f = get_basis(3)` in a function that runs many times (`render_frame` per frame): the
+            # same program again on every call, when the arguments do not depend on that call.
+            if not isinstance(site.scope, Function) or memoised_function(model, site.scope):
+                continue
+            if any(_bound_in_function(model, n, sc, site.scope) for arg in args
+                   for n, sc in _expression_reads(model, arg, site.scope)):
+                continue
+            outer = frequency(model, site.scope)
+            if outer.kind == MANY:
+                return Frequency(MANY, outer.node, outer.how, outer.via or site.scope)
             continue
-        if relevant is None or any(a.star for a in site.call.args):
-            args = [a.value for a in site.call.args]
-        else:
-            args = [a for a in (model.argument_for(site.call, factory, p) for p in relevant) if a is not None]
         if any(_bound_in(model, n, sc, loops) for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
             continue  # a different program per iteration: one compilation each, whatever is done
         return Frequency(MANY, loops[0], "in a loop")
     return None
+
+
+def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,
+                        relevant: set[str] | None) -> list[cst.BaseExpression]:
+    """What the call passes for the parameters the jitted callable depends on (all of them when
+    None); for the instance of a method, the object it is called on (`Model(w).predict(x)`)."""
+    if relevant is None or any(a.star for a in call.args):
+        args = [a.value for a in call.args]
+        relevant = set(factory.params[:1]) if factory.cls is not None else set()
+    else:
+        args = [a for a in (model.argument_for(call, factory, p) for p in relevant) if a is not None]
+    if factory.cls is not None and factory.params and factory.params[0] in relevant \
+            and isinstance(call.func, cst.Attribute):
+        args.append(call.func.value)
+    return args
+
+
+def _bound_in_function(model: SemanticModel, name: str, scope, fn: Function) -> bool:
+    """Whether `name` (read in `scope`) is a parameter or local of fn: it may differ per call."""
+    found = model.lookup(name, scope)
+    return found is not None and found[0] is fn
 
 
 RULE = JitOfFreshCallable

@@ -9,7 +9,7 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
-from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
+from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
 
@@ -47,7 +47,18 @@ class PrintInTracedCode(Rule):
     frameworks run only under their transforms: a flax linen Module's
     `__call__`/`setup`/`@nn.compact` methods, an nnx or equinox Module's
     `__call__`, haiku Module methods and `hk.transform`ed functions (their
-    input is a tracer; flags like `train` are not).
+    input is a tracer; flags like `train` are not). Calls are followed through
+    objects and wrappers: a handler's method held in an attribute
+    (`self.handler.rhs(t, y)`, the handler passed to the constructor), a
+    function stored in an attribute (`self.grad_fn = jax.value_and_grad(
+    self.loss)`), a name bound to `jax.grad(f)`, `jax.checkpoint(f)` or a
+    lambda, and the values methods reached that way return.
+
+    Code run under `with jax.disable_jit():` is not traced: a `print` in a
+    jitted function every call of which runs there shows values and is not
+    flagged. Under `jax.disable_jit(flag)` with a configuration flag (a debug
+    mode: values when it is on, tracers when it is off) the finding is in the
+    preview tier.
 
     ## Why is this bad?
     `print` is a Python side effect. It runs while the function is traced, and
@@ -126,6 +137,7 @@ class PrintInTracedCode(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
+        modes: dict[int, bool | str] = {}
         for site in model.index.calls:
             scope: Scope = site.scope
             if not isinstance(scope, Function) or not model.is_traced(scope):
@@ -136,16 +148,75 @@ class PrintInTracedCode(Rule):
             if not traced:
                 continue
             shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v in traced[:3])
+            if id(scope) not in modes:
+                modes[id(scope)] = _debug_mode(model, scope)
+            debug = modes[id(scope)]
+            if debug is True:
+                continue  # every call runs under `jax.disable_jit()`: nothing is traced, values print
             yield Violation(
                 site.call,
                 message(
                     f"`print` runs only while `{scope.display_name}` is traced (",
-                    *reason_parts(model.trace_reason(scope)),
+                    *reason_parts(staged_reason(model, scope, batching=True)),
                     f"): it prints tracers for {shown} once per compilation, not the values on each call; "
                     "use `jax.debug.print`",
                 ),
                 data={"call": site.call, "scope": scope, "traced": traced},
+                preview=debug or None,
             )
+
+
+def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:
+    """How the host code runs the compiled functions that trace fn: True when every such call
+    (and there is one) runs under `with jax.disable_jit():` (or `disable_jit(True)`): jit is off,
+    nothing is traced and `print` shows values; the assumption, as a preview text, when they run
+    under `jax.disable_jit(flag)` with a flag the code does not show (a debug mode: values when
+    it is on, tracers once per compilation when it is off); False otherwise."""
+    from jaxfuse_lint.model.frozen_values import compile_entries, compiled_callees
+
+    entries = compile_entries(model, fn)
+    flags = []
+    for site in model.index.calls:
+        if model.is_traced_scope(site.scope) or not (compiled_callees(model, site.call, site.scope) & entries):
+            continue
+        flag = _disable_jit_around(model, site.call, site.scope, 0)
+        if flag is None:
+            return False
+        flags.append(flag)
+    if not flags:
+        return False
+    if all(f is True for f in flags):
+        return True
+    shown = next(f for f in flags if f is not True)
+    return (f"that `{shown}` is false where `{fn.display_name}` runs (under `jax.disable_jit({shown})` it is "
+            "not traced and `print` shows values: a debug mode)")
+
+
+def _disable_jit_around(model: SemanticModel, node: cst.CSTNode, scope, depth: int):
+    """True / the flag's text when node runs inside `with jax.disable_jit(...)` (directly, or in a
+    host function every call of which does), None otherwise."""
+    for a in model.ancestors(node):
+        if isinstance(a, cst.With):
+            for item in a.items:
+                call = item.item
+                if isinstance(call, cst.Call) and model.qn(call.func, model.scope_of(a)) == "jax.disable_jit":
+                    arg = call.args[0].value if call.args else None
+                    if arg is None or (isinstance(arg, cst.Name) and arg.value == "True"):
+                        return True
+                    if isinstance(arg, cst.Name) and arg.value == "False":
+                        return None
+                    return model.module.code_for_node(arg).strip()
+    if depth >= 3 or not isinstance(scope, Function):
+        return None
+    from jaxfuse_lint.model.call_frequency import call_sites
+
+    sites, escapes = call_sites(model, scope)
+    if escapes or not sites:
+        return None
+    found = [_disable_jit_around(model, s.call, s.scope, depth + 1) for s in sites]
+    if any(f is None for f in found):
+        return None
+    return True if all(f is True for f in found) else next(f for f in found if f is not True)
 
 
 RULE = PrintInTracedCode

@@ -6,9 +6,16 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.api import COMPILING
+from jaxfuse_lint.model.call_frequency import call_sites
+from jaxfuse_lint.model.frozen_values import (
+    ClosureLocal, GlobalName, ObjectAttribute, Timeline, compile_entries, compiled_callees, host_roots, run_timeline,
+)
+from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, Function, walk
-from jaxfuse_lint.model.staging import staging
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
 _LOOPS = (cst.For, cst.While)
@@ -17,52 +24,67 @@ _LOOPS = (cst.For, cst.While)
 class MutableGlobalInTracedCode(Rule):
     code = "JF404"
     name = "mutable-global-in-traced-code"
-    summary = "traced code reads a module-level variable that is rebound elsewhere (frozen at first trace)"
+    summary = "traced code reads a value the program rebinds between compiled calls (frozen at first trace)"
     fixable = "never"
     doc = """
     ## What it does
     Flags, in a function that is staged and compiled (`jax.jit`, `pmap`,
     `checkpoint`, a lax loop body or branch, or a function they call), a read
-    of a module-level name that the module rebinds:
-    - inside a function, through `global name`;
-    - at module level (a second assignment, `name += 1`) between two
-      module-level uses of the traced function — traced and compiled with the
-      old value, then called again after the change — or by a module-level
-      `for` loop whose body uses the function.
+    of a value that the program rebinds after a call that traces the function
+    and before a call that reuses the compiled program:
 
-    The same holds for a local of an enclosing function read by a nested staged
-    function (a closure): flagged when the enclosing function calls the nested
-    one, rebinds the local, and calls it again (or rebinds it in a loop that
-    calls it).
+    - a module-level name, rebound at module level, in a function through
+      `global name`, or in a function the module-level code calls (the module's
+      statements and the host functions they call are followed in order; a
+      function nothing calls — `main` run by a test, a library entry point — is
+      followed on its own);
+    - a local of the function that defines a jitted closure, rebound by that
+      function between two calls of the closure;
+    - an attribute of the object a jitted method runs on, when `self` is
+      static (`static_argnums=0`, `static_argnames="self"`, a bound method
+      handed to `jax.jit`): `obj.E = ...`, or a method that sets `self.E`,
+      between two calls on the same object.
 
-    A function that sets a flag and restores it before it returns (a write in
-    a `finally:` block, `old = NAME ... NAME = old`, a counter incremented and
-    decremented: trace-time bookkeeping around a trace, by design) does not
-    count as a rebinding, nor do the writes of a context manager class whose
-    `__enter__` and `__exit__` both assign the flag.
+    Whatever the value's origin: a rebinding in a loop that also calls the
+    function counts when the value can change from one iteration to the next —
+    it reads the name itself, a loop target, or a value the loop carries, such
+    as the jitted function's own output (`field = step(field)` then
+    `eps = field ** 2`). The message names the rebinding, the call that traced
+    the function first and the value it froze, and the call that reuses it.
 
-    Constants bound once, imports, functions and classes are never flagged, nor
-    are names whose bindings are alternatives of one `if`/`try` statement. A
-    function that itself declares the name `global` and assigns it is left to
-    JF403.
+    A function nothing in the module calls that rebinds a global
+    (`def update(): global g; g = 10.0`) can run at any time and is reported
+    too; a documented setter of a setting (`def set_layout(layout):` with a
+    docstring, or a getter beside it, like `jax.config.update`) is meant to be
+    called before tracing: with no caller in the project it is reported only
+    in the preview tier.
+
+    Not flagged: constants bound once, imports, functions and classes; names
+    whose bindings are alternatives of one `if`/`try` statement; values set
+    once before the first call (at start-up, in `main` before the loop, a
+    factory's locals bound before the jitted closure is defined); values read
+    on the host at run time (a host callback's own body); a flag set and
+    restored around a trace (a write in a `finally:` block, `old = NAME ...
+    NAME = old`, a counter incremented and decremented, the `__enter__` and
+    `__exit__` of a context manager class); an attribute of a pytree `self`
+    (`@jax.jit` on a method of a registered pytree class: its fields are traced
+    arguments), or of a flax/equinox Module. A function that itself declares
+    the name `global` and assigns it is left to JF403.
 
     ## Why is this bad?
-    A global is read while the function is traced, and its value at that
+    A value is read while the function is traced, and its value at that
     moment is baked into the compiled program as a constant. Later calls with
     arguments of the same shapes and dtypes reuse the cached program, so a
     rebinding is silently ignored — until some call with a new shape retraces
     and picks the new value up (the notes' `impure_uses_globals`: first call
-    `4.0`, after `g = 10.` still `5.0`, then `[14.]`).
+    `4.0`, after `g = 10.` still `5.0`, then `[14.]`). A solver that updates
+    its coefficients from each step's output keeps the first step's
+    coefficients; a gradient with respect to an attribute the method reads
+    (`model.E = E` then `model.energy(u)`) comes back 0.0.
 
     ## Known problems
-    The rule cannot know whether a function that rebinds the name runs before
-    the first trace (configuration code that runs once at start-up is
-    harmless); if it does, pass the value as an argument anyway or silence the
-    line. Module-level rebindings count only between module-level uses of the
-    function (or of what jits or calls it): uses from inside other functions
-    are not followed, and notebook-style scripts that redefine the function
-    before using it again are left alone. `make_jaxpr`/`eval_shape` (traced
-    once, nothing cached) and eager transforms are not checked.
+    Calls through code the module does not show (another module's loop over a
+    setter) are not followed; a rebinding in a branch counts as possible.
 
     ## Example
     ```python
@@ -91,7 +113,7 @@ class MutableGlobalInTracedCode(Rule):
     """
     backends = (
         Claim(
-            "A mutable global read by traced code is baked in at trace time; later changes are not seen",
+            "A value read by traced code is baked in at trace time; later rebindings are not seen",
             gpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
             cpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
             tpu=tracing("it happens while JAX traces the function, before any backend compiler runs"),
@@ -102,6 +124,8 @@ class MutableGlobalInTracedCode(Rule):
         "import jax\ntry:\n    DTYPE = jax.numpy.float64\nexcept AttributeError:\n    DTYPE = None\n"
         "@jax.jit\ndef f(x):\n    return x.astype(DTYPE)\n",
         "g = 0.0\ndef host(x):\n    return x + g\ndef update():\n    global g\n    g = 1.0\n",
+        "import jax\ndef make(dt):\n    scale = dt * 2\n    @jax.jit\n    def step(x):\n        return x * scale\n"
+        "    return step\n",
     )
     invalid = (
         "import jax\ng = 0.0\n@jax.jit\ndef f(x):\n    return x + g\ndef update():\n    global g\n    g = 10.0\n",
@@ -109,113 +133,313 @@ class MutableGlobalInTracedCode(Rule):
         "    y = inner(1.0)\n    scale = 2.0\n    return inner(y)\n",
         "import jax\ng = 0.0\ndef f(x):\n    return x + g\nf_jit = jax.jit(f)\nprint(f_jit(1.0))\ng = 10.0\n"
         "print(f_jit(1.0))\n",
+        "import jax\neps = 1.0\n@jax.jit\ndef step(f):\n    return f * eps\nf = 1.0\nfor _ in range(9):\n"
+        "    f = step(f)\n    eps = f * f\n",
+        "import jax\nfrom functools import partial\nclass M:\n    def __init__(self):\n        self.E = 1.0\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def energy(self, u):\n        return self.E * u\n"
+        "m = M()\nm.energy(1.0)\nm.E = 2.0\nm.energy(1.0)\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
         module_scope = model.index.scope
-        top = _top_level_index(model)
-        uses = _ModuleUses(model, top)
+        roots: list[Function] | None = None
         for fn in model.traced.reasons:
             if not st.is_staged(fn, cached=True):
                 continue
             seen: set[str] = set()
-            holders = None
+            entries = None
             for read in fn.reads:
                 name = read.name.value
                 if name in seen or name.startswith("__"):
                     continue
                 found = model.lookup(name, fn)
-                if found is not None and isinstance(found[0], Function) and found[0] is not fn:
-                    violation = _frozen_local(model, fn, read, found[0], found[1])
+                if found is None:
+                    continue
+                if entries is None:
+                    entries = compile_entries(model, fn)
+                if roots is None:
+                    roots = host_roots(model)
+                if isinstance(found[0], Function) and found[0] is not fn:
+                    violation = _frozen_local(model, fn, read, found[0], found[1], entries)
                     if violation is not None:
                         seen.add(name)
                         yield violation
                     continue
-                if found is None or found[0] is not module_scope:
+                if found[0] is not module_scope:
                     continue
                 owner, bindings = found
                 if name in fn.globals and any(model.scope_of(b.node) is fn for b in bindings):
                     continue  # fn writes it itself: JF403
-                if holders is None:
-                    holders = _trace_holders(model, fn, top)
-                rebind = _rebinding(model, bindings, top, _top_level_of(model, fn.node, top), uses, holders)
-                if rebind is None:
-                    continue
-                seen.add(name)
-                where = model.function_of(rebind.node)
-                inside = f" in `{where.display_name}`" if where is not None else ""
-                yield Violation(
-                    read.name,
-                    message(
-                        f"`{fn.display_name}` reads module-level `{name}`, which is rebound on line ",
-                        LineOf(rebind.node), f"{inside}: its value is frozen into the compiled program when "
-                        f"`{fn.display_name}` is traced (",
-                        *reason_parts(model.trace_reason(fn)),
-                        "), and later rebindings are ignored until something forces a retrace; pass it as an "
-                        "argument",
-                    ),
-                    data={"name": name, "rebinding": rebind},
-                )
+                violation = _frozen_global(model, fn, read, bindings, entries, roots)
+                if violation is not None:
+                    seen.add(name)
+                    yield violation
+            if fn.cls is not None and _self_static(model, fn):
+                if entries is None:
+                    entries = compile_entries(model, fn)
+                if roots is None:
+                    roots = host_roots(model)
+                yield from _frozen_attributes(model, fn, entries, roots)
 
 
-def _frozen_local(model: SemanticModel, fn: Function, read, owner: Function,
-                  bindings: list[Binding]) -> Violation | None:
-    """A closure's frozen local: `fn` (staged, nested in `owner`) reads `owner`'s local `name`,
-    and `owner` calls fn, rebinds the name, and calls fn again (or rebinds it in a loop that
-    calls fn): the second call reuses the program traced with the old value."""
+def _first_value(model: SemanticModel, t: Timeline) -> tuple:
+    """`, first traced on line 12 with `g = 0.0` (line 8)`: when the program was traced and what
+    it froze."""
+    parts: tuple = (", first traced by the call on line ", LineOf(t.first_use))
+    if t.first_value is not None:
+        parts += (f" with `{_binding_text(model, t.first_value.node)}` (line ", LineOf(t.first_value.node), ")")
+    return parts
+
+
+def _binding_text(model: SemanticModel, node: cst.CSTNode) -> str:
+    if isinstance(node, cst.For):
+        return f"for {code_of(model, node.target, 30)} in {code_of(model, node.iter, 30)}"
+    return code_of(model, node, 50)
+
+
+def _rebind_parts(model: SemanticModel, e) -> tuple:
+    """`line 16 (`eps2_x = field ** 2`)`, or through a call: `line 19 (`g = 10.0`, run by the
+    call on line 30)`."""
+    parts: tuple = ("line ", LineOf(e.node), f" (`{_binding_text(model, e.node)}`")
+    if e.via is not None:
+        parts += (", run by the call on line ", LineOf(e.via))
+    return parts + (")",)
+
+
+def _timeline_message(model: SemanticModel, fn: Function, what: str, t: Timeline) -> tuple:
+    return message(
+        f"`{fn.display_name}` reads {what}, which is rebound on ", *_rebind_parts(model, t.rebind),
+        f" after `{fn.display_name}` is compiled: its value is frozen into the program when "
+        f"`{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)), ")",
+        *_first_value(model, t), *_stale_parts(t), "; pass it as an argument",
+    )
+
+
+def _stale_parts(t: Timeline) -> tuple:
+    if t.stale_use is t.first_use:
+        return (", and that call reuses the program with the old value on the next iteration",)
+    return (", and the call on line ", LineOf(t.stale_use), " reuses that program with the old value")
+
+
+def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Binding], entries,
+                   roots: list[Function]) -> Violation | None:
+    """A module global read by staged fn and rebound where the module shows it matters: between
+    a call that traces fn and one that reuses the program (module-level code and the host
+    functions it calls, in order; entry points nothing calls, each on its own), or by a function
+    nothing in the module calls (`def update(): global g; g = 10.0`: it can run at any time)."""
     name = read.name.value
-    if any(b.kind in ("import", "def", "class", "param") for b in bindings) or name in fn.nonlocals:
+    if any(b.kind in ("import", "def", "class") for b in bindings):
         return None
-    body = owner.node.body
-    if not isinstance(body, cst.IndentedBlock):
-        return None
-    index = {stmt: i for i, stmt in enumerate(body.body)}
-    if any(isinstance(a, _LOOPS) for a in _ancestors_below(model, fn.node, owner.node)):
-        return None  # the def runs again each iteration: a new function, traced with current values
-    holders = _closure_holders(model, fn, owner)
-    if not holders:
-        return None
-    used_at = sorted({i for r in owner.reads if r.name.value in holders
-                      and (i := _top_level_of(model, r.name, index)) is not None})
-    if not used_at:
-        return None
+    writers = {w for b in bindings if (w := model.function_of(b.node)) is not None}
+    groups = {_top_level_of(model, b.node, _top_level_index(model)) for b in bindings if model.function_of(b.node) is None}
+    if not writers and len(groups) < 2 and not any(b.kind == "augassign" or _in_loop(model, b) for b in bindings):
+        return None  # bound once at module level: a constant
+    ignore = frozenset(w for w in writers if _set_and_restored(model, w, name, bindings))
+    subject = GlobalName(model, fn, entries, name=name, bindings=tuple(bindings), ignore=ignore)
+    t = run_timeline(subject, model.module.body, model.index.scope)
+    for root in roots:
+        if t is not None:
+            break
+        t = run_timeline(subject, root.node.body.body, root)
+    if t is not None:
+        return Violation(read.name, _timeline_message(model, fn, f"module-level `{name}`", t),
+                         data={"name": name, "rebinding": t.rebind.node, "timeline": t})
+    # A writer nothing in the module calls: it can run at any time, after the first trace too.
     for b in bindings:
-        if model.function_of(b.node) is not owner:
+        writer = model.function_of(b.node)
+        if writer is None or writer in ignore:
             continue
-        at = _top_level_of(model, b.node, index)
-        if at is None:
-            continue
-        loops = [a for a in _ancestors_below(model, b.node, owner.node) if isinstance(a, _LOOPS)]
-        # In a loop, only a value that changes from one iteration to the next counts (`lr = lr * 0.5`,
-        # `scale = s` for the loop's `s`), not one recomputed the same each time (`n = len(data)`).
-        in_loop = bool(loops) and _changes_per_iteration(model, b, loops)
-        if (in_loop and at in used_at) or (any(u < at for u in used_at) and any(u > at for u in used_at)):
-            return Violation(
-                read.name,
-                message(
-                    f"`{fn.display_name}` reads `{name}` of the enclosing `{owner.display_name}`, which is rebound "
-                    "on line ", LineOf(b.node), " after the first call: its value is frozen into the compiled "
-                    f"program when `{fn.display_name}` is traced (", *reason_parts(model.trace_reason(fn)),
-                    "), and the later calls reuse that program with the old value; pass it as an argument",
-                ),
-                data={"name": name, "rebinding": b},
-            )
+        sites, escapes = call_sites(model, writer)
+        host_sites = [s for s in sites if not model.is_traced_scope(s.scope)]
+        if host_sites:
+            continue  # where it is called, the timeline above decided
+        preview = None
+        if escapes and not sites:
+            preview = f"that `{writer.display_name}`, handed elsewhere, runs after `{fn.display_name}` is first traced"
+        elif not sites and _documented_setting(model, writer, b):
+            preview = (f"that the setting `{writer.display_name}` is called after `{fn.display_name}` is first "
+                       "traced (a documented setter is meant to be called before)")
+        return Violation(
+            read.name,
+            message(
+                f"`{fn.display_name}` reads module-level `{name}`, which is rebound on line ",
+                LineOf(b.node), f" in `{writer.display_name}`: its value is frozen into the compiled program when "
+                f"`{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)),
+                f"), and a call of `{writer.display_name}` after that is ignored until something forces a "
+                "retrace; pass it as an argument",
+            ),
+            data={"name": name, "rebinding": b.node},
+            preview=preview,
+        )
     return None
 
 
-def _changes_per_iteration(model: SemanticModel, b: Binding, loops: list[cst.CSTNode]) -> bool:
-    """Whether a rebinding inside loops takes a new value each iteration: an augmented
-    assignment, a `for` target, or a value that reads the name itself or a loop's target."""
-    if b.kind in ("augassign", "for"):
-        return True
-    if b.value is None:
+def _documented_setting(model: SemanticModel, writer: Function, b: Binding) -> bool:
+    """A setting's documented setter, like `jax.config.update`: it assigns the global from its own
+    parameter (`def set_layout(layout): global _LAYOUT; _LAYOUT = layout`) and is documented as
+    an API (a docstring), or the module reads the setting back through a getter."""
+    value = b.value
+    if b.index is not None and isinstance(value, (cst.Tuple, cst.List)) and b.index < len(value.elements):
+        value = value.elements[b.index].value
+    if value is None or not any(isinstance(n, cst.Name) and n.value in writer.params for n in walk(value)):
         return False
-    names = {b.name}
-    for loop in loops:
-        if isinstance(loop, cst.For):
-            names |= {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
-    return any(isinstance(n, cst.Name) and n.value in names for n in walk(b.value))
+    body = writer.node.body
+    if isinstance(body, cst.IndentedBlock) and body.body:
+        first = body.body[0]
+        if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) and isinstance(
+                first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            return True
+    for other in model.index.functions:
+        if other is writer or other.parent is not model.index.scope or len(other.returns) != 1:
+            continue
+        ret = other.returns[0]
+        if isinstance(ret, cst.Name) and ret.value == b.name and b.name not in other.globals:
+            return True  # `def get_layout(): return _LAYOUT`
+    return False
+
+
+def _frozen_local(model: SemanticModel, fn: Function, read, owner: Function,
+                  bindings: list[Binding], entries) -> Violation | None:
+    """A closure's frozen local: `fn` (staged, nested in `owner`) reads `owner`'s local `name`,
+    and `owner` calls fn, rebinds the name, and calls fn again (or rebinds it in a loop that
+    calls fn, from a value the loop carries): the second call reuses the program traced with the
+    old value. A factory that binds its locals once before defining fn rebinds nothing after."""
+    name = read.name.value
+    if any(b.kind in ("import", "def", "class", "param") for b in bindings) or name in fn.nonlocals:
+        return None
+    if not isinstance(owner.node.body, cst.IndentedBlock):
+        return None
+    if any(isinstance(a, _LOOPS) for a in _ancestors_below(model, fn.node, owner.node)):
+        return None  # the def runs again each iteration: a new function, traced with current values
+    subject = ClosureLocal(model, fn, entries, name=name, owner=owner, bindings=tuple(bindings))
+    t = run_timeline(subject, owner.node.body.body, owner)
+    if t is None:
+        return None
+    return Violation(
+        read.name,
+        message(
+            f"`{fn.display_name}` reads `{name}` of the enclosing `{owner.display_name}`, which is rebound on ",
+            *_rebind_parts(model, t.rebind), " after the first call: its value is frozen into the compiled "
+            f"program when `{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)),
+            ")", *_first_value(model, t), *_stale_parts(t), "; pass it as an argument",
+        ),
+        data={"name": name, "rebinding": t.rebind.node, "timeline": t},
+    )
+
+
+_SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__new__"})
+
+
+def _self_static(model: SemanticModel, fn: Function, depth: int = 0) -> bool:
+    """Whether the object a method runs on is a Python value of the trace (part of the cache
+    key by identity, its attributes read as constants): the method is jitted as a bound method
+    (`jax.jit(self.step)`), with `static_argnums=0` / `static_argnames="self"`, or called as
+    `self.m(...)` from a method where that holds. Framework Modules (flax, equinox) are pytrees
+    or fields, and are left alone."""
+    if depth > 4 or not fn.params or fn.cls is None or instances(model).framework_base(fn.cls) is not None:
+        return False
+    for r in model.traced.reasons.get(fn, ()):
+        if r.kind in ("decorator", "transform") and r.transform in COMPILING:
+            if r.bound_method or 0 in r.static_argnums or fn.params[0] in r.static_argnames:
+                return True
+        elif r.kind == "called" and r.caller is not None and r.caller.cls is fn.cls and isinstance(r.node, cst.Call):
+            func = r.node.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and r.caller.params \
+                    and func.value.value == r.caller.params[0] and _self_static(model, r.caller, depth + 1):
+                return True
+    return False
+
+
+def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[Function]) -> Iterator[Violation]:
+    """`self.E` read by a jitted method whose `self` is static, where the module rebinds `obj.E`
+    (or calls a method that sets `self.E`) between a call that traces the method on `obj` and
+    one that reuses the program on the same object."""
+    inst = instances(model)
+    ci = fn.cls
+    me = fn.params[0]
+    reads: dict[str, cst.Attribute] = {}
+    for node in own_nodes(fn):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == me \
+                and node.attr.value not in reads and inst.method(ci, node.attr.value) is None \
+                and not _stored(model, node):
+            reads[node.attr.value] = node
+    if not reads:
+        return
+    written = _attributes_written_after_setup(model, inst, ci)
+    candidates = {a: n for a, n in reads.items() if a in written}
+    if not candidates:
+        return
+    keys = _used_objects(model, fn, entries, ci)
+    for attr, node in candidates.items():
+        for key in keys:
+            subject = ObjectAttribute(model, fn, entries, cls=ci, attr=attr, key=key)
+            t = run_timeline(subject, model.module.body, model.index.scope)
+            for root in roots:
+                if t is not None:
+                    break
+                t = run_timeline(subject, root.node.body.body, root)
+            if t is None:
+                continue
+            yield Violation(
+                node,
+                message(
+                    f"`{fn.display_name}` reads `{me}.{attr}`, which is rebound on ", *_rebind_parts(model, t.rebind),
+                    f" after the method is compiled for that object: with `{me}` static (",
+                    *reason_parts(staged_reason(model, fn, cached=True)),
+                    f"), the object is part of the cache key but `{me}.{attr}` is frozen into the program as "
+                    "a constant", *_first_value(model, t), *_stale_parts(t),
+                    f" (a gradient through `{attr}` comes back 0); pass it as an argument",
+                ),
+                data={"name": attr, "rebinding": t.rebind.node, "timeline": t},
+            )
+            break
+
+
+def _stored(model: SemanticModel, node: cst.Attribute) -> bool:
+    parent = model.parent(node)
+    if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign))
+                                                and parent.target is node):
+        return True
+    return False
+
+
+def _attributes_written_after_setup(model: SemanticModel, inst, ci) -> set[str]:
+    """Attributes of ci's instances assigned outside their set-up methods: `obj.E = ...`
+    anywhere in the module on an instance of ci, `self.E = ...` in another method."""
+    out: set[str] = set()
+    for node in walk(model.module):
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        scope = model.scope_of(node)
+        where = model.function_of(node)
+        for t in targets:
+            if not isinstance(t, cst.Attribute):
+                continue
+            if where is not None and where.cls is ci and where.name in _SETUP_METHODS:
+                continue
+            if inst.instance_class(t.value, scope) is ci:
+                out.add(t.attr.value)
+    return out
+
+
+def _used_objects(model: SemanticModel, fn: Function, entries, ci) -> list[tuple]:
+    """The objects (as ObjectAttribute keys) on which host code calls the compiled method."""
+    keys: list[tuple] = []
+    probe = ObjectAttribute(model, fn, entries, cls=ci, attr="", key=())
+    for site in model.index.calls:
+        if model.is_traced_scope(site.scope):
+            continue
+        if not (compiled_callees(model, site.call, site.scope) & entries):
+            continue
+        key = probe.used_object(site.call, site.scope, None)
+        if key is not None and key not in keys:
+            keys.append(key)
+    return keys
 
 
 def _ancestors_below(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode):
@@ -223,24 +447,6 @@ def _ancestors_below(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode)
         if a is stop:
             return
         yield a
-
-
-def _closure_holders(model: SemanticModel, fn: Function, owner: Function) -> set[str]:
-    """The names of `owner` through which it calls the staged fn: fn's own name (a decorated
-    def, `f = jax.jit(f)`) and names bound to a transform of it (`f_jit = jax.jit(f)`)."""
-    if fn.parent is not owner or fn.is_lambda:
-        return set()
-    names = set()
-    for r in model.traced.reasons.get(fn, ()):
-        if r.kind == "decorator":
-            names.add(fn.name)
-        elif r.kind == "transform" and isinstance(r.node, cst.Call):
-            node: cst.CSTNode | None = r.node
-            while isinstance(node, (cst.Call, cst.Arg)):
-                node = model.parent(node)
-            if isinstance(node, cst.Assign) and model.function_of(node) is owner:
-                names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
-    return names
 
 
 _ENTER_EXIT = {"__enter__": "__exit__", "__exit__": "__enter__",
@@ -302,104 +508,6 @@ def _in_loop(model: SemanticModel, b: Binding) -> bool:
     if b.kind == "for":
         return True
     return any(isinstance(a, _LOOPS) for a in model.ancestors(b.node))
-
-
-class _ModuleUses:
-    """Where module-level code (outside any def) uses a name, and where it binds it."""
-
-    def __init__(self, model: SemanticModel, top: dict[cst.CSTNode, int]) -> None:
-        self.model = model
-        self.top = top
-        self.by_name: dict[str, list[int]] = {}
-        for read in model.index.reads:
-            if read.scope is model.index.scope:
-                index = _top_level_of(model, read.name, top)
-                if index is not None:
-                    self.by_name.setdefault(read.name.value, []).append(index)
-
-    def live_uses(self, names: set[str], since: int) -> list[int]:
-        """Top-level statements after `since` that use one of `names` before the module binds
-        that name again (a notebook redefining `step_fn` uses a new function from then on)."""
-        out = []
-        for name in names:
-            module_scope = self.model.index.scope
-            # `f = jax.jit(f)` wraps the same function: not a new holder.
-            bound_at = sorted(i for b in module_scope.bindings.get(name, ())
-                              if (i := _top_level_of(self.model, b.node, self.top)) is not None and i >= since
-                              and not self.model.rewraps(b, module_scope))
-            # The first binding from `since` on defines the holder (`def f`, `f_jit = jax.jit(f)`).
-            stop = bound_at[1] if len(bound_at) > 1 else None
-            out.extend(u for u in self.by_name.get(name, ()) if u > since and (stop is None or u < stop))
-        return sorted(out)
-
-
-def _holders(model: SemanticModel, stmt: cst.CSTNode) -> set[str]:
-    """The module-level names a top-level statement binds (a def, a class, `f_jit = jax.jit(f)`)."""
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        return {stmt.name.value}
-    names = set()
-    if isinstance(stmt, cst.SimpleStatementLine):
-        for small in stmt.body:
-            if isinstance(small, cst.Assign):
-                for t in small.targets:
-                    if isinstance(t.target, cst.Name):
-                        names.add(t.target.value)
-            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                names.add(small.target.value)
-    return names
-
-
-def _trace_holders(model: SemanticModel, fn: Function, top: dict) -> set[str]:
-    """The module-level names through which module code can trace fn: the names bound by its
-    own top-level statement, by `f_jit = jax.jit(f)` statements, and those of its traced callers."""
-    names: set[str] = set()
-    seen: set[int] = set()
-    stack = [fn]
-    while stack:
-        f = stack.pop()
-        if id(f) in seen:
-            continue
-        seen.add(id(f))
-        index = _top_level_of(model, f.node, top)
-        if index is not None:
-            names |= _holders(model, model.module.body[index])
-        for r in model.traced.reasons.get(f, ()):
-            if r.kind == "transform":
-                index = _top_level_of(model, r.node, top)
-                if index is not None:
-                    names |= _holders(model, model.module.body[index])
-            if r.caller is not None:
-                stack.append(r.caller)
-    return names
-
-
-def _rebinding(model: SemanticModel, bindings: list[Binding], top: dict, fn_index: int | None,
-               uses: _ModuleUses, holders: set[str]) -> Binding | None:
-    """The binding that changes the name after the function may have been traced, if any:
-    an assignment inside a function (`global name`), which can run at any time; or a
-    module-level rebinding between two module-level uses of the traced function (traced with
-    the old value, called again with the new one), or a rebinding loop that also uses it."""
-    if any(b.kind in ("import", "def", "class") for b in bindings):
-        return None
-    for b in bindings:
-        writer = model.function_of(b.node)
-        if writer is not None and not _set_and_restored(model, writer, b.name, bindings):
-            return b
-    if fn_index is None:
-        return None
-    groups = {_top_level_of(model, b.node, top) for b in bindings}
-    if len(groups) < 2 and not any(b.kind == "augassign" or _in_loop(model, b) for b in bindings):
-        return None
-    used_at = uses.live_uses(holders, fn_index)
-    for b in bindings:
-        index = _top_level_of(model, b.node, top)
-        if index is None or index <= fn_index:
-            continue
-        if _in_loop(model, b) and index in used_at:
-            return b  # `for lr in ...: step(x)`: traced on the first iteration, stale after
-        if any(u < index for u in used_at) and any(u > index for u in used_at):
-            return b  # traced with the old value, called again with the new one
-    return None
 
 
 RULE = MutableGlobalInTracedCode
