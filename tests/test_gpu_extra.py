@@ -107,7 +107,8 @@ def test_with_the_gpu_extra_verify_compiles_with_xla_gpu_without_a_gpu(a_gpu_ext
                            f"{SUM}::f_sum_explicit", "--arg", "f32[1024,2]", "--target", "gpu"],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
+    # Nothing on stderr but the notice that verify runs the user's code (no plugin noise).
+    assert [line for line in proc.stderr.splitlines() if "this runs your code" not in line] == []
     assert "compiled with XLA:GPU for NVIDIA H100 80GB HBM3 (gpu = \"h100\") without a GPU (deviceless)" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1].startswith("verdict: proved — on GPU (H100, deviceless): 2 → 1 kernels")
 

@@ -278,7 +278,7 @@ class _Walker:
     def expression(self, node: cst.CSTNode, st: State, scope: "Scope", selfkey) -> State:
         """Events of a small statement or expression, in evaluation order: a call after its
         arguments, an assignment after its value."""
-        for n in _evaluation_order(node):
+        for n in self._order(node):
             if isinstance(n, cst.Lambda):
                 st = self._reset(n, st)
                 continue
@@ -292,6 +292,18 @@ class _Walker:
             if not st:
                 break
         return st
+
+    def _order(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        """`_evaluation_order` of a statement, computed once per model (every subject walks the
+        same host code: walking its nodes again for each would make the analysis quadratic)."""
+        memo = self.model.__dict__.setdefault("_evaluation_orders", {})
+        found = memo.get(id(node))
+        if found is None:
+            binding_nodes = _binding_nodes(self.model)
+            found = memo[id(node)] = tuple(n for n in _evaluation_order(node)
+                                           if isinstance(n, (cst.Lambda, cst.Call, cst.Assign, cst.AugAssign,
+                                                             cst.AnnAssign)) or id(n) in binding_nodes)
+        return found
 
     def _reset(self, node: cst.CSTNode, st: State) -> State:
         """A def or lambda that makes a compiled function anew each time it runs: the next call
@@ -351,6 +363,18 @@ def _eager_transforms() -> frozenset:
     from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 
     return DIFFERENTIATING | frozenset({"jax.vmap", "jax.jvp", "jax.vjp", "jax.linearize"})
+
+
+def _binding_nodes(model: "SemanticModel") -> set[int]:
+    """The nodes of every binding of the module: with calls, lambdas and assignments (attribute
+    writes), the only nodes a subject's `uses` and `rebinds` can answer for."""
+    found = model.__dict__.get("_binding_nodes")
+    if found is None:
+        scopes = {id(sc): sc for sc in (model.index.scope, *model.index.functions,
+                                        *model.index.scope_of_node.values())}
+        found = {id(b.node) for sc in scopes.values() for bs in sc.bindings.values() for b in bs}
+        model.__dict__["_binding_nodes"] = found
+    return found
 
 
 def _evaluation_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

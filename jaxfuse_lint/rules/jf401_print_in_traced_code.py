@@ -174,6 +174,8 @@ def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:
     it is on, tracers once per compilation when it is off); False otherwise."""
     from jaxfuse_lint.model.frozen_values import compile_entries, compiled_callees
 
+    if not _uses_disable_jit(model):
+        return False  # the common case, answered once per module
     entries = compile_entries(model, fn)
     flags = []
     for site in model.index.calls:
@@ -190,6 +192,14 @@ def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:
     shown = next(f for f in flags if f is not True)
     return (f"that `{shown}` is false where `{fn.display_name}` runs (under `jax.disable_jit({shown})` it is "
             "not traced and `print` shows values: a debug mode)")
+
+
+def _uses_disable_jit(model: SemanticModel) -> bool:
+    found = model.__dict__.get("_uses_disable_jit")
+    if found is None:
+        found = model.__dict__["_uses_disable_jit"] = any(
+            model.qn(site.call.func, site.scope) == "jax.disable_jit" for site in model.index.calls_named("disable_jit"))
+    return found
 
 
 def _disable_jit_around(model: SemanticModel, node: cst.CSTNode, scope, depth: int):

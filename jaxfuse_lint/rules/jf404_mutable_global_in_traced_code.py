@@ -406,25 +406,30 @@ def _stored(model: SemanticModel, node: cst.Attribute) -> bool:
 
 def _attributes_written_after_setup(model: SemanticModel, inst, ci) -> set[str]:
     """Attributes of ci's instances assigned outside their set-up methods: `obj.E = ...`
-    anywhere in the module on an instance of ci, `self.E = ...` in another method."""
-    out: set[str] = set()
-    for node in walk(model.module):
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            targets = [node.target]
-        else:
-            continue
-        scope = model.scope_of(node)
-        where = model.function_of(node)
-        for t in targets:
-            if not isinstance(t, cst.Attribute):
+    anywhere in the module on an instance of ci, `self.E = ...` in another method. (One walk of
+    the module answers for every class.)"""
+    by_class = model.__dict__.get("_attributes_written_after_setup")
+    if by_class is None:
+        by_class = {}
+        for node in walk(model.module):
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                targets = [node.target]
+            else:
                 continue
-            if where is not None and where.cls is ci and where.name in _SETUP_METHODS:
+            attributes = [t for t in targets if isinstance(t, cst.Attribute)]
+            if not attributes:
                 continue
-            if inst.instance_class(t.value, scope) is ci:
-                out.add(t.attr.value)
-    return out
+            scope = model.scope_of(node)
+            where = model.function_of(node)
+            for t in attributes:
+                owner = inst.instance_class(t.value, scope)
+                if owner is None or (where is not None and where.cls is owner and where.name in _SETUP_METHODS):
+                    continue
+                by_class.setdefault(id(owner), set()).add(t.attr.value)
+        model.__dict__["_attributes_written_after_setup"] = by_class
+    return by_class.get(id(ci), set())
 
 
 def _used_objects(model: SemanticModel, fn: Function, entries, ci) -> list[tuple]:
