@@ -132,8 +132,19 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
     try:
         return build(v, model, settings)
     except Exception as exc:
-        errors.append(f"{filename}: internal error in the {rule.code} codemod: {type(exc).__name__}: {exc}")
+        _fix_error(errors, filename, rule.code, exc)
         return None
+
+
+def _fix_error(errors: list[str], filename: str, code: str, exc: Exception) -> None:
+    """A fix that could not be built (a codemod bug): the finding is reported without it, and the
+    error is kept for the run's diagnostics (once per file and message)."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" [{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}]" if tb else ""
+    text = f"{filename}: internal error in the {code} codemod (fix dropped, finding kept): " \
+           f"{type(exc).__name__}: {' '.join(str(exc).split())}{where}"
+    if text not in errors:
+        errors.append(text)
 
 
 def module_name_of(filename: str) -> str:
@@ -243,7 +254,11 @@ class Analysis:
         if with_fix:
             plan = self.plan(rule, v)
             if plan is not None:
-                fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
+                try:
+                    fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
+                except Exception as exc:  # a fix that cannot be built is dropped; the finding stays
+                    self._plans[id(v)] = None
+                    _fix_error(self.errors, self.filename, rule.code, exc)
         text = v.render(self.locator.line)
         if v.preview is not None:
             text += f" (preview: {v.preview})"
@@ -432,9 +447,12 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
     from jaxfuse_lint.codemods.plan import apply_plans
     from jaxfuse_lint.codemods.plan import is_valid_python
 
-    new_code = apply_plans(module, [p for _, _, p in batch]).code
-    if is_valid_python(new_code, filename) is None:
-        return new_code, batch
+    try:
+        new_code = apply_plans(module, [p for _, _, p in batch]).code
+        if is_valid_python(new_code, filename) is None:
+            return new_code, batch
+    except Exception:  # one plan that cannot be applied: found and dropped one by one below
+        pass
     good = []
     for r, v, p in batch:
         try:
@@ -452,7 +470,10 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
             )
     if not good:
         return code, []
-    new_code = apply_plans(module, [p for _, _, p in good]).code
+    try:
+        new_code = apply_plans(module, [p for _, _, p in good]).code
+    except Exception:
+        return code, []
     if is_valid_python(new_code, filename) is not None:
         return code, []
     return new_code, good
