@@ -169,6 +169,56 @@ class SemanticModel:
             return fns[-1]
         return None
 
+    def functions_at(self, name: cst.Name, scope: Scope) -> list[Function] | None:
+        """The defs (or lambdas assigned to a name) this read of `name` may run, flow-sensitively:
+        in a function's own body and at module level only the bindings that reach the read (the
+        first of two nested `def step` for a `jax.jit(step)` between them; the def a notebook's
+        earlier cell left, not a later cell's redefinition), through `f = jax.jit(f)`; read from a
+        nested function, what the enclosing scope leaves once it has run. [] when a binding that
+        is not a function may reach it; None when the flow is unknown (see `function_named`)."""
+        found = self.resolver.lookup(name.value, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if len(bindings) == 1:
+            return None
+        if owner is scope:
+            reaching = self.flow.reaching_in(name, owner)
+        elif isinstance(owner, Function) or owner is self.index.scope:
+            reaching = self.flow.exit_bindings(name.value, owner)
+        else:
+            return None
+        if not reaching:
+            return None
+        out: list[Function] = []
+        for b in reaching:
+            if b.function is not None:
+                if b.function not in out:
+                    out.append(b.function)
+                continue
+            inner = self._rewrapped_read(b, owner)
+            if inner is None:
+                return []
+            fns = self.functions_at(inner, owner) if inner is not name else None
+            if fns is None:
+                fn = self.function_named(name.value, owner)
+                fns = [fn] if fn is not None else []
+            out.extend(f for f in fns if f not in out)
+        return out
+
+    def _rewrapped_read(self, b: Binding, owner: Scope) -> cst.Name | None:
+        """The read of the name itself inside `f = jax.jit(f)`-style rebinding (None: not one)."""
+        if not self.rewraps(b, owner):
+            return None
+        value: cst.BaseExpression | None = b.value
+        for _ in range(6):
+            if isinstance(value, cst.Name):
+                return value
+            if not isinstance(value, cst.Call):
+                return None
+            value = positional(value, 0) or keyword(value, "fun") or keyword(value, "f")
+        return None
+
     def rewraps(self, b: Binding, owner: Scope) -> bool:
         """Whether binding `b` rebinds its name to a transform of itself: `f = jax.jit(f)`,
         `f = jit(f, static_argnums=1)`, `f = jax.jit(jax.vmap(f))`, `f = partial(jax.jit,
