@@ -113,6 +113,7 @@ class Evidence:
         self._calls: dict[int, list[tuple[cst.Call, "Scope", bool]]] | None = None
         self._refusing: dict[int, bool] = {}
         self._none: dict[tuple[int, str], bool] = {}
+        self._cycles = 0  # cycles met while judging routes (their results are not final)
 
     # -- what rules ask -----------------------------------------------------------------------------
     def finding(self, fn: "Function", node: cst.CSTNode, *, raises: bool) -> Route | None:
@@ -134,14 +135,16 @@ class Evidence:
         if found is not None:
             return found
         if key in self._active:
+            self._cycles += 1
             return Route(DEAD)  # a cycle of calls: decided by the reasons outside it
         self._active.add(key)
+        cycles = self._cycles
         try:
             result = _best(self.reason_route(fn, r, raises) for r in self.model.traced.reasons.get(fn, ()))
         finally:
             self._active.discard(key)
-        if not self._active or result.status == SHOWN:
-            self._routes[key] = result
+        if self._cycles == cycles or not self._active or result.status == SHOWN:
+            self._routes[key] = result  # (a result that leaned on a cycle in progress may still change)
         return result
 
     def reason_route(self, fn: "Function", r: "TraceReason", raises: bool) -> Route:
@@ -334,7 +337,7 @@ class Evidence:
     # -- routes through transforms -------------------------------------------------------------------
     def _transform_route(self, fn: "Function", r: "TraceReason", raises: bool) -> Route:
         uses = self._uses(fn, r)
-        if not uses:
+        if not uses or not self._direct(fn, r):
             return _SHOWN  # never called here: an entry point (or its calls are not known)
         matching = [(c, s) for c, s, bound in uses if self.matches(fn, c, bound, self._partial(r)) is not False]
         if not matching:
@@ -392,6 +395,32 @@ class Evidence:
     def _inside(self, node: cst.CSTNode, fn: "Function") -> bool:
         return any(a is fn.node for a in self.model.ancestors(node))
 
+    def _direct(self, fn: "Function", r: "TraceReason") -> bool:
+        """Whether the transform is given fn itself (its name, `self.m`, a lambda, `partial(f, ...)`,
+        through other transforms), so that the calls of what it makes take fn's arguments; not a
+        name bound to something else (`g = partial(f, cfg); jax.jit(g)`), whose arguments differ."""
+        if r.kind == "decorator":
+            return True
+        m = self.model
+        target = positional(r.node, 0) or keyword(r.node, "fun") or keyword(r.node, "f") if isinstance(
+            r.node, cst.Call) else None
+        for _ in range(6):
+            if isinstance(target, cst.Call) and m.qn(target.func, m.scope_of(target)) in SAME_SIGNATURE | _PARTIALS:
+                target = positional(target, 0)
+                continue
+            break
+        if isinstance(target, cst.Lambda):
+            return m.index.function_of.get(target) is fn
+        if isinstance(target, cst.Name):
+            fns = m.functions_at(target, m.scope_of(target))
+            if fns is None:
+                one = m.function_named(target.value, m.scope_of(target))
+                fns = [one] if one is not None else []
+            return fn in fns
+        if isinstance(target, cst.Attribute):
+            return target.attr.value == fn.name
+        return False
+
     def _partial(self, r: "TraceReason") -> cst.Call | None:
         """The `partial(f, ...)` a transform was given f through (`jax.jit(partial(f, n=3))`)."""
         if r.kind != "transform" or not isinstance(r.node, cst.Call):
@@ -435,6 +464,8 @@ class Evidence:
         args += list(call.args)
         if any(a.star for a in args):
             return None
+        if bound and _static_method(fn):
+            bound = False  # `self.helper(x)` of a @staticmethod passes no instance
         positional_count = sum(1 for a in args if a.keyword is None)
         keywords = [a.keyword.value for a in args if a.keyword is not None]
         return _binds(fn, positional_count, keywords, bound)
@@ -531,6 +562,11 @@ def _binds(fn: "Function", positional_count: int, keywords: list[str], bound: bo
             return False
     required = [n for n in positional_names + kwonly if n not in defaults]
     return all(n in filled for n in required)
+
+
+def _static_method(fn: "Function") -> bool:
+    return fn.cls is not None and isinstance(fn.node, cst.FunctionDef) and any(
+        _last_name(_decorator_func(d.decorator)) == "staticmethod" for d in fn.node.decorators)
 
 
 def _bound_call(fn: "Function", call: cst.Call) -> bool:
