@@ -158,3 +158,23 @@ def test_preview_findings_say_what_is_assumed():
     [d] = check_source(src, "m.py", replace(settings, preview=True)).diagnostics
     assert d.message.endswith("(preview: assumes `pair` is traced, though its calls here (`fast(1.0)`) do not "
                               "match its signature)")
+
+
+def test_module_level_tests_resolve_names_in_the_module():
+    """The module's own statements are walked for the flow of its names (which def a read
+    reaches): a test there (`if isinstance(...)`) resolves its names in the module scope."""
+    src = textwrap.dedent("""
+        import jax
+        import numpy as np
+
+        def f(x):
+            if x > 0:
+                return x
+            return -x
+
+        if isinstance(np.float32, type):
+            g = jax.jit(f)
+    """)
+    result = check_source(src, "m.py", replace(Settings(), select=("JF402",)))
+    assert result.errors == []
+    assert [d.location.row for d in result.diagnostics] == [6]

@@ -582,6 +582,7 @@ class _ModuleBody:
     def __init__(self, model: "ModelView") -> None:
         scope = model.index.scope
         self.node = model.index.module
+        self.parent = None  # names in its tests resolve as in the module scope (no enclosing scope)
         self.bindings = scope.bindings
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
