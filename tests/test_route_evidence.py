@@ -178,3 +178,20 @@ def test_module_level_tests_resolve_names_in_the_module():
     result = check_source(src, "m.py", replace(Settings(), select=("JF402",)))
     assert result.errors == []
     assert [d.location.row for d in result.diagnostics] == [6]
+
+
+def test_a_function_reads_the_def_its_cell_order_gives_it_when_it_runs():
+    nb = _notebook(
+        "import jax\nimport jax.numpy as jnp\n",
+        "def f(x):\n    if x > 0:\n        return x\n    return -x\n",
+        "@jax.jit\ndef g(x):\n    return f(x) + 1\n",
+        "g(1.0)\n",
+        "def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
+        "def h(x):\n    if x.max() > 0:\n        return x\n    return -x\n",
+        "@jax.jit\ndef k(x):\n    return h(x)\n",
+        "def h(x):\n    return jnp.abs(x)\n",
+        "k(1.0)\n",
+    )
+    result = check_source(nb, "t.ipynb", replace(Settings(), select=("JF402",)))
+    # `g(1.0)` in cell 4 runs cell 2's `f` (cell 5's comes later); `k(1.0)` in cell 9 runs cell 8's `h`.
+    assert [(d.cell, d.location.row) for d in result.diagnostics] == [(2, 2)]
