@@ -72,7 +72,7 @@ _TRACER_WORDS = re.compile(r"[Tt]racer|[Cc]oncrete|Concretization")
 _REFUSES = re.compile(r"not_?(being_?)?(trac|jit|stag|transform)|no_?tracers?\b|raise_?if_?(trac|jit)", re.IGNORECASE)
 # Calls that are true exactly on a tracer (`is_tracer(x)`, `is_jax_tracer(x)`, `core.is_traced(x)`).
 _IS_TRACER = re.compile(r"^_?(is_)?(jax_)?(tracer|traced|tracing)$", re.IGNORECASE)
-_IS_CONCRETE = re.compile(r"^_?(is_)?(concrete|known)$", re.IGNORECASE)
+_IS_CONCRETE = re.compile(r"^_?(is_)?concrete$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
