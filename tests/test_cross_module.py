@@ -168,8 +168,10 @@ def test_summary_records_seeds_and_edges():
     # lax passes tracers to every positional parameter: the traced module is told so
     # (a function reached through `partial` is not: the partial may bind any of them).
     assert ("pkg.ops.body", "control-flow", "jax.lax.fori_loop\nparams-traced") in s.base
-    assert s.edges["g"] == (["local"], [("pkg.ops.inner", "called", "pkg.main.g")])
-    assert s.edges["local"] == ([], [("pkg.util.helper", "called", "pkg.main.local")])
+    # A call carries its argument pattern (`calls=1`), which the traced module checks against
+    # the callee's signature (model/evidence.py).
+    assert s.edges["g"] == (["local"], [("pkg.ops.inner", "called", "pkg.main.g\ncalls=1")])
+    assert s.edges["local"] == ([], [("pkg.util.helper", "called", "pkg.main.local\ncalls=1")])
     # Host callbacks do not trace what they are given.
     assert not any(r[0] == "pkg.ops.host" for r in s.base)
     assert "callback_user" not in s.edges or not any(r[0] == "pkg.ops.host" for r in s.edges["callback_user"][1])
@@ -202,7 +204,7 @@ def test_fixpoint_follows_reexports_and_chains():
     assert index.external(0) == {}
     # jit compiles the route: every function along it carries the compiled marker.
     assert index.external(1) == {"entry": "passed to `jax.jit` in `main`\nparams-traced compiled"}
-    assert index.external(2) == {"step": "called from traced `app.core.entry`\ncompiled"}
+    assert index.external(2) == {"step": "called from traced `app.core.entry`\ncalls=1 compiled"}
     assert index.external(3) == {}
 
 
@@ -215,7 +217,7 @@ def test_fixpoint_does_not_depend_on_arrival_order(order):
     assert changed == {1, 2}
     assert [index.external(i) for i in range(4)] == [
         {}, {"entry": "passed to `jax.jit` in `main`\nparams-traced compiled"},
-        {"step": "called from traced `app.core.entry`\ncompiled"}, {}]
+        {"step": "called from traced `app.core.entry`\ncalls=1 compiled"}, {}]
 
 
 EAGER = {
@@ -231,14 +233,37 @@ def test_fixpoint_tells_compiled_routes_from_eager_ones(order):
     """`jax.jacrev`/`jax.grad` trace eagerly; a function they reach is compiled only if some
     route jits it, even when that route is found after the eager one."""
     index, sums = _index(EAGER)
-    assert ("ops.late", "called", "train.loss2") in sums[1].base
-    assert ("ops.late", "called", "train.loss2") not in sums[1].compiled  # eager in train.py alone
+    assert ("ops.late", "called", "train.loss2\ncalls=1") in sums[1].base
+    assert ("ops.late", "called", "train.loss2\ncalls=1") not in sums[1].compiled  # eager in train.py alone
     assert "loss2" in sums[1].edges  # ... so its route is kept for a module that jits it
     for i in order:
         index.add_summary(i, sums[i])
-    assert index.external(0) == {"scaled": "called from traced `train.loss`",
-                                 "late": "called from traced `train.loss2`\ncompiled"}
+    assert index.external(0) == {"scaled": "called from traced `train.loss`\ncalls=1",
+                                 "late": "called from traced `train.loss2`\ncalls=1 compiled"}
     assert index.external(1) == {"loss2": "passed to `jax.jit` in `step`\nparams-traced compiled"}
+
+
+def test_routes_carry_their_calls_and_a_route_with_unknown_calls_drops_them():
+    """Every route's calls are checked against the signature: the phrase carries all of them, or
+    none when one route's calls are not known (an escaping jitted name may be called anyhow)."""
+    sources = {
+        "ops": "def kernel(a, b, c):\n    return a\n",
+        "old": "import jax\nimport ops\nfast = jax.jit(ops.kernel)\nfast(1.0)\nfast(1.0, b=2)\n",
+        "new": "import jax\nimport ops\njax.jit(ops.kernel)(1.0, 2.0, 3.0)\n",
+        "lib": "import jax\nimport ops\ndef make():\n    return jax.jit(ops.kernel)\n",
+    }
+    index, sums = _index({k: sources[k] for k in ("ops", "old")})
+    for i, s in enumerate(sums):
+        index.add_summary(i, s)
+    assert index.external(0)["kernel"].endswith("calls=1|1+b compiled")
+    index, sums = _index({k: sources[k] for k in ("ops", "old", "new")})
+    for i, s in enumerate(sums):
+        index.add_summary(i, s)
+    assert "calls=1|1+b|3" in index.external(0)["kernel"]
+    index, sums = _index(sources)
+    for i, s in enumerate(sums):
+        index.add_summary(i, s)
+    assert "calls=" not in index.external(0)["kernel"]
 
 
 def test_external_reason_reads_the_compiled_marker():

@@ -57,6 +57,18 @@ def is_inside(model: "SemanticModel", node: cst.CSTNode, container: cst.CSTNode)
     return node is container or any(a is container for a in model.ancestors(node))
 
 
+class _OpaqueName(cst.Name):
+    """A marker among the names an expression reads (`value == "<scope>"`): libcst refuses to
+    build a `Name` that is not an identifier, and the marker is never written into code."""
+
+    def _validate(self) -> None:
+        pass
+
+
+# What `free_name_nodes` lists for a lambda or a comprehension: callers treat it as opaque.
+_NESTED_SCOPE = _OpaqueName("<scope>")
+
+
 def free_name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
     """Name nodes read in `expr` (attribute names, keywords and lambda-internal names excluded)."""
     out: list[cst.Name] = []
@@ -73,7 +85,7 @@ def free_name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
             out.append(node)
             continue
         if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            out.append(cst.Name("<scope>"))  # a nested scope: callers treat it as opaque
+            out.append(_NESTED_SCOPE)  # a nested scope: callers treat it as opaque
             continue
         for f in _fields(node):
             v = getattr(node, f)

@@ -130,14 +130,18 @@ def non_overlapping(plans: list[FixPlan], parents: dict[cst.CSTNode, cst.CSTNode
     return chosen
 
 
-def is_valid_python(code: str, filename: str = "<fixed>", *, with_libcst: bool = True) -> str | None:
-    """None when the code parses (libcst, unless not `with_libcst`) and compiles (CPython);
-    else the error, on one line."""
-    if with_libcst:
+def is_valid_python(code: str, filename: str = "<fixed>", *, with_libcst: bool = True,
+                    with_cpython: bool = True) -> str | None:
+    """None when the code parses (libcst, unless not `with_libcst`) and compiles (CPython, unless
+    not `with_cpython`: the running Python does not read the project's grammar, parse/grammar.py;
+    then libcst decides); else the error, on one line."""
+    if with_libcst or not with_cpython:
         try:
             cst.parse_module(code)
         except cst.ParserSyntaxError as exc:
             return " ".join(str(exc).split())
+    if not with_cpython:
+        return None
     try:
         compile(code, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -237,7 +241,7 @@ def _layout(module: cst.Module) -> _Layout:
     return layout
 
 
-def _local_fix(module: cst.Module, plan: FixPlan, parent) -> Fix | None | bool:
+def _local_fix(module: cst.Module, plan: FixPlan, parent, with_cpython: bool = True) -> Fix | None | bool:
     """plan_to_fix from the top-level statements the plan changes: each is rewritten and
     diffed alone (a whole-file diff per fix made fixes quadratic in the file's size). False
     when this cannot tell (the caller then takes the whole-file way)."""
@@ -267,7 +271,7 @@ def _local_fix(module: cst.Module, plan: FixPlan, parent) -> Fix | None | bool:
                 code = module.code_for_node(new)
         except Exception:  # a codemod bug must not take the report down
             return None
-        if code and is_valid_python(code, with_libcst=False) is not None:
+        if code and is_valid_python(code, with_libcst=False, with_cpython=with_cpython) is not None:
             return None
         offset = layout.rows[i] - 1
         for e in edits_between(layout.codes[i], code):
@@ -290,11 +294,12 @@ def _local_fix(module: cst.Module, plan: FixPlan, parent) -> Fix | None | bool:
 
 
 def plan_to_fix(module: cst.Module, plan: FixPlan, source: str | None = None,
-                parent: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None) -> Fix | None:
+                parent: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None, *,
+                with_cpython: bool = True) -> Fix | None:
     """The edits of one fix. `source`: the module's code, when the caller has it; `parent`:
-    see apply_plans."""
+    see apply_plans; `with_cpython`: see is_valid_python."""
     if parent is not None and (source is None or source is _layout(module).code or source == _layout(module).code):
-        local = _local_fix(module, plan, parent)
+        local = _local_fix(module, plan, parent, with_cpython)
         if local is not False:
             return local
     try:
@@ -305,7 +310,7 @@ def plan_to_fix(module: cst.Module, plan: FixPlan, source: str | None = None,
     # A fix offered with a diagnostic is checked by CPython's compiler alone: parsing the whole
     # result with libcst as well cost ~0.25 s per fix in a 1,500-line file, on every edit in an
     # editor. `--fix` checks what it writes with both (engine.fix_source).
-    if after == before or is_valid_python(after, with_libcst=False) is not None:
+    if after == before or is_valid_python(after, with_libcst=False, with_cpython=with_cpython) is not None:
         return None
     title, detail = split_fix_message(plan.message)
     return Fix(plan.applicability, title, edits_between(before, after), detail)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -97,6 +98,10 @@ class Settings:
     # The preview tier (ruff's meaning): rules and findings whose evidence is not yet good enough for
     # the default output are reported only when this is on (`preview = true`, `--preview`).
     preview: bool = False
+    # The Python the project's code is written for (ruff's spelling, "py312"): its grammar decides what
+    # is a syntax error (parse/grammar.py). None: `requires-python` of the project's pyproject.toml
+    # gave none either; the running Python's grammar.
+    target_version: str | None = None
     # Internal-only switches that change analysis results (part of the cache key).
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -106,7 +111,7 @@ class Settings:
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max, self.assume_traced,
-            self.max_file_size, self.preview,
+            self.max_file_size, self.preview, self.target_version,
         )
         if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
             fields += (self.fixable, self.unfixable)
@@ -168,7 +173,7 @@ _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
     "cache-dir", "target", "gpu", "max-compilations", "constant-bytes-max", "temporary-bytes-max", "assume-traced",
-    "max-file-size", "preview",
+    "max-file-size", "preview", "target-version",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
 _NOT_KEYS = {"config_path", "project_root", "cache_dir_root", "extra"}
@@ -218,6 +223,67 @@ def validate_target(value: Any, where: str) -> str:
     return text
 
 
+# ruff's spelling of a Python version: "py37" ... "py314".
+_TARGET_VERSION = re.compile(r"py3(\d{1,2})")
+OLDEST_TARGET_VERSION = 7
+
+
+def validate_target_version(value: Any, where: str) -> str:
+    """ruff's `target-version` spelling, `py3N` (N >= 7), case-insensitive."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    m = _TARGET_VERSION.fullmatch(text)
+    if m is None or int(m.group(1)) < OLDEST_TARGET_VERSION:
+        raise ConfigError(f'{where} must be a Python version like "py312" (py37 or later), got {value!r}')
+    return text
+
+
+_SPECIFIER = re.compile(r"\s*(~=|===|==|>=|>|!=|<=|<)\s*(\d+)(?:\.(\d+|\*))?(?:\.(?:\d+|\*))*\s*")
+
+
+def target_from_requires_python(spec: Any) -> str | None:
+    """The oldest Python 3 a `requires-python` specifier admits, as a target version
+    (">=3.12" -> "py312", "~=3.10" and ">=3.10,<3.14" -> "py310", "==3.11.*" -> "py311",
+    ">3.9" -> "py39", as ruff reads it); None when it names no lower bound."""
+    if not isinstance(spec, str):
+        return None
+    lows = []
+    for clause in spec.split(","):
+        m = _SPECIFIER.fullmatch(clause.strip())
+        if m is None:
+            if clause.strip():
+                return None
+            continue
+        op, major, minor = m.group(1), int(m.group(2)), m.group(3)
+        if op in (">=", "~=", "==", "===", ">") and major == 3 and minor not in (None, "*"):
+            lows.append(max(int(minor), OLDEST_TARGET_VERSION))
+        elif op in (">=", "~=", "==", "===", ">") and major > 3:
+            return None
+    return f"py3{max(lows)}" if lows else None
+
+
+def requires_python_near(start: str | os.PathLike) -> str | None:
+    """`target-version` from the nearest pyproject.toml's `[project] requires-python`, looking
+    upward from `start` (the first pyproject.toml found decides, as in ruff)."""
+    p = Path(start).resolve()
+    if p.is_file():
+        p = p.parent
+    for d in (p, *p.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return _requires_python_of(candidate)
+    return None
+
+
+def _requires_python_of(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    project = data.get("project")
+    return target_from_requires_python(project.get("requires-python")) if isinstance(project, dict) else None
+
+
 def check_globs(patterns: tuple[str, ...], where: str) -> tuple[str, ...]:
     """The patterns, or a ConfigError for one that is not a glob (an unclosed `[`: git's
     matching makes it match nothing, silently; ruff's globset rejects it)."""
@@ -263,9 +329,16 @@ def load_settings(config_path: str | os.PathLike | None = None, start: str | os.
     if config_path is None:
         found = find_pyproject(start)
         if found is None:
-            return Settings(project_root=str(Path(start).resolve() if Path(start).is_dir() else Path(start).resolve().parent))
+            return Settings(project_root=str(Path(start).resolve() if Path(start).is_dir() else Path(start).resolve().parent),
+                            target_version=requires_python_near(start))
         config_path = found
-    return _load_file(Path(config_path), root=None, chain=())
+    settings = _load_file(Path(config_path), root=None, chain=())
+    if settings.target_version is None:
+        # ruff's default: the `requires-python` of the pyproject.toml that configures it, else the nearest one.
+        path = Path(config_path)
+        version = _requires_python_of(path) if path.name == "pyproject.toml" else None
+        settings = replace(settings, target_version=version or requires_python_near(path.resolve().parent))
+    return settings
 
 
 def _toml_error(exc: Exception, path: Path) -> str:
@@ -394,6 +467,8 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
         kw["target"] = validate_target(table["target"], f"{where}: `target`")
     if "gpu" in table:
         kw["gpu"] = validate_gpu(table["gpu"], f"{where}: `gpu`", os.path.dirname(os.path.abspath(where)))
+    if "target-version" in table:
+        kw["target_version"] = validate_target_version(table["target-version"], f"{where}: `target-version`")
     if "preview" in table:
         if not isinstance(table["preview"], bool):
             raise ConfigError(f"{where}: `preview` must be true or false")

@@ -28,3 +28,30 @@ COMPILED_MARKER = "compiled"
 # top-level functions (or `Class.method`s), "<many|once|unknown>\n<phrase>" (model/call_frequency.py
 # reads them; JF302's evidence).
 CALLS_PREFIX = "calls:"
+
+# A word of the marker line, `calls=2|1+cutoff|*`: the argument patterns (positional count, then
+# `+keyword` for each keyword; `*` where a call unpacks `*args`/`**kwargs`) of the calls through
+# which the module the reason comes from runs the function (a jitted name's calls, the call from
+# its traced code). The traced module checks them against the function's signature: where none
+# matches (a stale script calling it with the wrong number of arguments), the route is assumed,
+# not shown (model/evidence.py). No such word: the calls are not known (an entry point).
+CALL_PATTERNS_PREFIX = "calls="
+
+
+def call_pattern(positional: int, keywords: list[str], unpacks: bool) -> str:
+    """One call's pattern for a `calls=` word."""
+    return "*" if unpacks else "+".join([str(positional), *keywords])
+
+
+def merge_calls(markers: list[str]) -> str | None:
+    """The `calls=` word for several reasons' marker lines: their patterns together when every one
+    has some, else None (one route whose calls are not known may be any call)."""
+    patterns: list[str] = []
+    for marker in markers:
+        words = [w for w in marker.split() if w.startswith(CALL_PATTERNS_PREFIX)]
+        if not words:
+            return None
+        for p in words[0][len(CALL_PATTERNS_PREFIX):].split("|"):
+            if p and p not in patterns:
+                patterns.append(p)
+    return CALL_PATTERNS_PREFIX + "|".join(sorted(patterns)) if patterns else None

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
 from jaxfuse_lint.parse import continuations
+from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
-from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, parse_check, syntax_error_diagnostic
+from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, syntax_error_diagnostic
 
 # libcst, the model, the rules and the codemods are imported by the functions that parse:
 # a run whose files all come from the cache (run/runner.py) never pays for them.
@@ -146,8 +147,19 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
     try:
         return build(v, model, settings)
     except Exception as exc:
-        errors.append(f"{filename}: internal error in the {rule.code} codemod: {type(exc).__name__}: {exc}")
+        _fix_error(errors, filename, rule.code, exc)
         return None
+
+
+def _fix_error(errors: list[str], filename: str, code: str, exc: Exception) -> None:
+    """A fix that could not be built (a codemod bug): the finding is reported without it, and the
+    error is kept for the run's diagnostics (once per file and message)."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" [{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}]" if tb else ""
+    text = f"{filename}: internal error in the {code} codemod (fix dropped, finding kept): " \
+           f"{type(exc).__name__}: {' '.join(str(exc).split())}{where}"
+    if text not in errors:
+        errors.append(text)
 
 
 def module_name_of(filename: str) -> str:
@@ -262,7 +274,12 @@ class Analysis:
         if with_fix:
             plan = self.plan(rule, v)
             if plan is not None:
-                fix = plan_to_fix(self.module, plan, self.source, self.model.parent)
+                try:
+                    fix = plan_to_fix(self.module, plan, self.source, self.model.parent,
+                                      with_cpython=cpython_reads(self.settings))
+                except Exception as exc:  # a fix that cannot be built is dropped; the finding stays
+                    self._plans[id(v)] = None
+                    _fix_error(self.errors, self.filename, rule.code, exc)
         text = v.render(self.locator.line)
         if v.preview is not None:
             text += f" (preview: {v.preview})"
@@ -281,6 +298,30 @@ class Analysis:
             out += self.noqa_diagnostics
             out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
         return out
+
+
+def parse_verdict(text: str, filename: str, settings: Settings,
+                  parse: Callable[[str], cst.Module] | None = None,
+                  code: str | None = None) -> tuple[cst.Module | None, Diagnostic | str | None]:
+    """libcst's parse of the text in the project's grammar (parse/grammar.py): (the module, None),
+    or (None, JF000), or (None, the notice that says the file was not checked: no parser here
+    reads `target-version`'s grammar, or the text is too deep for libcst and the running Python
+    cannot judge it)."""
+    import libcst as cst
+
+    guard = parse_guard_text(text, filename)
+    if guard is not None:
+        if not cpython_reads(settings):
+            return None, not_checked(filename, settings, "it is nested too deeply or too long to parse safely")
+        return None, guard
+    try:
+        # `code`: the text as libcst is given it (lone backslash lines masked: parse/continuations.py;
+        # same rows and columns), where it differs.
+        return (parse or cst.parse_module)(text if code is None else code), None
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
+        if not readable(settings):
+            return None, not_checked(filename, settings)
+        return None, syntax_error_diagnostic(filename, exc, text, cpython=cpython_reads(settings))
 
 
 def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None:
@@ -328,23 +369,21 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
     if not external_traced and runtime is None and not mentions_jax(text, settings):
         # No rule has anything to say about it; its syntax is still checked.
         result.skipped = True
-        broken = parse_check(text, filename)
-        if broken is not None:
-            result.diagnostics.append(broken)
-        return result
-    guard = parse_guard_text(text, filename)
-    if guard is not None:
-        result.diagnostics.append(guard)
+        broken, notice = check_text(text, filename, settings)
+        result.diagnostics.extend([broken] if broken is not None else [])
+        result.errors.extend([notice] if notice is not None else [])
         return result
     masked, unsupported = continuations.mask(text)  # lone backslash lines: libcst misreads them
     if unsupported is not None:
         result.diagnostics.append(continuation_diagnostic(filename, text, unsupported))
         return result
     _checkpoint(should_stop)
-    try:
-        module = (parse or cst.parse_module)(masked)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
-        result.diagnostics.append(syntax_error_diagnostic(filename, exc, text))
+    module, unparsed = parse_verdict(text, filename, settings, parse, code=masked)
+    if module is None:
+        if isinstance(unparsed, str):
+            result.errors.append(unparsed)
+        elif unparsed is not None:
+            result.diagnostics.append(unparsed)
         return result
     _checkpoint(should_stop)
     try:
@@ -395,26 +434,26 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     outcome = FixOutcome(filename, text, text, encoding=encoding)
     runtime = runtime_facts_for(text, settings)
     if not external_traced and runtime is None and not mentions_jax(text, settings):
-        broken = parse_check(text, filename)
+        broken, notice = check_text(text, filename, settings)
         outcome.remaining = [broken] if broken is not None else []
+        outcome.errors.extend([notice] if notice is not None else [])
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     code = text
     rejected: set[tuple[str, int, int, str]] = set()
     first_analysis: Analysis | None = None
-    guard = parse_guard_text(text, filename)
-    if guard is not None:
-        outcome.remaining = [guard]  # left alone
-        return outcome
     code, unsupported = continuations.mask(text)  # restored in what is written (`_fixed_text`)
     if unsupported is not None:
         outcome.remaining = [continuation_diagnostic(filename, text, unsupported)]  # left alone
         return outcome
-    try:
-        cst.parse_module(code)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
-        outcome.remaining = [syntax_error_diagnostic(filename, exc, text)]  # left alone
+    parsed, unparsed = parse_verdict(text, filename, settings, code=code)
+    if parsed is None:  # left alone
+        if isinstance(unparsed, str):
+            outcome.errors.append(unparsed)
+        else:
+            outcome.remaining = [unparsed]
         return outcome
+    cpython = cpython_reads(settings)
     for _ in range(MAX_FIX_PASSES):
         module = cst.parse_module(code)
         # The recorded facts are about the original text; later passes match them by name.
@@ -439,7 +478,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         chosen = non_overlapping([p for _, _, p in candidates], analysis.model.index.parents)
         chosen_ids = {id(p) for p in chosen}
         batch = [(r, v, p) for r, v, p in candidates if id(p) in chosen_ids]
-        new_code, applied = _apply_valid(module, batch, filename, outcome, rejected, code, analysis)
+        new_code, applied = _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython)
         if not applied or new_code == code:
             break
         for r, v, _ in applied:
@@ -458,7 +497,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         from jaxfuse_lint.core.edits import apply_edits
 
         new_code = apply_edits(code, [e for d in noqa_fixes for e in d.fix.edits])
-        if is_valid_python(new_code, filename) is None:
+        if is_valid_python(new_code, filename, with_cpython=cpython) is None:
             outcome.fixed.extend(noqa_fixes)
             code = outcome.source = new_code
             final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
@@ -506,19 +545,22 @@ def continuation_diagnostic(filename: str, text: str, row: int) -> Diagnostic:
                                              "(Python takes the backslash line's indentation; not supported)")
 
 
-def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
+def _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython: bool = True):
     """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
     from jaxfuse_lint.codemods.plan import apply_plans
     from jaxfuse_lint.codemods.plan import is_valid_python
 
-    new_code = apply_plans(module, [p for _, _, p in batch]).code
-    if is_valid_python(new_code, filename) is None:
-        return new_code, batch
+    try:
+        new_code = apply_plans(module, [p for _, _, p in batch]).code
+        if is_valid_python(new_code, filename, with_cpython=cpython) is None:
+            return new_code, batch
+    except Exception:  # one plan that cannot be applied: found and dropped one by one below
+        pass
     good = []
     for r, v, p in batch:
         try:
             single = apply_plans(module, [p]).code
-            problem = is_valid_python(single, filename)
+            problem = is_valid_python(single, filename, with_cpython=cpython)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is None:
@@ -531,8 +573,11 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis):
             )
     if not good:
         return code, []
-    new_code = apply_plans(module, [p for _, _, p in good]).code
-    if is_valid_python(new_code, filename) is not None:
+    try:
+        new_code = apply_plans(module, [p for _, _, p in good]).code
+    except Exception:
+        return code, []
+    if is_valid_python(new_code, filename, with_cpython=cpython) is not None:
         return code, []
     return new_code, good
 
@@ -565,10 +610,37 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
         result.skipped = True
         return result
     inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
-    result.diagnostics = [nb.to_cells(d) for d in inner.diagnostics]
+    cells: list[Diagnostic] = []
+    if _unparsed(inner.diagnostics, inner.errors):
+        # IPython compiles cell by cell: a cell that does not parse is reported and left out alone.
+        said = nb.isolate_unparsable(_cell_verdict(filename, settings, inner.skipped))
+        if said:
+            cells = [d for d in said if not isinstance(d, str)]
+            inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
+            inner.errors[:0] = [d for d in said if isinstance(d, str)]
+    result.diagnostics = cells + [nb.to_cells(d) for d in inner.diagnostics]
+    result.diagnostics.sort(key=lambda d: (d.cell or 0, d.location.row, d.location.column, d.code))
     result.errors = inner.errors
     result.skipped = inner.skipped
     return result
+
+
+def _unparsed(diagnostics: list[Diagnostic], errors: list[str]) -> bool:
+    """Whether the engine gave up on a text because it does not parse (JF000, or the notice)."""
+    return any(d.code == SYNTAX_ERROR and d.message.startswith("Could not parse") for d in diagnostics) or any(
+        ": not checked:" in e for e in errors)
+
+
+def _cell_verdict(filename: str, settings: Settings, syntax_only: bool) -> Callable[[str], Diagnostic | str | None]:
+    """How one cell's text is judged: as the engine judged the whole (CPython's parser for a
+    notebook without JAX, libcst's for one the rules analyse), in the project's grammar."""
+    def verdict(text: str) -> Diagnostic | str | None:
+        if syntax_only:
+            broken, notice = check_text(text, filename, settings)
+            return broken or notice
+        return parse_verdict(text, filename, settings)[1]
+
+    return verdict
 
 
 def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
@@ -593,6 +665,13 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     if not nb.python or not nb.module:
         return outcome
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
+    cells: list[Diagnostic] = []
+    if inner.source == nb.module and _unparsed(inner.remaining, inner.errors):
+        said = nb.isolate_unparsable(_cell_verdict(filename, settings, not mentions_jax(nb.module, settings)))
+        if said:
+            cells = [d for d in said if not isinstance(d, str)]
+            inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
+            inner.errors[:0] = [d for d in said if isinstance(d, str)]
     outcome.errors = inner.errors
     outcome.dropped = inner.dropped
     if inner.source != nb.module:
@@ -608,9 +687,9 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
         changed = {n: s for n, s in sources.items() if s != nb.cell_source(n)}
         outcome.source = nb.with_sources(changed) if changed else raw
         fixed_nb = read(outcome.source)
-        outcome.remaining = [fixed_nb.to_cells(d) for d in inner.remaining]
+        outcome.remaining = cells + [fixed_nb.to_cells(d) for d in inner.remaining]
     else:
-        outcome.remaining = [nb.to_cells(d) for d in inner.remaining]
+        outcome.remaining = cells + [nb.to_cells(d) for d in inner.remaining]
     return outcome
 
 

@@ -554,10 +554,26 @@ class Flow:
             return self.of(scope).exit_bindings(name)
         if scope is not self.model.index.scope:
             return None
+        return self._module().exit_bindings(name)
+
+    def reaching_in(self, name: cst.Name, scope) -> tuple["Binding", ...] | None:
+        """The bindings that may reach this read of `name` in `scope`'s own statements (a
+        function, or the module: a notebook's cells run in order, so a call in one cell reaches
+        the def the cells before it left, not a later redefinition); None: unknown."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if isinstance(scope, Function):
+            return self.reaching(name, scope)
+        if scope is not self.model.index.scope:
+            return None
+        return self._module().reaching.get(name)
+
+    def _module(self) -> "FunctionFlow":
+        scope = self.model.index.scope
         ff = self._functions.get(id(scope))
         if ff is None:
             ff = self._functions[id(scope)] = FunctionFlow(self.model, _ModuleBody(self.model))
-        return ff.exit_bindings(name)
+        return ff
 
 
 class _ModuleBody:
@@ -566,6 +582,7 @@ class _ModuleBody:
     def __init__(self, model: "ModelView") -> None:
         scope = model.index.scope
         self.node = model.index.module
+        self.parent = None  # names in its tests resolve as in the module scope (no enclosing scope)
         self.bindings = scope.bindings
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()

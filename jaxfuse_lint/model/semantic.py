@@ -177,6 +177,95 @@ class SemanticModel:
             return fns[-1]
         return None
 
+    def functions_at(self, name: cst.Name, scope: Scope) -> list[Function] | None:
+        """The defs (or lambdas assigned to a name) this read of `name` may run, flow-sensitively:
+        in a function's own body and at module level only the bindings that reach the read (the
+        first of two nested `def step` for a `jax.jit(step)` between them; the def a notebook's
+        earlier cell left, not a later cell's redefinition), through `f = jax.jit(f)`; read from a
+        nested function, what the enclosing scope leaves once it has run. [] when a binding that
+        is not a function may reach it; None when the flow is unknown (see `function_named`)."""
+        found = self.resolver.lookup(name.value, scope)
+        if found is None:
+            return None
+        owner, bindings = found
+        if len(bindings) == 1:
+            return None
+        if owner is scope:
+            reaching = self.flow.reaching_in(name, owner)
+        elif owner is self.index.scope:
+            reaching = self._module_bindings_when_run(name.value, scope)
+        elif isinstance(owner, Function):
+            reaching = self.flow.exit_bindings(name.value, owner)
+        else:
+            return None
+        if not reaching:
+            return None
+        out: list[Function] = []
+        for b in reaching:
+            if b.function is not None:
+                if b.function not in out:
+                    out.append(b.function)
+                continue
+            inner = self._rewrapped_read(b, owner)
+            if inner is None:
+                return []
+            fns = self.functions_at(inner, owner) if inner is not name else None
+            if fns is None:
+                fn = self.function_named(name.value, owner)
+                fns = [fn] if fn is not None else []
+            out.extend(f for f in fns if f not in out)
+        return out
+
+    def _module_bindings_when_run(self, name: str, scope: Scope) -> tuple[Binding, ...] | None:
+        """The module-level bindings of `name` a function (defined in `scope`) reads when it runs:
+        where its module-level function is used only by the module's own statements (a notebook's
+        cells: `g(1.0)` in cell 3 runs before cell 4 redefines `f`), the binding each use follows;
+        else what the module leaves once it has run."""
+        module = self.index.scope
+        top: Scope | None = scope
+        while top is not None and top.parent is not module:
+            top = top.parent
+        at_end = self.flow.exit_bindings(name, module)
+        if not isinstance(top, Function) or top.is_lambda:
+            return at_end
+        order = {id(stmt): i for i, stmt in enumerate(self.index.module.body)}
+        uses = [r for r in self.index.reads if r.name.value == top.name]
+        if not uses or any(r.scope is not module for r in uses):
+            return at_end  # called from functions too (or never here): when, is not known
+        bindings = self.index.scope.bindings.get(name, [])
+        placed = [(self._top_statement(b.node, order), b) for b in bindings]
+        if any(i is None for i, _ in placed):
+            return at_end
+        out: list[Binding] = []
+        for use in uses:
+            at = self._top_statement(use.name, order)
+            before = [(i, b) for i, b in placed if at is not None and i < at]
+            if not before:
+                continue
+            last = max(i for i, _ in before)
+            out.extend(b for i, b in before if i == last and b not in out)
+        return tuple(out) or at_end
+
+    def _top_statement(self, node: cst.CSTNode, order: dict[int, int]) -> int | None:
+        """The position of the module's top-level statement that holds node."""
+        n: cst.CSTNode | None = node
+        while n is not None and id(n) not in order:
+            n = self.index.parents.get(n)
+        return order.get(id(n)) if n is not None else None
+
+    def _rewrapped_read(self, b: Binding, owner: Scope) -> cst.Name | None:
+        """The read of the name itself inside `f = jax.jit(f)`-style rebinding (None: not one)."""
+        if not self.rewraps(b, owner):
+            return None
+        value: cst.BaseExpression | None = b.value
+        for _ in range(6):
+            if isinstance(value, cst.Name):
+                return value
+            if not isinstance(value, cst.Call):
+                return None
+            value = positional(value, 0) or keyword(value, "fun") or keyword(value, "f")
+        return None
+
     def rewraps(self, b: Binding, owner: Scope) -> bool:
         """Whether binding `b` rebinds its name to a transform of itself: `f = jax.jit(f)`,
         `f = jit(f, static_argnums=1)`, `f = jax.jit(jax.vmap(f))`, `f = partial(jax.jit,

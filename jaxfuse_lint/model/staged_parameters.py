@@ -89,9 +89,9 @@ class StagedParameters(ValueAnalysis):
             shift = self._partial_positionals(fn, r)
             if shift is None:
                 return UNKNOWN
-            params = params[shift:]
             if fn.cls is not None and params and params[0] in ("self", "cls"):
                 params = params[1:]
+            params = params[shift:]
             if rt is None or not rt.traced_params or name not in params or name in fn.params_with_default \
                     or self._keyword_only(fn, name):
                 return UNKNOWN
@@ -221,7 +221,7 @@ class StagedParameters(ValueAnalysis):
         for a in (*call.args, *p.args):
             if a.keyword is not None and a.keyword.value == name:
                 return self.kind(a.value, r.caller if a in call.args else self.model.scope_of(p))
-        params = [q for q in fn.params if q not in fn.star_params]
+        params = self._partial_target_params(fn, p, self.model.scope_of(p))
         if name not in params:
             return UNKNOWN
         i = params.index(name)
@@ -391,10 +391,20 @@ class StagedParameters(ValueAnalysis):
             if a.keyword is not None and a.keyword.value == name:
                 return self.kind(a.value, scope)
         bound = [a.value for a in p.args[1:] if a.keyword is None]
-        params = [q for q in fn.params if q not in fn.star_params]
+        params = self._partial_target_params(fn, p, scope)
         if name in params and params.index(name) < len(bound):
             return self.kind(bound[params.index(name)], scope)
         return None
+
+    def _partial_target_params(self, fn: "Function", p: cst.Call, scope: "Scope") -> list[str]:
+        """fn's positional parameters as `partial(target, ...)` fills them: without `self` when the
+        target is a bound method (`partial(self.drop, 0.5)` binds the parameter after `self`)."""
+        params = [q for q in fn.params if q not in fn.star_params]
+        inner = positional(p, 0)
+        if inner is not None and params and params[0] in ("self", "cls") and any(
+                f is fn and bound for f, bound in self.model.traced_analysis().callables(inner, scope)):
+            params = params[1:]
+        return params
 
     def _partial_positionals(self, fn: "Function", r) -> int | None:
         """How many leading positional parameters a partial binds (0 without one; None: `*args`)."""

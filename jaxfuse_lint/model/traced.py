@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol
 
 import libcst as cst
 
-from jaxfuse_lint.core.external_map import COMPILED_MARKER
+from jaxfuse_lint.core.external_map import CALL_PATTERNS_PREFIX, COMPILED_MARKER
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
@@ -23,6 +23,7 @@ from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, RO
 from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.flow import Flow
     from jaxfuse_lint.model.scopes import CallSite, Function, Scope
 
 
@@ -31,6 +32,10 @@ class TracingView(ModelView, Protocol):
 
     # Library mode: (module name, `assume-traced` patterns), set by the engine (model/assumed.py).
     assume_traced: tuple[str, tuple[str, ...]] | None
+
+    @property
+    def flow(self) -> "Flow":
+        """Flow-sensitive facts (model/flow.py): which def a module-level name holds at the end."""
 
 
 @dataclass(eq=False)
@@ -63,6 +68,9 @@ class TraceReason:
     # transform: the function's own name is rebound to the transform (`f = jax.jit(f)`): the
     # name and the assigned expression as written; framework: ("", the wrapper as written)
     rebound: tuple[str, str] | None = None
+    # external: the calls another module runs it through, as argument patterns ("2", "1+cutoff",
+    # "*" for unknown; core/external_map.py), judged against the signature (model/evidence.py)
+    calls: tuple[str, ...] = ()
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
@@ -203,6 +211,9 @@ def external_reason(fn: "Function", why: str) -> TraceReason:
     if COMPILED_MARKER in words:
         reason.compiled = True
         words.remove(COMPILED_MARKER)
+    for w in [w for w in words if w.startswith(CALL_PATTERNS_PREFIX)]:
+        reason.calls = tuple(p for p in w[len(CALL_PATTERNS_PREFIX):].split("|") if p)
+        words.remove(w)
     if words and words[0] == "params-traced":
         reason.params_traced = True
         for w in words[1:]:
@@ -276,7 +287,7 @@ class TracedAnalysis:
             for fn in m.index.functions:
                 top_level = fn.parent is m.index.scope or (fn.cls is not None and fn.cls.parent is m.index.scope)
                 why = external.get(fn.display_name)
-                if why and top_level:
+                if why and top_level and self._left_by_module(fn):
                     seed(fn, external_reason(fn, why))
 
         # Library mode: functions the configuration says users trace.
@@ -381,6 +392,17 @@ class TracedAnalysis:
                     seed(nested, TraceReason("passed", fn.display_name, nested.node, caller=fn))
         self._mark_kernels()
         return self.regions
+
+    def _left_by_module(self, fn: "Function") -> bool:
+        """Whether fn is what its name holds once the module has run (what another module imports):
+        of two top-level defs of one name (a notebook cell redefining a function), the last."""
+        m = self.model
+        if fn.parent is not m.index.scope:
+            return True
+        exit_bindings = m.flow.exit_bindings(fn.name, m.index.scope)
+        if not exit_bindings:
+            return True
+        return any(b.function is fn for b in exit_bindings) or not any(b.function is not None for b in exit_bindings)
 
     def _is_partial(self, expr: cst.BaseExpression | None, scope: "Scope") -> bool:
         return isinstance(expr, cst.Call) and self.model.qn(expr.func, scope) in _PARTIALS
@@ -536,9 +558,15 @@ class TracedAnalysis:
                 yield fn, False
             return
         if isinstance(expr, cst.Name):
-            fn = m.function_named(expr.value, scope)
-            if fn is not None:
-                yield fn, False
+            # The def(s) this read reaches (a notebook's later cell or a second nested def of the
+            # same name does not take over an earlier `jax.jit(f)`); else the name's unique def.
+            fns = m.functions_at(expr, scope)
+            if fns is None:
+                fn = m.function_named(expr.value, scope)
+                fns = [fn] if fn is not None else []
+            if fns:
+                for fn in fns:
+                    yield fn, False
                 return
             # `kernel = functools.partial(body, ...)` or `kernel = body_a if c else body_b` (in
             # branches), then `pallas_call(kernel)` / `jax.jit(kernel)`: any of them may be traced.

@@ -51,6 +51,9 @@ class ModelView(Protocol):
     def function_named(self, name: str, scope: Scope) -> Function | None:
         """The def (or lambda assigned to a name) that `name` refers to from `scope`, if unique."""
 
+    def functions_at(self, name: cst.Name, scope: Scope) -> list[Function] | None:
+        """The defs this read of `name` may run, flow-sensitively (None: the flow is unknown)."""
+
     def rewraps(self, b: Binding, owner: Scope) -> bool:
         """Whether binding `b` rebinds its name to a transform of itself: `f = jax.jit(f)`."""
 

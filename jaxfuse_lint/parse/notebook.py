@@ -82,6 +82,8 @@ class Notebook:
     module: str  # the joined, masked Python source
     magics: list[list[str]] = field(default_factory=list)  # original lines of each masked escape
     python: bool = True  # False: a notebook in another language (nothing to check)
+    # Cells that do not parse (`isolate_unparsable`): blank in the module, never written back.
+    broken: set[int] = field(default_factory=set)
 
     # -- rows -------------------------------------------------------------------------------------
     def cell_at(self, row: int) -> tuple[Cell, int] | None:
@@ -168,6 +170,44 @@ class Notebook:
                 return start_cell, Location(e.end_location.row - cell.start_row + 1, e.end_location.column)
         return self.locate(e.end_location)
 
+    # -- cells that do not parse ----------------------------------------------------------------------
+    def isolate_unparsable(self, verdict: Callable[[str], Diagnostic | str | None]) -> list[Diagnostic | str]:
+        """IPython compiles each cell on its own, so one cell's syntax error stops only that cell.
+        `verdict` judges each cell's text (placed at its own rows of the module, so that what it
+        reports is located like any diagnostic of the module); the cells it rejects are blanked
+        in the module (same rows: everything else stays where it was) and left out of the
+        fixes written back. Returns its diagnostics, located in their cells."""
+        out: list[Diagnostic] = []
+        lines = split_lines(self.module)
+        for cell in self.cells:
+            first = cell.start_row - 1 - (1 if cell.indent else 0)  # an indented cell's `if 1:` line
+            if first < 0:
+                continue
+            text = "\n" * first + "".join(lines[first:cell.start_row - 1 + cell.n_rows])
+            found = verdict(text)
+            if found is not None:
+                self.broken.add(cell.number)
+                if isinstance(found, str):
+                    out.append(found.replace(": not checked:", f": cell {cell.number} not checked:", 1))
+                else:
+                    found.message = found.message.replace("Could not parse file:", "Could not parse this cell "
+                                                          "(the other cells are checked):", 1)
+                    out.append(self.to_cells(found))
+        if self.broken:
+            kept = []
+            for cell in self.cells:
+                body = lines[cell.start_row - 1:cell.start_row - 1 + cell.n_rows]
+                if cell.number in self.broken and body:
+                    body = [f"{cell.indent}pass\n"] + ["\n"] * (len(body) - 1)
+                kept.append((cell, body))
+            parts = []
+            for cell, body in kept:
+                parts.extend(lines[len(parts):cell.start_row - 1])  # the boundary line before it
+                parts.extend(body)
+            parts.extend(lines[len(parts):])
+            self.module = "".join(parts)
+        return out
+
     # -- writing back -----------------------------------------------------------------------------
     def cell_sources(self, fixed_module: str) -> dict[int, str]:
         """Cell number -> new source, from the fixed module; NotebookError when the fixed text
@@ -192,6 +232,10 @@ class Notebook:
         out: dict[int, str] = {}
         used: set[int] = set()
         for cell, lines in zip(self.cells, chunks):
+            if cell.number in self.broken:  # not analysed, so not fixed: its text (and magics) as they were
+                unmask_lines(split_lines(cell.joined), self.magics, used)
+                out[cell.number] = cell.source
+                continue
             if cell.indent and _dedented_by(lines) != cell.indent:
                 raise NotebookError(f"a fix changed the indentation of cell {cell.number}, which IPython dedents")
             if cell.shift:

@@ -5,6 +5,7 @@ these for every file that is not valid Python; the parser guard (parser_guard.py
 runner's crashed workers word theirs the same way."""
 from __future__ import annotations
 
+import re
 import sys
 
 from jaxfuse_lint.core.diagnostics import Diagnostic, Location
@@ -13,12 +14,15 @@ SYNTAX_ERROR = "JF000"
 
 
 def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = None,
-                            data: bytes | None = None) -> Diagnostic:
+                            data: bytes | None = None, *, cpython: bool = True) -> Diagnostic:
     """JF000 at the error. CPython's own message and position are preferred when it agrees
     the file is invalid: they are what users know, and libcst's native parser may point
     at the end of the file instead of the offending token. `data`: the file's bytes, to
-    place an undecodable byte at its line and column."""
+    place an undecodable byte at its line and column. `cpython` False: the running Python
+    does not read the project's grammar (parse/grammar.py), so its verdict is kept only where
+    it points near the line libcst's does (else it may be about newer syntax before the error)."""
     row, col, msg = 1, 1, " ".join(str(exc).split()) or type(exc).__name__
+    libcst_row = None
     if isinstance(exc, UnicodeDecodeError):
         row, col, msg = _undecodable_at(exc, data)
     elif isinstance(exc, SyntaxError) and data is not None and "can't decode" in (exc.msg or ""):
@@ -26,16 +30,60 @@ def syntax_error_diagnostic(filename: str, exc: Exception, text: str | None = No
     elif "libcst" in sys.modules and isinstance(exc, sys.modules["libcst"].ParserSyntaxError):
         # (libcst not imported: exc cannot be one of its errors)
         row, col, msg = exc.raw_line, exc.raw_column + 1, " ".join(exc.message.split())
+        m = _LIBCST_AT.search(exc.message)
+        if m is not None:  # "parser error: error at 3:2: expected ...": the token it stopped at
+            row, col = int(m.group(1)), int(m.group(2)) + 1
+            libcst_row = row
+            expected = " ".join(exc.message[m.end():].split()).lstrip(": ")
+            if len(expected) > 60:
+                expected = expected[:expected.rfind(",", 0, 60)] + ", ..."
+            msg = f"invalid syntax ({expected})" if expected else "invalid syntax"
     elif isinstance(exc, SyntaxError):
         row, col, msg = exc.lineno or 1, exc.offset or 1, exc.msg
+        if text is not None:
+            col = _column_in_line(exc, text) or col
     if text is not None:
         try:
             compile(text, filename, "exec", dont_inherit=True)
         except SyntaxError as py_exc:
-            row, col, msg = py_exc.lineno or row, py_exc.offset or col, py_exc.msg
+            if cpython or _near(py_exc, libcst_row):
+                row, msg = py_exc.lineno or row, py_exc.msg
+                col = _column_in_line(py_exc, text) or py_exc.offset or col
         except (ValueError, RecursionError, MemoryError):
             pass
     return syntax_error_at(filename, row, col, msg)
+
+
+def _near(py_exc: SyntaxError, libcst_row: int | None) -> bool:
+    """Whether CPython's error, where it does not read the project's grammar, is the one libcst
+    found: on libcst's line or just before it (libcst stops at the next token), and not about an
+    f-string (whose grammar changed in 3.12)."""
+    if (py_exc.msg or "").startswith("f-string"):
+        return False
+    return libcst_row is None or libcst_row - 3 <= (py_exc.lineno or 0) <= libcst_row
+
+
+# libcst's parser errors name the position of the token they stopped at (0-based column).
+_LIBCST_AT = re.compile(r"error at (\d+):(\d+)")
+
+
+def _column_in_line(exc: SyntaxError, text: str) -> int | None:
+    """The error's column in the line itself. CPython up to 3.11 places an error inside an
+    f-string's replacement field relative to that field's expression (`exc.text` is `(a b)`,
+    offset 2): found in the line, the column becomes the line's own (CPython 3.12's)."""
+    if not exc.lineno or not exc.offset or not exc.text:
+        return None
+    lines = text.splitlines()
+    if exc.lineno > len(lines):
+        return None
+    line = lines[exc.lineno - 1]
+    shown = exc.text.rstrip("\r\n")
+    if shown == line or not (shown.startswith("(") and shown.endswith(")")):
+        return None
+    at = line.find(shown[1:-1])
+    if at < 0:
+        return None
+    return at + exc.offset - 1
 
 
 def syntax_error_at(filename: str, row: int, col: int, reason: str) -> Diagnostic:
@@ -102,7 +150,7 @@ def parse_check(text: str, filename: str) -> Diagnostic | None:
             warnings.simplefilter("ignore")
             ast.parse(text, filename)
     except SyntaxError as exc:
-        return syntax_error_at(filename, exc.lineno or 1, exc.offset or 1, exc.msg)
+        return syntax_error_at(filename, exc.lineno or 1, _column_in_line(exc, text) or exc.offset or 1, exc.msg)
     except (ValueError, RecursionError, MemoryError) as exc:
         reason = "too deeply nested to parse" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
         return syntax_error_at(filename, 1, 1, reason or type(exc).__name__)

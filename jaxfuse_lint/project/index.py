@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 # The external map's format (SHAPE_PREFIX, COMPILED_MARKER) is shared with the model.
-from jaxfuse_lint.core.external_map import CALLS_PREFIX, COMPILED_MARKER, SHAPE_PREFIX
+from jaxfuse_lint.core.external_map import CALL_PATTERNS_PREFIX, CALLS_PREFIX, COMPILED_MARKER, SHAPE_PREFIX, merge_calls
 from jaxfuse_lint.project.module_names import ModuleNamer, import_spellings, package_of
 from jaxfuse_lint.project.prescan import Prescan, prescan
 from jaxfuse_lint.project.summary import Summary
@@ -32,6 +32,18 @@ MAX_REEXPORT_HOPS = 8
 def _with_compiled(phrase: str) -> str:
     """The phrase with COMPILED_MARKER on its marker line."""
     return phrase + (" " if "\n" in phrase else "\n") + COMPILED_MARKER
+
+
+def _with_all_calls(reasons: set[tuple[int, int, str]]) -> str:
+    """The most direct reason's phrase, its `calls=` word standing for every reason's calls (none
+    when some route's calls are not known: it may be any call)."""
+    phrase = min(reasons)[2]
+    head, nl, marker = phrase.partition("\n")
+    words = [w for w in marker.split() if not w.startswith(CALL_PATTERNS_PREFIX)]
+    merged = merge_calls(sorted(p.partition("\n")[2] for _, _, p in reasons))
+    if merged is not None:
+        words.append(merged)
+    return head + ("\n" + " ".join(words) if words else "")
 
 
 def describe(kind: str, detail: str, origin: str) -> str:
@@ -269,7 +281,7 @@ class ProjectIndex:
             return shapes
         defs = self._defs.get(i)
         compiled = self.compiled.get(i, ())
-        traced = {key: _with_compiled(min(rs)[2]) if key in compiled else min(rs)[2]
+        traced = {key: _with_compiled(_with_all_calls(rs)) if key in compiled else _with_all_calls(rs)
                   for key, rs in sorted(reasons.items()) if defs is None or key in defs}
         return {**traced, **shapes}
 

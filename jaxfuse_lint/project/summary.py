@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
-from jaxfuse_lint.core.external_map import PARAMS_TRACED
+from jaxfuse_lint.core.external_map import CALL_PATTERNS_PREFIX, PARAMS_TRACED
 from jaxfuse_lint.core.json_types import str_list, str_map, str_tuple, typed
 from jaxfuse_lint.project.module_names import absolute, package_of
 
@@ -245,6 +245,8 @@ class _Summarizer:
         imported names that fn calls or hands to other calls."""
         from jaxfuse_lint.model.api import CALLBACKS
 
+        from jaxfuse_lint.model.evidence import call_patterns
+
         m, helper = self.model, self.helper
         local: list[Function] = []
         refs: list[tuple[str, str]] = []
@@ -257,7 +259,7 @@ class _Summarizer:
             local.extend(callee for callee, _ in helper.callables(call.func, fn, direct_only=True))
             r = self.ref(call.func, fn)
             if r is not None:
-                refs.append((r, "called"))
+                refs.append((r, _with_calls("called", call_patterns([(call, fn)]))))
             for r, offset in self.instance_refs(call.func, fn):
                 code = " ".join(m.module.code_for_node(call.func).split())[:40]
                 refs.append((r, f"entry:{code}" + self.args_marker(call, fn, offset)))
@@ -270,6 +272,13 @@ class _Summarizer:
             if nested.is_lambda and not helper._is_callback_arg(nested, fn):
                 local.append(nested)
         return local, refs
+
+    def transform_patterns(self, call: cst.Call) -> list[str]:
+        """The argument patterns of the calls that run what a transform call makes ([]: not known)."""
+        from jaxfuse_lint.model.evidence import call_patterns, transform_calls
+
+        found = transform_calls(self.model, call)
+        return call_patterns(found) if found else []
 
     def run(self) -> Summary:
         from jaxfuse_lint.model.api import CONTROL_FLOW
@@ -301,7 +310,10 @@ class _Summarizer:
                 target = positional(call, 0) or keyword(call, "fun") or keyword(call, "f")
                 for r in self.targets(target, site.scope):
                     direct = self.ref(target, site.scope) == r
-                    ref = (r, "transform", t[0] + transform_marker(t[0], t[1], call, direct))
+                    detail = t[0] + transform_marker(t[0], t[1], call, direct)
+                    if direct:  # the calls that run it here, for the other module to check (model/evidence.py)
+                        detail = _with_calls(detail, self.transform_patterns(call))
+                    ref = (r, "transform", detail)
                     base.add(ref)
                     if t[0] in COMPILING or compiled_here(m.function_of(call)):
                         compiled.add(ref)
@@ -458,6 +470,14 @@ def _well_known_roots() -> frozenset[str]:
 def _outside_project(ref: str) -> bool:
     """A name from the standard library or a well-known package: not one of the project's."""
     return ref.split(".", 1)[0] in _well_known_roots()
+
+
+def _with_calls(text: str, patterns: list[str]) -> str:
+    """`text` with a `calls=` word on its marker line (nothing when no pattern is known)."""
+    if not patterns:
+        return text
+    word = CALL_PATTERNS_PREFIX + "|".join(patterns)
+    return text + (" " if "\n" in text else "\n") + word
 
 
 def _with_marker(ref: str, kind: str, detail: str) -> Ref:

@@ -31,6 +31,16 @@ class SyntaxErrorRule(Rule):
     mention JAX (those are checked with CPython's parser only, to an AST: no rule
     needs more of them). Nothing is compiled to bytecode or run.
 
+    The grammar is the project's Python: `target-version` (ruff's spelling,
+    `"py312"`), by default from `requires-python`. Code valid for that version
+    is never JF000, even where the Python running jaxfuse-lint cannot parse it
+    (`f"{d["k"]}"` in a `requires-python = ">=3.12"` project linted on 3.11:
+    libcst's parser reads it); where no parser at hand reads the target's
+    grammar, a file they cannot parse is said to be not checked, not reported
+    as a syntax error. In a notebook, a cell that does not parse is reported
+    (`Could not parse this cell ...`) and left out alone; the other cells are
+    checked.
+
     ## Why is this bad?
     No rule can run on a file that does not parse, so a file with a syntax
     error would otherwise pass silently. Python itself would reject it on

@@ -9,6 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope, iter_children
+from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.omnistaging import omnistaged_function
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
@@ -46,8 +47,6 @@ _CONTAINER_HINT = re.compile(
     r"Any|PyTree|Pytree|FrozenDict|Params|Callable|str)\b"
 )
 _MAX_ROOT_DEPTH = 6
-# Tests and handlers that mean "this code knows about tracers".
-_GUARD = re.compile(r"[Tt]racer|[Cc]oncrete|Concretization")
 
 
 class PythonControlFlowOnTracedValue(Rule):
@@ -123,6 +122,17 @@ class PythonControlFlowOnTracedValue(Rule):
     sets `FLAG` to a literal and functions flip it (`global FLAG` in a context
     manager that switches JAX control flow off for debugging), only the branch
     the module's own value selects is checked.
+
+    A finding needs the code traced on a route that runs (shared with JF403
+    and JF405): host code after a guard that refuses or leaves a trace
+    (`check_not_tracing(x)`, a helper that raises on `jax.core.Tracer`, `if
+    is_jax_tracer(x): return x`) and the `if p is None:` branch of a function
+    whose every traced call passes `p` are not checked; a function whose every
+    traced call is inside `try:` ... `except ConcretizationTypeError` (or
+    `TypeError`, `Exception`, `pytest.raises`) demonstrates the error and is
+    not reported; where the only route is a call that does not match the
+    signature (a stale script jitting it with the wrong number of arguments,
+    here or in another module), the finding is in the preview tier.
 
     ## Example
     ```python
@@ -202,6 +212,7 @@ class _Checker:
         self.model = model
         self.staging = staging(model)
         self.values = staged_values(model)
+        self.evidence = evidence(model)
         self.read_names = {r.name for r in model.index.reads}
 
     def traced(self, expr: cst.CSTNode, scope: Scope) -> bool:
@@ -215,10 +226,17 @@ class _Checker:
                     continue
                 if truthiness and not self._truthiness_is_of_an_array(expr, fn):
                     continue
-                if self._inside_flagged(expr, flagged, fn) or self._guarded(expr, fn):
+                if self._inside_flagged(expr, flagged, fn) or self._off_by_default_flag(expr, fn):
+                    continue
+                # The code runs under a trace on a route that runs (model/evidence.py): not host code
+                # behind a tracer guard, not a dead `is None` branch, not a demonstration of the error.
+                route = self.evidence.finding(fn, expr, raises=True)
+                if route is None:
                     continue
                 flagged.add(expr)
-                yield self._violation(fn, context, expr)
+                v = self._violation(fn, context, expr)
+                v.preview = route.preview
+                yield v
 
     def _contexts(self, node: cst.CSTNode, fn: Function):
         """(context, operand, is-a-truthiness-test) for every construct that converts to Python."""
@@ -262,18 +280,11 @@ class _Checker:
                 return False
         return False
 
-    def _guarded(self, expr: cst.CSTNode, fn: Function) -> bool:
-        """Code that only runs on concrete values (`if not isinstance(x, core.Tracer):`,
-        `if is_concrete(x):`) or catches the concretization error itself."""
-        m = self.model
-        for a in m.ancestors(expr):
+    def _off_by_default_flag(self, expr: cst.CSTNode, fn: Function) -> bool:
+        """Inside the branch of a module debug flag that the module's own value does not select."""
+        for a in self.model.ancestors(expr):
             if a is fn.node:
                 return False
-            if isinstance(a, (cst.If, cst.While)) and _GUARD.search(m.module.code_for_node(a.test)):
-                return True
-            if isinstance(a, cst.Try) and any(
-                    h.type is not None and _GUARD.search(m.module.code_for_node(h.type)) for h in a.handlers):
-                return True
             if isinstance(a, cst.If) and self._off_by_default(a, expr):
                 return True
         return False

@@ -7,6 +7,7 @@ import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
+from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
 from jaxfuse_lint.model.staged_values import staged_values
@@ -20,6 +21,8 @@ MUTATORS = frozenset({
     "append", "extend", "insert", "appendleft", "extendleft", "setdefault", "popitem", "clear", "remove",
     "discard",
 })
+# Mutators of Python containers that return None: a call whose value is used is another method.
+_RETURNS_NONE = frozenset({"append", "extend", "insert", "appendleft", "extendleft", "clear", "remove", "discard"})
 # Names that mutate containers but also name pure methods elsewhere (`optax`'s `tx.update`,
 # `x.at[i].add`): counted only on objects known to be Python containers.
 CONTAINER_MUTATORS = frozenset({"update", "add", "pop", "sort", "reverse", "__setitem__", "__delitem__"})
@@ -99,6 +102,15 @@ class SideEffectInTracedCode(Rule):
     counter on `self` counts compilations, not calls.
 
     ## Known problems
+    A mutating call is a container's only on a receiver known to be a list,
+    dict or set (`self.seen = []`, a module-level `history = []`): on an
+    instance of a class of the module (`self.engine.insert(state, x)` where
+    `self.engine = Engine()`) it is that class's method, and a call whose value
+    is used is not `list.append`; on a receiver of unknown type the finding is
+    in the preview tier. Writes after a guard that refuses or leaves a trace
+    (`if isinstance(x, jax.core.Tracer): return x`) run on the host, and a
+    write whose only route into a trace is a call that does not match the
+    function's signature is in the preview tier (model/evidence.py).
     Aliases are not followed (`lst = GLOBAL; lst.append(x)` is missed). An
     object counts as built inside the trace when it comes from a constructor
     call of the module's classes, from a module function whose every `return`
@@ -169,10 +181,15 @@ class SideEffectInTracedCode(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
         finder = _Writes(model)
+        shown = evidence(model)
         for fn in model.traced.reasons:
             if not st.is_staged(fn, cached=True):
                 continue
             for node, target, owner_desc, verb in finder.writes(fn):
+                # The write runs under a trace on a route that runs (model/evidence.py).
+                route = shown.finding(fn, node, raises=False)
+                if route is None:
+                    continue
                 # For `self`, say the route by which the instance comes from outside.
                 reason = finder.self_reason.get(fn) if fn.params and target == fn.params[0] else None
                 yield Violation(
@@ -184,6 +201,7 @@ class SideEffectInTracedCode(Rule):
                         "never does it; return the value instead (or use `jax.debug.callback` for logging)",
                     ),
                     data={"target": target},
+                    preview=route.preview or finder.assumed.get(node),
                 )
 
 
@@ -196,6 +214,8 @@ class _Writes:
         self._in_progress: set[Function] = set()
         self._params_in_progress: set[tuple[Function, str]] = set()
         self.self_reason: dict[Function, object] = {}  # the reason that makes a method's `self` outside
+        # Writes whose evidence has an assumed link: what is assumed (model/evidence.py's tier).
+        self.assumed: dict[cst.CSTNode, str] = {}
 
     def _nnx_state(self, ci: ClassInfo, depth: int = 0) -> bool:
         """A subclass of an NNX Variable or graph-node class (`class Count(nnx.Variable)`)."""
@@ -419,12 +439,33 @@ class _Writes:
             return
         if self._is_import(fn, base):
             return  # `os.remove(path)`, `jax.config.update(...)`: module functions
-        if method in CONTAINER_MUTATORS and not self._is_container(fn, receiver):
+        container = self._is_container(fn, receiver)
+        if method in CONTAINER_MUTATORS and not container:
             return
+        if not container:
+            # `self.engine.insert(state, x)`: a method of that name on any object. Only a Python
+            # container's is a mutation: not an instance of a class (of this module) that defines
+            # it, and not where the result is used (list.append/insert/extend/... return None).
+            if method in _RETURNS_NONE and self._result_used(call):
+                return
+            if self._method_of_a_class(fn, receiver):
+                return
         value = call.args[-1].value if call.args else None
         desc = self._external(fn, base, value=value)
         if desc is not None:
+            if not container:
+                self.assumed[call] = (f"assumes `{code_of(self.model, receiver)}` is a Python list, dict or set "
+                                      f"(its type is not known here; `.{method}` may be a method of another object)")
             yield call, base.value, desc, "mutates"
+
+    def _result_used(self, call: cst.Call) -> bool:
+        """Whether the call's value is used (not a statement of its own)."""
+        return not isinstance(self.model.parent(call), cst.Expr)
+
+    def _method_of_a_class(self, fn: Function, receiver: cst.BaseExpression) -> bool:
+        """Whether the receiver is an instance of a class of this module: `.insert` is its method
+        (traced itself where it runs, and checked there), not a container's."""
+        return instances(self.model).instance_class(receiver, fn) is not None
 
     # -- whose object is it? ------------------------------------------------------------------------
     def _external(self, fn: Function, name: cst.Name, item_write: bool = False,

@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.scopes import Scope, walk
 from jaxfuse_lint.model.shape_arithmetic import ShapeArithmetic, sink_arguments
 from jaxfuse_lint.model.staging import staging
@@ -43,7 +44,12 @@ class TracedOpOnStaticShape(Rule):
     jnp.prod(jnp.array(x.shape))`) works under `jit` and is not flagged. A
     shape computed in another function and returned is not followed. Eager
     code (no `jit`, or only `grad`/`vmap`) gets concrete arrays from `jnp`,
-    which shape arguments accept, so it is not checked.
+    which shape arguments accept, so it is not checked. As for JF402, the code
+    must be traced on a route that runs (model/evidence.py): host code after a
+    guard that leaves a trace, and a function whose every traced call is inside
+    a `try` that catches the error (a demonstration), are not reported; a route
+    whose only call does not match the signature puts the finding in the
+    preview tier.
 
     ## Example
     ```python
@@ -98,6 +104,7 @@ class TracedOpOnStaticShape(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
         finder = ShapeArithmetic(model)
+        shown = evidence(model)
         reported: set[cst.CSTNode] = set()
         for fn in model.traced.reasons:
             if not st.is_staged(fn):
@@ -105,6 +112,10 @@ class TracedOpOnStaticShape(Rule):
             for sink_name, sink_node, arg in sink_arguments(model, fn):
                 for node, owner, via in finder.find(arg, fn):
                     if node in reported:
+                        continue
+                    # The sink runs under a trace on a route that runs (model/evidence.py).
+                    route = shown.finding(fn, sink_node, raises=True)
+                    if route is None:
                         continue
                     reported.add(node)
                     through = f" (through `{via[0].value}`)" if via else ""
@@ -118,6 +129,7 @@ class TracedOpOnStaticShape(Rule):
                             f" needs a Python int{through}: this fails at trace time; {_advice(model, node, fn)}",
                         ),
                         data={"owner": owner, "via": via},
+                        preview=route.preview,
                     )
 
 

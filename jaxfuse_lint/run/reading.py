@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from jaxfuse_lint.engine.pipeline import FileResult, decode, mentions_jax, too_large
-from jaxfuse_lint.parse.syntax_errors import parse_check, syntax_error_diagnostic, unreadable
+from jaxfuse_lint.parse.grammar import check_text
+from jaxfuse_lint.parse.syntax_errors import syntax_error_diagnostic, unreadable
 from jaxfuse_lint.project.import_graph import canonical_order
 from jaxfuse_lint.project.index import ProjectFile, ProjectIndex
 from jaxfuse_lint.project.module_names import ModuleNamer
@@ -131,9 +132,10 @@ class Reading(CacheReplay):
         if not st.jax:
             # No rule will parse it unless another module traces it, but every checked
             # file gets its syntax checked (CPython's parser, to an AST only).
-            broken = parse_check(text, st.filename)
-            if broken is not None:
-                self._settle(st, FileResult(st.filename, [broken]), used={})
+            broken, notice = check_text(text, st.filename, self.settings)
+            if broken is not None or notice is not None:
+                self._settle(st, FileResult(st.filename, [broken] if broken else [], errors=[notice] if notice else []),
+                             used={})
                 return ProjectFile(st.filename, None)
         if st.jax and self.pool is None:
             # This file will be parsed: a worker can load the parser while the rest is read.

@@ -14,13 +14,18 @@ from dataclasses import dataclass, field
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome, check_source, decode, fix_source
+from jaxfuse_lint.parse.grammar import cpython_reads
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import syntax_error_diagnostic
 from jaxfuse_lint.project.summary import summarize
 
 
-def parse_guard(data: bytes | str, filename: str) -> Diagnostic | None:
-    """JF000 for text that CPython rejects and that is shaped to hurt libcst's parser."""
+def parse_guard(data: bytes | str, filename: str, settings: Settings | None = None) -> Diagnostic | None:
+    """JF000 for text that CPython rejects and that is shaped to hurt libcst's parser. Where the
+    running Python does not read the project's grammar, its rejection is no verdict: the engine
+    says the file was not checked (parse/grammar.py)."""
+    if settings is not None and not cpython_reads(settings):
+        return None
     try:
         text = decode(data)[0] if isinstance(data, bytes) else data
     except Exception:
@@ -69,7 +74,7 @@ def analyse(task: Task, settings: Settings) -> Reply:
                 reply.errors.append(f"{task.filename}: internal error in the project index: "
                                     f"{type(exc).__name__}: {exc}")
 
-    guard = parse_guard(task.data, task.filename)
+    guard = parse_guard(task.data, task.filename, settings)
     external = task.external or None
     if task.mode == "check":
         if guard is not None:
@@ -96,7 +101,8 @@ def analyse(task: Task, settings: Settings) -> Reply:
             text = decode(task.data)[0]
         except Exception:
             pass
-        reply.result = FileResult(task.filename, [syntax_error_diagnostic(task.filename, exc, text)])
+        reply.result = FileResult(task.filename, [syntax_error_diagnostic(task.filename, exc, text,
+                                                                          cpython=cpython_reads(settings))])
         return reply
     reply.outcome = outcome
     return reply

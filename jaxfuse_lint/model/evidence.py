@@ -1,0 +1,669 @@
+"""The evidence behind a finding in traced code: is the code traced on a route that runs?
+
+`model.traced` says which functions some route traces; a default finding needs that route
+*shown* by the code, link by link. Each trace reason is judged here, once, for every rule:
+
+* the route runs: a transform whose result is called (`jax.jit(f)(x)`, `g = jax.jit(f)` then
+  `g(x)`, a decorated `f` called) with a call that matches f's signature (a stale script or test
+  asset calling it with the wrong number of arguments is no route); a call from traced code that
+  matches the callee's signature and sits in code that runs under the trace; a function that is
+  never called in the module is an entry point (its users call it), and so is one that escapes
+  (passed, returned, stored). Another module's route carries the calls it saw (project/), judged
+  against the signature here.
+* the code runs under the trace: not after a guard that refuses or leaves a trace
+  (`check_not_tracing(x)`, `if isinstance(x, jax.core.Tracer): return x`, `assert not
+  is_tracer(x)`: what follows is host code), not inside a test about tracers, not in the branch
+  of `if p is None:` where no traced route passes None for `p` (every traced call gives it);
+* the error is not demonstrated on purpose: where every route that runs the function is a call
+  inside `try:` ... `except ConcretizationTypeError` (or `TypeError`, `Exception`, `pytest.raises`,
+  `assertRaises`), a tutorial shows the error; not worth reporting.
+
+A route is SHOWN, ASSUMED (an assumed link: the finding goes to the preview tier, saying what is
+assumed), CAUGHT (a demonstration of the error) or DEAD (it does not run). A function's route
+is the best of its reasons'; a chain (called from traced code) is as good as its weakest link.
+Rules ask `finding(fn, node, raises=...)`: None (not reported), or the Route whose `preview`
+is None (default output) or the text for `Violation.preview`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from jaxfuse_lint.model.api import TRANSFORMS
+from jaxfuse_lint.model.routes import ROUTES
+from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.traced import keyword, positional
+from jaxfuse_lint.model.values import Kind
+
+if TYPE_CHECKING:
+    from jaxfuse_lint.model.scopes import Function, Scope
+    from jaxfuse_lint.model.staging import StagingView
+    from jaxfuse_lint.model.traced import TraceReason
+
+SHOWN, ASSUMED, CAUGHT, DEAD = "shown", "assumed", "caught", "dead"
+_RANK = {SHOWN: 3, ASSUMED: 2, CAUGHT: 1, DEAD: 0}
+
+# Transforms whose result takes the arguments the function takes (a call of it can be checked
+# against the function's signature).
+SAME_SIGNATURE = frozenset({
+    "jax.jit", "jax.experimental.pjit.pjit", "jax.pmap", "jax.vmap", "jax.grad", "jax.value_and_grad",
+    "jax.jacfwd", "jax.jacrev", "jax.hessian", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
+    "jax.named_call", "jax.make_jaxpr", "jax.experimental.shard_map.shard_map", "jax.shard_map",
+    "equinox.filter_jit", "equinox.filter_vmap", "equinox.filter_pmap", "equinox.filter_grad",
+    "equinox.filter_value_and_grad", "equinox.filter_checkpoint",
+})
+_PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
+
+# What catches the errors a trace raises on a Python conversion (ConcretizationTypeError and its
+# kin are TypeErrors).
+_CATCHES = frozenset({
+    "ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "TracerArrayConversionError", "NonConcreteBooleanIndexError", "TypeError", "Exception", "BaseException",
+})
+_RAISES_CONTEXTS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assert_raises", "assert_raises_regex"})
+
+# Tests and handlers that mean "this code knows about tracers" (a guard's branch is the author's).
+_TRACER_WORDS = re.compile(r"[Tt]racer|[Cc]oncrete|Concretization")
+# Callees that refuse to run under a trace by their name (`check_not_tracing(x)`, `assert_not_traced`,
+# `_ensure_not_jitted`, `raise_if_traced`).
+_REFUSES = re.compile(r"not_?(being_?)?(trac|jit|stag|transform)|no_?tracers?\b|raise_?if_?(trac|jit)", re.IGNORECASE)
+# Calls that are true exactly on a tracer (`is_tracer(x)`, `is_jax_tracer(x)`, `core.is_traced(x)`).
+_IS_TRACER = re.compile(r"^_?(is_)?(jax_)?(tracer|traced|tracing)$", re.IGNORECASE)
+_IS_CONCRETE = re.compile(r"^_?(is_)?concrete$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Route:
+    status: str
+    why: str = ""  # ASSUMED: what is assumed, in a few words
+
+    @property
+    def preview(self) -> str | None:
+        """None where every link is shown, else what `Violation.preview` says."""
+        return None if self.status == SHOWN else (self.why or "the route into the trace is assumed")
+
+
+_SHOWN = Route(SHOWN)
+
+
+def _weakest(a: Route, b: Route) -> Route:
+    return a if _RANK[a.status] <= _RANK[b.status] else b
+
+
+def _best(routes) -> Route:
+    best = None
+    for r in routes:
+        if best is None or _RANK[r.status] > _RANK[best.status]:
+            best = r
+        if best.status == SHOWN:
+            break
+    return best if best is not None else Route(DEAD)
+
+
+class Evidence:
+    """The model's route evidence (built once per model: `evidence(model)`)."""
+
+    def __init__(self, model: "StagingView") -> None:
+        self.model = model
+        self._routes: dict[tuple[int, bool], Route] = {}
+        self._active: set[tuple[int, bool]] = set()
+        self._calls: dict[int, list[tuple[cst.Call, "Scope", bool]]] | None = None
+        self._refusing: dict[int, bool] = {}
+        self._none: dict[tuple[int, str], bool] = {}
+        self._cycles = 0  # cycles met while judging routes (their results are not final)
+
+    # -- what rules ask -----------------------------------------------------------------------------
+    def finding(self, fn: "Function", node: cst.CSTNode, *, raises: bool) -> Route | None:
+        """The evidence for a finding at `node` in traced `fn`: None when it is not to be reported
+        (the code does not run under a trace, or only a demonstration of the error runs it);
+        else the route (its `preview`: None, or what is assumed). `raises`: the hazard is an
+        error raised while tracing (a concretization error), which `try`/`except` can catch."""
+        if not self.runs_traced(node, fn, raises=raises):
+            return None
+        route = self.route(fn, raises=raises)
+        if route.status in (CAUGHT, DEAD):
+            return None
+        return route
+
+    def route(self, fn: "Function", *, raises: bool = True) -> Route:
+        """The best route into a trace among fn's reasons."""
+        key = (id(fn), raises)
+        found = self._routes.get(key)
+        if found is not None:
+            return found
+        if key in self._active:
+            self._cycles += 1
+            return Route(DEAD)  # a cycle of calls: decided by the reasons outside it
+        self._active.add(key)
+        cycles = self._cycles
+        try:
+            result = _best(self.reason_route(fn, r, raises) for r in self.model.traced.reasons.get(fn, ()))
+        finally:
+            self._active.discard(key)
+        if self._cycles == cycles or not self._active or result.status == SHOWN:
+            self._routes[key] = result  # (a result that leaned on a cycle in progress may still change)
+        return result
+
+    def reason_route(self, fn: "Function", r: "TraceReason", raises: bool) -> Route:
+        if r.kind in ("decorator", "transform"):
+            return self._transform_route(fn, r, raises)
+        if r.kind in ("called", "passed", "entry"):
+            if r.caller is None:
+                return _SHOWN
+            local = _SHOWN
+            if r.node is not None and not self.runs_traced(r.node, r.caller, raises=raises):
+                return Route(DEAD)
+            if r.kind == "called" and isinstance(r.node, cst.Call):
+                if r.partial is None and self.matches(fn, r.node, r.bound_method or _bound_call(fn, r.node)) is False:
+                    local = Route(ASSUMED, f"assumes `{_code(self.model, r.node)}` in `{r.caller.display_name}` "
+                                           f"runs `{fn.display_name}`, though it does not match its signature")
+                elif raises and self._caught(r.node):
+                    local = Route(CAUGHT)
+            return _weakest(local, self.route(r.caller, raises=raises))
+        if r.kind == "external" and getattr(r, "calls", ()):
+            if any(self._pattern_matches(fn, p) is not False for p in r.calls):
+                return _SHOWN
+            return Route(ASSUMED, f"assumes another module runs `{fn.display_name}` ({r.description.splitlines()[0]}), "
+                                  "though its calls there do not match its signature")
+        return _SHOWN
+
+    # -- does this code run under the trace? ----------------------------------------------------------
+    def runs_traced(self, node: cst.CSTNode, fn: "Function", *, raises: bool = True) -> bool:
+        """False for code of traced fn that never runs on tracers: under a test about tracers or
+        concreteness, after a guard that refuses or leaves a trace, inside a `try` that catches
+        the concretization error (`raises`), or in the `if p is None:` branch where no traced
+        route passes None for `p`."""
+        m = self.model
+        child: cst.CSTNode = node
+        for a in m.ancestors(node):
+            if a is fn.node:
+                break
+            if isinstance(a, (cst.If, cst.While)) and _TRACER_WORDS.search(m.module.code_for_node(a.test)):
+                return False
+            if raises and isinstance(a, cst.Try) and child is a.body and any(
+                    h.type is not None and _TRACER_WORDS.search(m.module.code_for_node(h.type)) for h in a.handlers):
+                return False
+            if isinstance(a, cst.If) and self._dead_branch(a, child, fn):
+                return False
+            body = _statements(a)
+            if body is not None:
+                for s in body:
+                    if s is child:
+                        break
+                    if self._leaves_trace(s, fn):
+                        return False
+            child = a
+        return True
+
+    def _leaves_trace(self, s: cst.CSTNode, fn: "Function") -> bool:
+        """A statement after which fn's code runs only on concrete values: `if is_tracer(x): return`
+        (or raise, continue, break), a call that refuses tracers (`check_not_tracing(x)`), an
+        `assert` of concreteness."""
+        m = self.model
+        if isinstance(s, cst.If) and s.orelse is None and _polarity(m, s.test, fn) == "tracer" and _exits(s.body):
+            return True
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and self._refuses_call(
+                        small.value, fn):
+                    return True
+                if isinstance(small, cst.Assert) and _polarity(m, small.test, fn) == "concrete":
+                    return True
+        return False
+
+    def _refuses_call(self, call: cst.Call, scope: "Scope") -> bool:
+        """A call that raises on tracers: named so (`check_not_tracing`), or one of the module's
+        functions that does (`if isinstance(x, Tracer): raise ...` at its top level)."""
+        name = _last_name(call.func)
+        if name is not None and _REFUSES.search(name):
+            return True
+        for callee, _ in self.model.traced_analysis().callables(call.func, scope, direct_only=True):
+            if self._refusing_function(callee):
+                return True
+        return False
+
+    def _refusing_function(self, fn: "Function") -> bool:
+        key = id(fn)
+        if key in self._refusing:
+            return self._refusing[key]
+        self._refusing[key] = False  # cycles
+        result = False
+        # Its own statements, and those of loops, `with` and `try` blocks among them (`for v in
+        # values: if isinstance(v, Tracer): raise ...`), not those under another condition.
+        todo = list(_statements(fn.node.body) or ()) if isinstance(fn.node, cst.FunctionDef) else []
+        while todo and not result:
+            s = todo.pop(0)
+            if isinstance(s, cst.If):
+                result = _polarity(self.model, s.test, fn) == "tracer" and _raises(s.body)
+            elif isinstance(s, (cst.For, cst.While, cst.With, cst.Try)):
+                todo.extend(_statements(s.body) or ())
+            else:
+                result = self._leaves_trace(s, fn)
+        self._refusing[key] = result
+        return result
+
+    # -- branches no traced route takes ------------------------------------------------------------
+    def _dead_branch(self, branch: cst.If, child: cst.CSTNode, fn: "Function") -> bool:
+        """`if p is None:` (its body) or `if p is not None: ... else:` (its else) where p is a
+        parameter of fn that no traced route leaves None."""
+        test = branch.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
+            return False
+        comp = test.comparisons[0]
+        if not (isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None"):
+            return False
+        if isinstance(comp.operator, cst.Is):
+            when_none = child is branch.body
+        elif isinstance(comp.operator, cst.IsNot):
+            when_none = branch.orelse is not None and child is branch.orelse
+        else:
+            return False
+        if not when_none:
+            return False
+        found = self.model.bindings_at(test.left, fn)
+        if found is None or found[0] is not fn or not found[1] or any(b.kind != "param" for b in found[1]):
+            return False
+        return not self.none_on_route(fn, test.left.value)
+
+    def none_on_route(self, fn: "Function", name: str) -> bool:
+        """Whether some traced route may leave parameter `name` of fn None (True when unknown)."""
+        key = (id(fn), name)
+        if key in self._none:
+            return self._none[key]
+        self._none[key] = True  # cycles: unknown
+        result = False
+        for r in self.model.traced.reasons.get(fn, ()):
+            if self._reason_may_pass_none(fn, name, r):
+                result = True
+                break
+        self._none[key] = result
+        return result
+
+    def _reason_may_pass_none(self, fn: "Function", name: str, r: "TraceReason") -> bool:
+        m = self.model
+        if r.kind == "called" and isinstance(r.node, cst.Call) and r.caller is not None and r.partial is None:
+            calls = [(r.node, r.caller)]
+        elif r.kind in ("decorator", "transform"):
+            uses = self._uses(fn, r)
+            if not uses:
+                return True  # an entry point: its callers may pass anything
+            calls = [(c, s) for c, s, _ in uses]
+        else:
+            return True
+        for call, scope in calls:
+            if any(a.star for a in call.args):
+                return True
+            if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
+                continue  # not a route that runs
+            arg = m.argument_for(call, fn, name)
+            if arg is None:
+                p = fn.param_nodes.get(name)
+                if p is None or p.default is None or _none(p.default):
+                    return True
+                continue
+            if self._may_be_none(arg, scope):
+                return True
+        return False
+
+    def _may_be_none(self, e: cst.BaseExpression, scope: "Scope", depth: int = 0) -> bool:
+        from jaxfuse_lint.model.scopes import Function
+
+        m = self.model
+        if depth > 4 or _none(e):
+            return True
+        if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                          cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
+                          cst.SetComp, cst.GeneratorExp, cst.Lambda, cst.BinaryOperation, cst.Comparison)):
+            return False
+        if staged_values(m).kind(e, scope) is Kind.TRACED:
+            return False  # a tracer is never None
+        if isinstance(e, cst.Call):
+            qn = m.qn(e.func, scope) or ""
+            return not qn.startswith(("jax.numpy.", "jax.random.", "jax.lax.", "numpy.", "jax.nn."))
+        if isinstance(e, cst.Name) and isinstance(scope, Function):
+            found = m.bindings_at(e, scope)
+            if found is None or not found[1]:
+                return True
+            owner, bindings = found
+            if all(b.kind == "param" for b in bindings) and isinstance(owner, Function):
+                return self.none_on_route(owner, e.value) if m.is_traced(owner) else True
+            return any(b.kind not in ("assign", "annassign") or b.index is not None or b.value is None
+                       or self._may_be_none(b.value, owner, depth + 1) for b in bindings)
+        return True
+
+    # -- routes through transforms -------------------------------------------------------------------
+    def _transform_route(self, fn: "Function", r: "TraceReason", raises: bool) -> Route:
+        uses = self._uses(fn, r)
+        if not uses or not self._direct(fn, r):
+            return _SHOWN  # never called here: an entry point (or its calls are not known)
+        matching = [(c, s) for c, s, bound in uses if self.matches(fn, c, bound, self._partial(r)) is not False]
+        if not matching:
+            call = uses[0][0]
+            more = f" and {len(uses) - 1} more" if len(uses) > 1 else ""
+            return Route(ASSUMED, f"assumes `{fn.display_name}` is traced, though its calls here "
+                                  f"(`{_code(self.model, call)}`{more}) do not match its signature")
+        if raises and all(self._caught(c) for c, _ in matching):
+            return Route(CAUGHT)
+        return _SHOWN
+
+    def _uses(self, fn: "Function", r: "TraceReason") -> list[tuple[cst.Call, "Scope", bool]] | None:
+        """The calls that run fn through this transform route, each with whether it binds `self`;
+        None when they are not all known (the transformed callable escapes: passed, returned,
+        stored) or the transform changes the signature."""
+        m = self.model
+        if r.kind == "decorator":
+            if not isinstance(fn.node, cst.FunctionDef):
+                return None
+            if any(m.qn(_decorator_func(d.decorator), fn.parent or m.index.scope) not in SAME_SIGNATURE | _PARTIALS
+                   for d in fn.node.decorators):
+                return None
+            if fn.cls is None and self._escapes(fn):
+                return None
+            return [(c, s, b) for c, s, b in self._calls_of(fn) if not self._inside(c, fn)]
+        found = transform_calls(m, r.node)
+        return None if found is None else [(c, s, r.bound_method) for c, s in found]
+
+    def _escapes(self, fn: "Function") -> bool:
+        """Whether the module reads fn's name other than to call it (passes, returns, stores it)."""
+        m = self.model
+        for read in m.index.reads:
+            if read.name.value != fn.name:
+                continue
+            parent = m.parent(read.name)
+            if isinstance(parent, cst.Call) and parent.func is read.name:
+                continue
+            fns = m.functions_at(read.name, read.scope)
+            if fns is None:
+                one = m.function_named(read.name.value, read.scope)
+                fns = [one] if one is not None else []
+            if fn in fns:
+                return True
+        return False
+
+    def _calls_of(self, fn: "Function") -> list[tuple[cst.Call, "Scope", bool]]:
+        if self._calls is None:
+            self._calls = {}
+            analysis = self.model.traced_analysis()
+            for site in self.model.index.calls:
+                for callee, bound in analysis.callables(site.call.func, site.scope, direct_only=True):
+                    self._calls.setdefault(id(callee), []).append((site.call, site.scope, bound))
+        return self._calls.get(id(fn), [])
+
+    def _inside(self, node: cst.CSTNode, fn: "Function") -> bool:
+        return any(a is fn.node for a in self.model.ancestors(node))
+
+    def _direct(self, fn: "Function", r: "TraceReason") -> bool:
+        """Whether the transform is given fn itself (its name, `self.m`, a lambda, `partial(f, ...)`,
+        through other transforms), so that the calls of what it makes take fn's arguments; not a
+        name bound to something else (`g = partial(f, cfg); jax.jit(g)`), whose arguments differ."""
+        if r.kind == "decorator":
+            return True
+        m = self.model
+        target = positional(r.node, 0) or keyword(r.node, "fun") or keyword(r.node, "f") if isinstance(
+            r.node, cst.Call) else None
+        for _ in range(6):
+            if isinstance(target, cst.Call) and m.qn(target.func, m.scope_of(target)) in SAME_SIGNATURE | _PARTIALS:
+                target = positional(target, 0)
+                continue
+            break
+        if isinstance(target, cst.Lambda):
+            return m.index.function_of.get(target) is fn
+        if isinstance(target, cst.Name):
+            fns = m.functions_at(target, m.scope_of(target))
+            if fns is None:
+                one = m.function_named(target.value, m.scope_of(target))
+                fns = [one] if one is not None else []
+            return fn in fns
+        if isinstance(target, cst.Attribute):
+            return target.attr.value == fn.name
+        return False
+
+    def _partial(self, r: "TraceReason") -> cst.Call | None:
+        """The `partial(f, ...)` a transform was given f through (`jax.jit(partial(f, n=3))`)."""
+        if r.kind != "transform" or not isinstance(r.node, cst.Call):
+            return None
+        m = self.model
+        target = positional(r.node, 0) or keyword(r.node, "fun") or keyword(r.node, "f")
+        for _ in range(6):
+            if not isinstance(target, cst.Call):
+                return None
+            qn = m.qn(target.func, m.scope_of(target))
+            if qn in _PARTIALS:
+                return target
+            if qn not in SAME_SIGNATURE:
+                return None
+            target = positional(target, 0)
+        return None
+
+    # -- demonstrations of the error ------------------------------------------------------------------
+    def _caught(self, call: cst.CSTNode) -> bool:
+        """Whether the call sits in a `try` whose handlers catch the concretization error, or in
+        `with pytest.raises(...)` / `self.assertRaises(...)` of it (within its own function)."""
+        m = self.model
+        child = call
+        for a in m.ancestors(call):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(a, cst.Try) and child is a.body and any(_catches(h.type) for h in a.handlers):
+                return True
+            if isinstance(a, cst.With) and child is a.body and any(
+                    isinstance(item.item, cst.Call) and _last_name(item.item.func) in _RAISES_CONTEXTS
+                    and (not item.item.args or _catches(item.item.args[0].value)) for item in a.items):
+                return True
+            child = a
+        return False
+
+    # -- signatures -------------------------------------------------------------------------------------
+    def matches(self, fn: "Function", call: cst.Call, bound: bool, partial: cst.Call | None = None) -> bool | None:
+        """Whether `call` (with `partial`'s arguments first) binds fn's parameters: None when it
+        cannot be told (`*args`/`**kwargs` in the call)."""
+        args = list(partial.args[1:]) if partial is not None else []
+        args += list(call.args)
+        if any(a.star for a in args):
+            return None
+        if bound and _static_method(fn):
+            bound = False  # `self.helper(x)` of a @staticmethod passes no instance
+        positional_count = sum(1 for a in args if a.keyword is None)
+        keywords = [a.keyword.value for a in args if a.keyword is not None]
+        return _binds(fn, positional_count, keywords, bound)
+
+    def _pattern_matches(self, fn: "Function", pattern: str) -> bool | None:
+        """A call pattern another module recorded (`"2"`, `"1+cutoff"`, `"*"`)."""
+        if pattern == "*" or not pattern:
+            return None
+        count, *keywords = pattern.split("+")
+        if not count.isdigit():
+            return None
+        return _binds(fn, int(count), keywords, fn.cls is not None)
+
+
+def transform_calls(model, call: cst.CSTNode) -> list[tuple[cst.Call, "Scope"]] | None:
+    """The calls that run what a transform call makes (`jax.jit(f)(x)`; `g = jax.jit(f)` then every
+    `g(...)`; through `jax.jit(jax.vmap(f))`): None when they are not all known (the result is
+    passed, returned or stored, or the transform changes the signature)."""
+    m = model
+    if not isinstance(call, cst.Call) or m.qn(call.func, m.scope_of(call)) not in SAME_SIGNATURE:
+        return None
+    outer = call
+    while True:  # `jax.jit(jax.vmap(f))`: the outermost transform is what is called
+        arg = m.parent(outer)
+        holder = m.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(holder, cst.Call) and holder.func is not outer and positional(holder, 0) is outer and \
+                m.qn(holder.func, m.scope_of(holder)) in SAME_SIGNATURE:
+            outer = holder
+            continue
+        break
+    parent = m.parent(outer)
+    if isinstance(parent, cst.Call) and parent.func is outer:
+        return [(parent, m.scope_of(parent))]
+    if not (isinstance(parent, cst.Assign) and parent.value is outer and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    name = parent.targets[0].target.value
+    out = []
+    for read in m.index.reads:
+        if read.name.value != name:
+            continue
+        found = m.bindings_at(read.name, read.scope)
+        if found is None or not any(b.node is parent for b in found[1]):
+            continue
+        holder = m.parent(read.name)
+        if isinstance(holder, cst.Call) and holder.func is read.name:
+            out.append((holder, read.scope))
+        else:
+            return None  # passed, returned, stored: called where this module cannot see
+    return out
+
+
+def call_patterns(calls: list[tuple[cst.Call, "Scope"]]) -> list[str]:
+    """The calls as argument patterns another module can check against a signature
+    (core/external_map.py's `calls=` word)."""
+    from jaxfuse_lint.core.external_map import call_pattern
+
+    out = []
+    for call, _ in calls:
+        p = call_pattern(sum(1 for a in call.args if a.keyword is None and not a.star),
+                         [a.keyword.value for a in call.args if a.keyword is not None], any(a.star for a in call.args))
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def _binds(fn: "Function", positional_count: int, keywords: list[str], bound: bool) -> bool | None:
+    node = fn.node
+    params = node.params
+    posonly = [p.name.value for p in params.posonly_params]
+    regular = [p.name.value for p in params.params]
+    kwonly = [p.name.value for p in params.kwonly_params]
+    positional_names = posonly + regular
+    defaults = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                if p.default is not None}
+    if bound:
+        if not positional_names:
+            return None if isinstance(params.star_arg, cst.Param) else False
+        positional_names = positional_names[1:]
+        posonly = posonly[1:] if posonly else posonly
+    has_star = isinstance(params.star_arg, cst.Param)
+    has_kwargs = params.star_kwarg is not None
+    if positional_count > len(positional_names) and not has_star:
+        return False
+    filled = set(positional_names[:positional_count])
+    for k in keywords:
+        if k in filled or k in posonly:
+            if k in posonly and has_kwargs:
+                continue
+            return False
+        if k in regular or k in kwonly:
+            filled.add(k)
+        elif not has_kwargs:
+            return False
+    required = [n for n in positional_names + kwonly if n not in defaults]
+    return all(n in filled for n in required)
+
+
+def _static_method(fn: "Function") -> bool:
+    return fn.cls is not None and isinstance(fn.node, cst.FunctionDef) and any(
+        _last_name(_decorator_func(d.decorator)) == "staticmethod" for d in fn.node.decorators)
+
+
+def _bound_call(fn: "Function", call: cst.Call) -> bool:
+    """`obj.method(x)` and `self.method(x)` bind the instance; `Cls.method(obj, x)` does not."""
+    if fn.cls is None or not fn.params or fn.params[0] not in ("self", "cls"):
+        return False
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return not (isinstance(func.value, cst.Name) and func.value.value == fn.cls.name)
+    return True  # `model(x)`: `__call__` of an instance
+
+
+def _decorator_func(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`jax.jit` for `@jax.jit`, `@jax.jit(...)` and `@partial(jax.jit, ...)`."""
+    if isinstance(expr, cst.Call):
+        inner = positional(expr, 0)
+        if _last_name(expr.func) == "partial" and inner is not None:
+            return inner
+        return expr.func
+    return expr
+
+
+def _statements(node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The statements a block holds, in order (None: not a block)."""
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return list(node.body)
+    if isinstance(node, cst.Module):
+        return list(node.body)
+    return None
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    body = _statements(block) or []
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body)
+    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _raises(block: cst.BaseSuite) -> bool:
+    body = _statements(block) or []
+    return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Raise) for s in body[-1].body)
+
+
+def _polarity(model, test: cst.BaseExpression, scope) -> str | None:
+    """"tracer" for a test true exactly on tracers (`isinstance(x, jax.core.Tracer)`,
+    `is_jax_tracer(x)`), "concrete" for one true exactly on concrete values (`not
+    isinstance(x, Tracer)`, `is_concrete(x)`), else None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _polarity(model, test.expression, scope)
+        return {"tracer": "concrete", "concrete": "tracer"}.get(inner or "")
+    if not isinstance(test, cst.Call):
+        return None
+    name = _last_name(test.func)
+    if name == "isinstance" and len(test.args) == 2:
+        return "tracer" if re.search(r"Tracer\b", model.module.code_for_node(test.args[1].value)) else None
+    if name is not None and _IS_TRACER.match(name):
+        return "tracer"
+    if name is not None and _IS_CONCRETE.match(name):
+        return "concrete"
+    return None
+
+
+def _catches(expr: cst.BaseExpression | None) -> bool:
+    if expr is None:
+        return True  # a bare `except:`
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return any(_catches(el.value) for el in expr.elements)
+    return _last_name(expr) in _CATCHES
+
+
+def _last_name(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return None
+
+
+def _none(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "None"
+
+
+def _code(model, node: cst.CSTNode) -> str:
+    text = " ".join(model.module.code_for_node(node).split())
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def evidence(model: "StagingView") -> Evidence:
+    """The model's Evidence (built once per model, kept with it)."""
+    e = model.__dict__.get("_evidence")
+    if e is None:
+        e = model.__dict__["_evidence"] = Evidence(model)
+    return e
+
+
+__all__ = ["ASSUMED", "CAUGHT", "DEAD", "SHOWN", "Evidence", "Route", "call_patterns", "evidence", "transform_calls"]
