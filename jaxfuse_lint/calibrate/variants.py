@@ -11,8 +11,8 @@ A generator is a module with:
   pattern in the form the features say;
 - `args(features) -> list[str]`: its argument shapes, as `verify --arg` spells them;
 - `variants() -> Iterable[dict]`: the feature combinations to calibrate;
-- optionally `advised(features, name) -> str`: the form the rule advises, for a rule without a
-  codemod (otherwise the "after" version is the rule's own fix of `function`);
+- optionally `advised(features, name) -> str | None`: the form the rule advises where it has no
+  codemod for the variant (None: the "after" version is the rule's own fix of `function`);
 - optionally `NEAREST` (numeric features whose values stand for size classes) and `PAGE` (the
   groupings of features the rule's page shows).
 
@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping
 # Rule code -> generator module (in this package).
 GENERATORS = {
     "JF101": "jf101",
+    "JF201": "jf201",
 }
 
 
