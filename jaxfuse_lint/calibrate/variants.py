@@ -30,6 +30,8 @@ from typing import Any, Iterable, Iterator, Mapping
 GENERATORS = {
     "JF101": "jf101",
     "JF201": "jf201",
+    "JF202": "jf202",
+    "JF207": "jf207",
 }
 
 
