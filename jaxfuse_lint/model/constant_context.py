@@ -349,6 +349,20 @@ def _elements(model: ConstantContextView, expr: cst.BaseExpression, scope: "Scop
         return None
     if isinstance(expr, cst.UnaryOperation):
         return _elements(model, expr.expression, scope, depth + 1, bound)
+    if isinstance(expr, cst.Subscript):
+        # Integer indices pick rows: `jnp.eye(5)[k]` is 5 elements.
+        dims = _dims(model, expr.value, scope, bound)
+        picked = 0
+        for el in expr.slice:
+            if not isinstance(el.slice, cst.Index) or _int(model, el.slice.value, scope, bound) is None:
+                return None
+            picked += 1
+        if dims is None or picked > len(dims) or any(d is None for d in dims[picked:]):
+            return None
+        total = 1
+        for d in dims[picked:]:
+            total *= d  # type: ignore[operator]
+        return total
     if isinstance(expr, cst.BinaryOperation):
         # At least as large as each array operand (a broadcast): the largest known one.
         sides = [_elements(model, s, scope, depth + 1, bound) for s in (expr.left, expr.right) if _is_array(model, s, scope)]
@@ -365,6 +379,19 @@ def _elements(model: ConstantContextView, expr: cst.BaseExpression, scope: "Scop
         if value is not None:
             return _elements(model, value[0], value[1], depth + 1, bound if value[1] is scope else {})
     return None
+
+
+def _dims(model: ConstantContextView, e: cst.BaseExpression, scope: "Scope", bound: Bound) -> list | None:
+    """The dimensions of an array expression, where known (`eye(n)` is n × n)."""
+    if isinstance(e, cst.Call) and _short(model.qn(e.func, scope)) in ("eye", "identity"):
+        n = _int(model, positional(e, 0) or keyword(e, "N"), scope, bound)
+        m_expr = positional(e, 1) or keyword(e, "M")
+        m = _int(model, m_expr, scope, bound) if m_expr is not None and not _is_none(m_expr) else n
+        return [n, m]
+    shape = model.shape(e, scope)
+    if shape is None or shape.rank is None:
+        return None
+    return [shape.size(i) for i in range(shape.rank)]
 
 
 def _counted(model: ConstantContextView, e: cst.Call, short: str | None, scope: "Scope", bound: Bound) -> int | None:
