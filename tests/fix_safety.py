@@ -22,6 +22,8 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from jaxfuse_lint.calibrate.variants import GENERATORS
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
@@ -157,7 +159,9 @@ def differences(before: Result, after: Result, case: Case) -> set[str]:
 
 
 def settings_for(code: str) -> Settings:
-    return replace(Settings(), select=(code,))
+    # A calibrated rule reports its raw pattern (what its codemod rewrites), as in the fixture
+    # folders: this harness is about the fixes' safety, not the calibration tables.
+    return replace(Settings(), select=(code,), extra=(RAW,) if code in GENERATORS else ())
 
 
 @dataclass

@@ -21,7 +21,7 @@ BAD = textwrap.dedent(
     @jax.jit
     def f(x):
         v = jnp.stack([x, x], axis=-1)
-        return jnp.sum(v, axis=-1) + np.arange(3)
+        return jnp.sum(v, axis=-1) + np.linspace(0.0, 1.0, 4096)
     """
 )
 

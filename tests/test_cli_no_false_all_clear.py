@@ -304,14 +304,14 @@ def test_add_noqa_in_a_notebook_goes_into_its_cells(project):
          "source": ["%matplotlib inline\n", "import jax\n", "import numpy as np"]},
         {"cell_type": "markdown", "id": "b", "metadata": {}, "source": ["# notes"]},
         {"cell_type": "code", "execution_count": None, "id": "c", "metadata": {}, "outputs": [],
-         "source": ["@jax.jit\n", "def f(x):\n", "    return x + np.ones(3)  # noqa: E501"]},
+         "source": ["@jax.jit\n", "def f(x):\n", "    return x + np.eye(64)  # noqa: E501"]},
     ]
     raw = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
     (project / "n.ipynb").write_text(raw)
     r = run("check", "--add-noqa", "n.ipynb", cwd=project)
     assert r.returncode == 0 and "Added 1 noqa directive." in r.stderr, r.stderr
     written = (project / "n.ipynb").read_text()
-    assert written == raw.replace("np.ones(3)  # noqa: E501", "np.ones(3)  # noqa: E501, JF201")
+    assert written == raw.replace("np.eye(64)  # noqa: E501", "np.eye(64)  # noqa: E501, JF201")
     assert run("check", "--no-cache", "n.ipynb", cwd=project).returncode == 0
 
 

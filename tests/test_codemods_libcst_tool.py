@@ -68,11 +68,12 @@ def test_libcst_tool_applies_the_same_fix_as_jaxfuse_lint(tmp_path, code, case, 
 def test_libcst_tool_short_names_with_a_config_file(tmp_path):
     (tmp_path / ".libcst.codemod.yaml").write_text("modules:\n  - jaxfuse_lint.engine\n")
     target = tmp_path / "module.py"
-    src = FIXTURES / "JF201" / "fix_numpy.py"
+    # A case run with the table's decisions (as the command runs: `calibrated*.py`, not the raw pattern).
+    src = FIXTURES / "JF201" / "calibrated.py"
     target.write_text(src.read_text())
     proc = libcst_tool(["--no-format", f"libcst_commands.{COMMANDS['JF201'][0]}", str(target)], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert target.read_text() == (FIXTURES / "JF201" / "fix_numpy.fixed.py").read_text()
+    assert target.read_text() == (FIXTURES / "JF201" / "calibrated.fixed.py").read_text()
 
 
 def test_libcst_tool_without_no_format_needs_a_formatter(tmp_path):

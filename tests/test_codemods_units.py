@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from jaxfuse_lint.calibrate.variants import GENERATORS
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
@@ -13,16 +15,23 @@ from jaxfuse_lint.engine.pipeline import check_source, fix_source
 HEADER = "import jax\nimport jax.numpy as jnp\n\n\n"
 
 
+def _settings(code: str, **changes) -> Settings:
+    """The rule alone; a calibrated rule reports its raw pattern (what its codemod rewrites), as the
+    fixtures do (tests/fixture_harness.py): these tests are about the fixes, not the tables."""
+    extra = (RAW,) if code in GENERATORS else ()
+    return replace(Settings(), select=(code,), extra=extra, **changes)
+
+
 def fix(src: str, code: str, unsafe: bool = False, header: str = HEADER) -> str:
     text = header + textwrap.dedent(src)
-    outcome = fix_source(text, "m.py", replace(Settings(), select=(code,)), unsafe=unsafe)
+    outcome = fix_source(text, "m.py", _settings(code), unsafe=unsafe)
     assert not outcome.errors and not outcome.dropped, (outcome.errors, outcome.dropped)
     compile(outcome.source, "m.py", "exec")
     return outcome.source[len(header):] if outcome.source.startswith(header) else outcome.source
 
 
 def fixes(src: str, code: str, header: str = HEADER, target: str = "gpu") -> list:
-    settings = replace(Settings(), select=(code,), target=target)
+    settings = _settings(code, target=target)
     result = check_source(header + textwrap.dedent(src), "m.py", settings)
     assert not result.errors
     return [d.fix.applicability if d.fix else None for d in result.diagnostics if d.code == code]

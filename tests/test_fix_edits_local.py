@@ -9,6 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import Analysis
 from jaxfuse_lint.codemods.plan import plan_to_fix
@@ -50,7 +51,8 @@ def test_edits_of_a_fix_in_a_long_file_come_from_its_own_statement():
     from jaxfuse_lint.engine.pipeline import check_source
 
     text = grown((ROOT / "fixtures" / "JF201" / "fix_numpy.py").read_text(), 6)
-    result = check_source(text, "grown.py", Settings())
+    # The fixture's raw pattern, as in its folder (tests/fixture_harness.py): these edits are the point.
+    result = check_source(text, "grown.py", replace(Settings(), extra=(RAW,)))
     fixes = [d for d in result.diagnostics if d.fix is not None]
     assert len(fixes) >= 12
     for d in fixes:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from jaxfuse_lint.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.ones(3)\n"
+BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.eye(64)\n"
 
 
 def run_cli(*args: str, input: bytes | None = None):
@@ -37,7 +37,7 @@ def test_fix_writes_a_linked_file_through_its_target_and_keeps_the_link(tmp_path
     link.symlink_to("real.py")
     result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(link))
     assert link.is_symlink() and os.readlink(link) == "real.py"
-    assert "jnp.ones(3)" in real.read_text()
+    assert "jnp.eye(64)" in real.read_text()
 
 
 def test_fix_leaves_a_link_out_of_the_tree_and_says_so(tmp_path):
@@ -104,7 +104,7 @@ def test_fix_removes_its_own_leftover_temporary_files_of_an_interrupted_run(tmp_
     with open(in_flight, "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(path))
-    assert "jnp.ones(3)" in path.read_text()
+    assert "jnp.eye(64)" in path.read_text()
     assert not old.exists() and not young.exists()
     assert in_flight.exists() and other.exists() and lookalike.exists()
     assert "left by an interrupted earlier run" in result.output
@@ -119,7 +119,7 @@ def test_fix_replaces_a_hard_linked_file_whole_and_says_the_link_is_broken(tmp_p
     twin = tmp_path / "twin.py"
     os.link(path, twin)
     result = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "--select", "JF201", str(path))
-    assert "jnp.ones(3)" in path.read_text()
+    assert "jnp.eye(64)" in path.read_text()
     assert twin.read_text() == BAD and os.stat(path).st_ino != os.stat(twin).st_ino
     assert "other hard link" in result.output and "the link is broken" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "twin.py"]
@@ -133,7 +133,7 @@ def test_fix_keeps_extended_attributes(tmp_path):
     except (AttributeError, OSError):
         pytest.skip("no user extended attributes here")
     run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", str(path))
-    assert "jnp.ones(3)" in path.read_text()
+    assert "jnp.eye(64)" in path.read_text()
     assert os.getxattr(path, "user.origin") == b"kept"
 
 
@@ -322,7 +322,7 @@ def test_a_file_over_max_file_size_is_reported_and_the_rest_checked(tmp_path):
         assert f"big.py:1:1: JF000 File not checked: {len(before):,} bytes is over `max-file-size` (2,000 bytes)" \
             in result.output, result.output
         assert big.read_text() == before
-    assert "jnp.ones(3)" in (tmp_path / "m.py").read_text()
+    assert "jnp.eye(64)" in (tmp_path / "m.py").read_text()
     data = big.read_bytes()
     for args in ((), ("--fix",)):
         result = run_cli("check", "--no-cache", "--config", str(tmp_path / "pyproject.toml"), *args,

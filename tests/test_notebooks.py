@@ -436,7 +436,7 @@ def test_full_format_quotes_the_cell(fusion):
 
 
 def test_messages_name_other_lines_by_cell():
-    text = notebook([("code", "import jax\nimport numpy as np\n\ndef f(x):\n    return x + np.arange(4) ** 2.3\n"),
+    text = notebook([("code", "import jax\nimport numpy as np\n\ndef f(x):\n    return x + np.arange(x.size).reshape(x.shape) ** 2.3\n"),
                      ("markdown", "jitted below"),
                      ("code", "g = jax.jit(f)\n")])
     (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
@@ -466,13 +466,13 @@ def test_pre_commit_hooks_take_notebooks(fusion, monkeypatch):
 
 def test_a_fix_that_adds_an_import_edits_the_first_cell():
     text = notebook([("code", "import jax\nimport numpy as np\n"), ("markdown", "below"),
-                     ("code", "@jax.jit\ndef f(x):\n    return x + np.arange(4) ** 2.3\n")])
+                     ("code", "@jax.jit\ndef f(x):\n    return x + np.arange(x.size).reshape(x.shape) ** 2.3\n")])
     (d,) = check_source(text, "nb.ipynb", replace(Settings(), select=("JF201",))).diagnostics
     assert [(e.cell, e.location.row) for e in d.fix.edits] == [(1, 3), (3, 3)]
     outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF201",)), unsafe=True)
     cells = ["".join(c["source"]) for c in json.loads(outcome.source)["cells"]]
     assert cells == ["import jax\nimport numpy as np\nimport jax.numpy as jnp\n", "below",
-                     "@jax.jit\ndef f(x):\n    return x + jnp.arange(4) ** 2.3\n"]
+                     "@jax.jit\ndef f(x):\n    return x + jnp.arange(x.size).reshape(x.shape) ** 2.3\n"]
 
 
 def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
@@ -563,7 +563,7 @@ def test_an_indented_cell_keeps_its_rows_columns_and_indentation_through_a_fix()
 
 
 def test_a_fix_that_would_unindent_code_into_an_indented_first_cell_is_refused():
-    cell = "  import jax\n  import numpy as np\n  K = np.arange(8.0)\n\n  @jax.jit\n  def f(x):\n      return x + K\n"
+    cell = "  import jax\n  import numpy as np\n  K = np.linspace(0.0, 1.0, 4096)\n\n  @jax.jit\n  def f(x):\n      return x + K\n"
     text = notebook([("code", cell)])
     outcome = fix_source(text, "nb.ipynb", replace(Settings(), select=("JF202",)), unsafe=True)
     assert outcome.source == text and outcome.errors  # the import would go before the cell, unindented

@@ -58,7 +58,7 @@ def test_short_runs_never_show_it():
 def project(tmp_path):
     for i in range(3):
         (tmp_path / f"m{i}.py").write_text("import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n"
-                                           "    return x + np.ones(3)\n")
+                                           "    return x + np.eye(64)\n")
     return tmp_path
 
 

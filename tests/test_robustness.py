@@ -29,7 +29,7 @@ import numpy as np
 
 @jax.jit
 def f(x):
-    return x + np.ones(3)
+    return x + np.eye(64)
 """
 GOOD_ROW, GOOD_COL = 7, 16  # where JF201 is reported in GOOD
 
@@ -66,7 +66,7 @@ def program(module_code: str, body_code: str) -> str:
     """Generated module-level code, then generated code as the body of a jitted function."""
     body = "".join("    " + line for line in body_code.splitlines(keepends=True)) or "    pass\n"
     # Findings with fixes (JF201, JF401, JF101) around whatever was generated.
-    seeds = "    y = x + np.ones(3)\n    print(x)\n    z = jnp.sum(jnp.stack([x, x], axis=-1), axis=-1)\n"
+    seeds = "    y = x + np.eye(64)\n    print(x)\n    z = jnp.sum(jnp.stack([x, x], axis=-1), axis=-1)\n"
     return f"{module_code}\n\ndef _fuzz(x, *args):\n{seeds}{body}\n    return x + y + z\n"
 
 
@@ -100,11 +100,11 @@ def _odd_files() -> dict[str, bytes]:
     lines = [b"import jax", b"import numpy as np", b""]
     for i in range(HUGE_DEFS):
         lines += [b"", b"", f"def g{i}(x):".encode(), b"    y = x * 2", f"    return y + {i}".encode()]
-    lines += [b"", b"", b"@jax.jit", b"def last(x):", b"    return x + np.ones(3)", b""]
+    lines += [b"", b"", b"@jax.jit", b"def last(x):", b"    return x + np.eye(64)", b""]
     return {
         "good.py": GOOD,
         "latin1.py": b"# -*- coding: latin-1 -*-\nimport jax\nimport numpy as np\nNAME = '\xe9t\xe9'\n@jax.jit\n"
-                     b"def f(x):\n    return x + np.ones(3)\n",
+                     b"def f(x):\n    return x + np.eye(64)\n",
         "undecodable.py": b"import jax\nx = '\xff\xfe\xfd'\n",
         "unknown_cookie.py": b"# coding: klingon\nimport jax\n",
         "bom.py": b"\xef\xbb\xbf" + GOOD,
@@ -180,7 +180,7 @@ def test_odd_files_fix_run(odd_run):
                             "huge.py"}
     for o in changed.values():
         assert is_valid_python(o.source) is None
-        assert "jnp.ones(3)" in o.source
+        assert "jnp.eye(64)" in o.source
     # Encodings and newlines are kept.
     assert changed["bom.py"].encoding == "utf-8-sig"
     assert changed["latin1.py"].encoding == "iso-8859-1" and "NAME = 'été'" in changed["latin1.py"].source

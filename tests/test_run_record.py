@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from jaxfuse_lint.run.cache import Cache
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.run.runner import check_files
 from tests.test_cache import BAD, files, settings, summary, tree  # noqa: F401  (tree is a fixture)
@@ -59,7 +60,7 @@ def test_a_changed_file_or_file_list_is_not_replayed(tree):
     run = check_files(files(tree), s, jobs=1, use_cache=True)
     assert run.stats["analysed"] == 1
     assert any("np.zeros" in d.message for d in run.diagnostics)
-    assert summary(run) == summary(check_files(files(tree), replace(Settings()), jobs=1))
+    assert summary(run) == summary(check_files(files(tree), replace(Settings(), extra=(RAW,)), jobs=1))
     # A subset of the files is another run, with its own record.
     subset = [p for p in files(tree) if p.name != "clean.py"]
     part = check_files(subset, s, jobs=1, use_cache=True)

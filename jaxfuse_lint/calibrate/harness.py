@@ -45,6 +45,10 @@ def functions_text(source: str) -> dict[str, str]:
             for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
+def source_of(gen, function_text: str) -> str:
+    return gen.HEADER.rstrip() + "\n\n\n" + function_text.rstrip() + "\n"
+
+
 def fixed_batches(code: str, variants: Sequence[Mapping[str, Any]]) -> list[dict]:
     """The variants in modules of BATCH functions, each with the rule's fix applied (no jax here)."""
     from jaxfuse_lint.calibrate.variants import generator, module
@@ -56,12 +60,16 @@ def fixed_batches(code: str, variants: Sequence[Mapping[str, Any]]) -> list[dict
     for start in range(0, len(variants), BATCH):
         chunk = list(variants[start:start + BATCH])
         before, names = module(gen, chunk)
-        if hasattr(gen, "advised"):  # a rule without a codemod: the generator spells the advice's form
-            after = gen.HEADER.rstrip() + "\n" + "".join(
-                "\n\n" + gen.advised(f, n).rstrip() + "\n" for f, n in zip(chunk, names))
+        # The form the rule advises where it has no codemod for a variant (None: the codemod's fix).
+        advice = {n: gen.advised(f, n) for f, n in zip(chunk, names)} if hasattr(gen, "advised") else {}
+        if advice and all(text is not None for text in advice.values()):
+            after = gen.HEADER.rstrip() + "\n" + "".join("\n\n" + text.rstrip() + "\n" for text in advice.values())
         else:
             outcome = fix_source(before, f"{code.lower()}_variants.py", settings, unsafe=True)
             after = outcome.source if isinstance(outcome.source, str) else outcome.source.decode("utf-8")
+            for n, text in advice.items():
+                if text is not None:
+                    after = after.replace(functions_text(after)[n], functions_text(source_of(gen, text))[n])
         old, new = functions_text(before), functions_text(after)
         batches.append({
             "code": code, "before": before, "after": after, "names": names, "features": chunk,

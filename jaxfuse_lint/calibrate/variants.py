@@ -11,8 +11,8 @@ A generator is a module with:
   pattern in the form the features say;
 - `args(features) -> list[str]`: its argument shapes, as `verify --arg` spells them;
 - `variants() -> Iterable[dict]`: the feature combinations to calibrate;
-- optionally `advised(features, name) -> str`: the form the rule advises, for a rule without a
-  codemod (otherwise the "after" version is the rule's own fix of `function`);
+- optionally `advised(features, name) -> str | None`: the form the rule advises where it has no
+  codemod for the variant (None: the "after" version is the rule's own fix of `function`);
 - optionally `NEAREST` (numeric features whose values stand for size classes), `PAGE` (the
   groupings of features the rule's page shows) and `TIMED` (feature name -> the values a timed
   target, XLA:CPU, calibrates: running and timing every variant costs more than compiling it).
@@ -30,6 +30,9 @@ from typing import Any, Iterable, Iterator, Mapping
 # Rule code -> generator module (in this package).
 GENERATORS = {
     "JF101": "jf101",
+    "JF201": "jf201",
+    "JF202": "jf202",
+    "JF207": "jf207",
 }
 
 

@@ -118,8 +118,10 @@ class AttributeCapture:
     fn: Function  # the compiled traced method that reads it
     node: cst.Attribute  # the read `self.table`
     cls: ClassInfo
-    values: list[cst.BaseExpression]  # what the attribute is set to, of the kind asked for
+    values: list[cst.BaseExpression]  # what the attribute (or the element read) is set to, of the kind asked for
     route: str  # how the instance gets into the compiled code, for messages
+    constructor: cst.Call | None = None  # `Mesh(4096)`: the call that made the instance, where known
+    owner: Scope | None = None  # where the instance is bound (object attributes)
 
 
 def captured_attributes(model: "SemanticModel", kind: str) -> Iterator[AttributeCapture]:
@@ -142,16 +144,62 @@ def captured_attributes(model: "SemanticModel", kind: str) -> Iterator[Attribute
             if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"):
                 continue
             found = attrs.get(node.attr.value)
-            if not found or not any(k == kind for k, _ in found):
+            values = _attribute_values(model, node, found, kind) if found else []
+            if not values:
                 continue
             if instances(model).method(ci, node.attr.value) is not None or _written(model, node):
                 continue
             b = model.bindings_at(node.value, fn)
             if b is None or b[0] is not fn or any(x.kind != "param" for x in b[1]):
                 continue
-            if static_use(model, node):
+            if static_use(model, _read_node(model, node)):
                 continue
-            yield AttributeCapture(fn, node, ci, [v for k, v in found if k == kind], route)
+            yield AttributeCapture(fn, node, ci, values, route)
+
+
+def captured_object_attributes(model: "SemanticModel", kind: str) -> Iterator[AttributeCapture]:
+    """Reads `mesh.k` in compiled traced code of an instance bound outside traced code (at module
+    level, or in an enclosing function that is not traced: a jitted closure) to one of the
+    module's plain classes, whose attribute every assignment in the class sets to an array of
+    `kind` (as `captured_attributes`). `AttributeCapture.constructor` is the call that made it."""
+    st = staging(model)
+    inst = instances(model)
+    for fn in model.traced.reasons:
+        if model.is_kernel(fn) or not st.is_compiled(fn) or model.host_code.runs_on_host(fn):
+            continue
+        for node in own_nodes(fn):
+            if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)) \
+                    or node.value.value in ("self", "cls"):
+                continue
+            found = model.lookup(node.value.value, fn)
+            if found is None:
+                continue
+            owner, bindings = found
+            if owner is fn or (isinstance(owner, Function) and model.is_traced(owner)):
+                continue  # an argument or a value of traced code
+            if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
+                continue
+            ci = inst.instance_class(node.value, fn)
+            if ci is None or not _plain_class(model, ci, 0) or inst.method(ci, node.attr.value) is not None:
+                continue
+            attrs = _attribute_kinds(model, ci).get(node.attr.value)
+            values = _attribute_values(model, node, attrs, kind) if attrs else []
+            if not values or _written(model, node) or static_use(model, _read_node(model, node)):
+                continue
+            value = bindings[0].value
+            constructor = value if isinstance(value, cst.Call) and inst.class_named(value.func, owner) is ci else None
+            where = "at module level" if not isinstance(owner, Function) else f"in `{owner.display_name}`"
+            yield AttributeCapture(fn, node, ci, values, f"`{node.value.value}` is an instance bound {where}",
+                                   constructor, owner)
+
+
+def _read_node(model: "SemanticModel", node: cst.Attribute) -> cst.CSTNode:
+    """The read of an attribute's value: `self.t[0]` for an element of a tuple attribute."""
+    parent = model.parent(node)
+    if isinstance(parent, cst.Subscript) and parent.value is node and len(parent.slice) == 1 \
+            and isinstance(parent.slice[0].slice, cst.Index) and isinstance(parent.slice[0].slice.value, cst.Integer):
+        return parent
+    return node
 
 
 def _written(model: "SemanticModel", node: cst.Attribute) -> bool:
@@ -256,6 +304,9 @@ def _attribute_kinds(model: "SemanticModel", ci: ClassInfo) -> dict[str, list[tu
                         out.setdefault(attr, []).append(("numpy", value))
                     elif model.device_arrays.is_array(value, scope):
                         out.setdefault(attr, []).append(("jax", value))
+                    elif _array_tuple(model, value, scope):
+                        # `self.test_cases = (maps, starts)`: read as `self.test_cases[0]`.
+                        out.setdefault(attr, []).append((TUPLE, value))
                     elif _converts_attribute(model, value, attr, scope):
                         converted.setdefault(attr, []).append(value)
                     else:
@@ -275,6 +326,50 @@ def _attribute_kinds(model: "SemanticModel", ci: ClassInfo) -> dict[str, list[tu
                 and body.index(model.statement_of(w)) < body.index(line))]
             out[attr].append(("jax", v))
     return {a: v for a, v in out.items() if a not in bad}
+
+
+TUPLE = "tuple"  # an attribute set to a tuple of arrays (`_attribute_kinds`)
+
+
+def _array_tuple(model: "SemanticModel", value: cst.BaseExpression, scope: Scope) -> bool:
+    return isinstance(value, (cst.Tuple, cst.List)) and bool(value.elements) and all(
+        not isinstance(el, cst.StarredElement) and (model.numpy_arrays.is_array(el.value, scope)
+                                                    or model.device_arrays.is_array(el.value, scope))
+        for el in value.elements)
+
+
+def _element_kind(model: "SemanticModel", value: cst.BaseExpression) -> str | None:
+    scope = model.scope_of(value)
+    if model.numpy_arrays.is_array(value, scope):
+        return "numpy"
+    if model.device_arrays.is_array(value, scope):
+        return "jax"
+    return None
+
+
+def _attribute_values(model: "SemanticModel", node: cst.Attribute, found, kind: str) -> list[cst.BaseExpression]:
+    """What the read `node` (`self.table`, `self.test_cases[0]`, `mesh.k`) gives, of `kind`: the
+    attribute's values, or for a tuple attribute the element a literal index reads."""
+    index = None
+    if any(k == TUPLE for k, _ in found):
+        parent = model.parent(node)
+        if not (isinstance(parent, cst.Subscript) and parent.value is node and len(parent.slice) == 1
+                and isinstance(parent.slice[0].slice, cst.Index)
+                and isinstance(parent.slice[0].slice.value, cst.Integer)):
+            return []  # the whole tuple: where its arrays go is not followed
+        index = int(parent.slice[0].slice.value.value, 0)
+    out = []
+    for k, value in found:
+        if k == TUPLE:
+            if not isinstance(value, (cst.Tuple, cst.List)) or not -len(value.elements) <= index < len(value.elements):
+                return []
+            value = value.elements[index].value
+            k = _element_kind(model, value) or ""
+        elif index is not None:
+            return []  # an array on some paths, a tuple on others
+        if k == kind:
+            out.append(value)
+    return out
 
 
 def _converts_attribute(model: "SemanticModel", value: cst.BaseExpression, attr: str, scope: Scope) -> bool:

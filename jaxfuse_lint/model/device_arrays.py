@@ -52,6 +52,7 @@ _SPARSE = "jax.experimental.sparse."
 _SPARSE_CLASSES = frozenset({"BCOO", "BCSR", "CSR", "CSC", "COO"})
 _NOT_ARRAY_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
 _VIEWS = frozenset({"T", "mT", "real", "imag", "at"})
+_BATCHING = frozenset({"jax.vmap", "jax.pmap"})
 
 
 class DeviceArrays(MemoizedArrays):
@@ -85,6 +86,8 @@ class DeviceArrays(MemoizedArrays):
                     return any(self.is_array(a.value, scope, depth) or m.numpy_arrays.is_array(a.value, scope)
                                for a in e.args if a.keyword is None or a.keyword.value in ("x", "a", "arr"))
                 return False
+            if self._batched(e.func, scope, 0):
+                return True  # `jax.vmap(jax.jit(simulate))(thetas)`: arrays with a batch axis
             if isinstance(e.func, cst.Attribute):
                 if e.func.attr.value in _NOT_ARRAY_METHODS:
                     return False
@@ -107,6 +110,21 @@ class DeviceArrays(MemoizedArrays):
             if found is None:
                 return False
             return self.binding_is_array(found[1], found[0], depth)
+        return False
+
+    def _batched(self, func: cst.BaseExpression, scope: "Scope", depth: int) -> bool:
+        """`jax.vmap(f)` / `jax.pmap(f)` (of a jitted f too), or a name bound once to one: called,
+        it gives arrays with a leading batch axis (never a 0-d array)."""
+        m = self.model
+        if isinstance(func, cst.Call):
+            return m.qn(func.func, scope) in _BATCHING
+        if isinstance(func, cst.Name) and depth < 3:
+            found = m.bindings_at(func, scope)
+            if found is None or len(found[1]) != 1:
+                return False
+            b = found[1][0]
+            return b.kind == "assign" and b.index is None and b.value is not None and \
+                self._batched(b.value, found[0], depth + 1)
         return False
 
     def binding_is_array(self, bindings, owner: "Scope", depth: int = 0) -> bool:

@@ -208,6 +208,9 @@ class NumpyArrays(MemoizedArrays):
                 return True
             return self.is_array(e.value, scope, depth)
         if isinstance(e, cst.BinaryOperation):
+            devices = getattr(self.model, "device_arrays", None)
+            if devices is not None and (devices.is_array(e.left, scope) or devices.is_array(e.right, scope)):
+                return False  # a jax array and a NumPy array make a jax array (`clean + noise`)
             return (self.is_array(e.left, scope, depth) or self.is_array(e.right, scope, depth)) and \
                 self.model.kind(e.left, scope).value != "traced" and self.model.kind(e.right, scope).value != "traced"
         if isinstance(e, cst.UnaryOperation):

@@ -591,6 +591,14 @@ class TracedAnalysis:
                             if partial is not None:
                                 self.partial_via[(id(expr), id(target))] = partial
                             yield target, False
+                    elif partial is None and isinstance(value, cst.Call) and m.qn(value.func, found[0]) in _CALLED_THROUGH:
+                        # `g = jax.value_and_grad(loss)`, `batched = jax.vmap(f)`, then `g(w)`: f runs
+                        # where g is called (in a jitted step, inside that step's program).
+                        inner = positional(value, 0)
+                        if isinstance(inner, cst.Name) and inner.value != expr.value:
+                            target = m.function_named(inner.value, found[0])
+                            if target is not None:
+                                yield target, False
             # `model(x)`, `jax.vmap(self)`: the instance's `__call__`.
             ci = inst.instance_class(expr, scope)
             if ci is not None:
@@ -765,6 +773,9 @@ _CALLING_BUILTINS = frozenset({"builtins.map", "builtins.filter"})
 
 # Callables that bind some arguments and call the function later.
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
+# Transforms whose result, called, runs the function it was given (in the caller's trace).
+_CALLED_THROUGH = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "jax.jacrev", "jax.hessian",
+                             "jax.vmap", "jax.jit", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint"})
 
 
 def _code(model: "TracingView", node: cst.CSTNode) -> str:
