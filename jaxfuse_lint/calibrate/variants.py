@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping
 # Rule code -> generator module (in this package).
 GENERATORS = {
     "JF101": "jf101",
+    "JF102": "jf102",
     "JF103": "jf103",
 }
 
