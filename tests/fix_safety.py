@@ -16,7 +16,7 @@ write (`jnp.sum(v, axis=-1)`, `v.sum(-1)`, `jnp.sum(v, -1, keepdims=True)`, ...)
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from tests.fixture_harness import rule_settings
 
 DTYPES = ("bool", "int8", "int16", "int32", "uint8", "uint32", "float16", "bfloat16", "float32", "complex64")
 JAXTYPING = {"bool": "Bool", "int8": "Int8", "int16": "Int16", "int32": "Int32", "uint8": "UInt8",
@@ -157,7 +158,8 @@ def differences(before: Result, after: Result, case: Case) -> set[str]:
 
 
 def settings_for(code: str) -> Settings:
-    return replace(Settings(), select=(code,))
+    """The rule alone; a calibrated rule reports its raw pattern (the fix is what is checked here)."""
+    return rule_settings(code)
 
 
 @dataclass
