@@ -2,8 +2,8 @@
 
 What XLA makes of the transposes around such an FFT depends on the transform, on where the
 array comes from and on what reads the result. A rule reads those here, in the vocabulary of
-the table's features; what this module cannot establish is None, and a form the table does not
-know gets a name of its own (the rule then finds no calibrated variant for it):
+the table's features; a form the table does not know gets a name of its own, "other" or the
+function's (the rule then finds no calibrated variant for it):
 
 - `transform(call)`: "fftn" (a complex transform: `fftn`, `ifftn`, `fft2`, `ifft2`), "rfftn"
   (`rfftn`/`rfft2` whose result is not transformed back here), "rfftn_irfftn" (an `rfftn` whose
@@ -11,10 +11,10 @@ know gets a name of its own (the rule then finds no calibrated variant for it):
   the function's short name (`fft`, `irfftn` of another array...);
 - `producer(call)`: "arg" (a parameter as it comes) or "stack" (a `jnp.stack`/`jnp.array` of
   components built here), through the round trip's `rfftn` for an `irfftn`; the producer kinds of
-  model/fusion_context.py otherwise ("elementwise", "concatenate"...);
+  model/fusion_context.py otherwise ("elementwise", "concatenate", "other"...);
 - `consumer(call)`: what reads the result (the round trip's, for its `rfftn`): "returned";
   "elementwise" (elementwise work, then returned); "componentwise" (a reduction over the trailing
-  component axis, `jnp.sum(..., axis=-1)`); None otherwise.
+  component axis, `jnp.sum(..., axis=-1)`); "other" otherwise.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import libcst as cst
 
 from jaxfuse_lint.model import fusion_context
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
-from jaxfuse_lint.model.fusion import reaching_binding, reaching_value
-from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.fusion import reaching_value
+from jaxfuse_lint.model.scopes import Scope
 from jaxfuse_lint.model.traced import keyword, positional
 
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
@@ -60,22 +60,22 @@ def forward_of(model: FftContextView, call: cst.Call, scope: Scope) -> cst.Call 
     return _forward_of(model, op, scope, 0) if op is not None else None
 
 
-def producer(model: FftContextView, call: cst.Call, qn: str, scope: Scope) -> str | None:
+def producer(model: FftContextView, call: cst.Call, qn: str, scope: Scope) -> str:
     if qn in _INVERSE:
         forward = forward_of(model, call, scope)
         if forward is None:
-            return None
+            return "other"
         call = forward
     op = operand(call)
-    return fusion_context.producer(model, op, scope) if op is not None else None
+    return fusion_context.producer(model, op, scope) if op is not None else "other"
 
 
-def consumer(model: FftContextView, call: cst.Call, qn: str, scope: Scope) -> str | None:
+def consumer(model: FftContextView, call: cst.Call, qn: str, scope: Scope) -> str:
     if qn in _FORWARD:
         inverse = _inverse_of(model, call, scope)
         if inverse is not None:
             call = inverse
-    return _read(model, call, scope, 0)
+    return _read(model, call, scope, 0) or "other"
 
 
 def _parent(model: FftContextView, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -97,7 +97,7 @@ def _read(model: FftContextView, node: cst.CSTNode, scope: Scope, depth: int) ->
             isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITHMETIC):
         return _read(model, parent, scope, depth + 1)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        read = _one_read(model, parent.targets[0].target.value, parent, scope)
+        read = fusion_context.one_read(model, parent.targets[0].target.value, parent, scope)
         return _read(model, read, scope, depth) if read is not None else None
     if isinstance(parent, cst.Arg):
         call = _parent(model, parent)
@@ -121,22 +121,6 @@ def _last_axis(axis: cst.BaseExpression | None) -> bool:
         isinstance(axis.expression, cst.Integer) and axis.expression.value == "1"
 
 
-def _one_read(model: FftContextView, name: str, assign: cst.Assign, scope: Scope) -> cst.Name | None:
-    """The one read of `name` that the binding made by `assign` reaches (None: none or several)."""
-    if not isinstance(scope, Function):
-        return None
-    reads = []
-    for r in model.index.reads:
-        if r.scope is not scope or r.name.value != name:
-            continue
-        found = reaching_binding(model, r.name)  # type: ignore[arg-type]
-        if found is None:
-            return None
-        if found[1].node is assign:
-            reads.append(r.name)
-    return reads[0] if len(reads) == 1 else None
-
-
 def _inverse_of(model: FftContextView, call: cst.Call, scope: Scope) -> cst.Call | None:
     """The `irfftn` that reads this `rfftn`'s result (through names and elementwise arithmetic)."""
     node: cst.CSTNode = call
@@ -151,7 +135,7 @@ def _inverse_of(model: FftContextView, call: cst.Call, scope: Scope) -> cst.Call
             node = parent
             continue
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            read = _one_read(model, parent.targets[0].target.value, parent, scope)
+            read = fusion_context.one_read(model, parent.targets[0].target.value, parent, scope)
             if read is None:
                 return None
             node = read

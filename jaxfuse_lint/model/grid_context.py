@@ -1,7 +1,8 @@
 """A coordinate grid from `jnp.meshgrid`, as JF102's calibration table describes it (calibrate/jf102.py).
 
 What XLA makes of the grid depends on its size and on what reads it. A rule reads those here, in
-the vocabulary of the table's features; what this module cannot establish is None:
+the vocabulary of the table's features; a length this module cannot establish is None (the table is
+asked about every size), and a consumer of another kind than the calibrated ones is "other":
 
 - `vector_length(call)`: the length of a 1-D coordinate vector (`fftfreq(n)`: n; `rfftfreq(n)`:
   n // 2 + 1; `linspace(a, b, num)`: num, 50 when not given), from literals, names bound once to
@@ -9,7 +10,7 @@ the vocabulary of the table's features; what this module cannot establish is Non
 - `consumer(meshgrid call)`: what reads the grid, followed through elementwise arithmetic,
   names and one-argument elementwise functions: "returned" (it is returned), "reduction" (a
   reduction reads it), "fft_filter" (it multiplies an FFT's output, as a filter in k-space);
-  None where the grid's reads end elsewhere, or in more than one of these.
+  "other" where the grid's reads end elsewhere, or in more than one of these.
 """
 from __future__ import annotations
 
@@ -64,22 +65,22 @@ def vector_length(model: GridContextView, kind: str, call: cst.Call, scope: Scop
     return None
 
 
-def consumer(model: GridContextView, call: cst.Call, scope: Scope) -> str | None:
+def consumer(model: GridContextView, call: cst.Call, scope: Scope) -> str:
     """What reads the grid that the meshgrid `call` builds (see the module docstring)."""
     assign = model.parent(call)
     if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(scope, Function):
-        return None
+        return "other"
     target = assign.targets[0].target
     names = [el.value for el in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
     if not all(isinstance(n, cst.Name) for n in names):
-        return None
+        return "other"
     kinds: set[str] = set()
     for name in names:
         found = _name_readers(model, name.value, assign, scope, 0)
         if found is None:
-            return None
+            return "other"
         kinds |= found
-    return next(iter(kinds)) if len(kinds) == 1 else None
+    return next(iter(kinds)) if len(kinds) == 1 else "other"
 
 
 def _name_readers(model: GridContextView, name: str, assign: cst.CSTNode, scope: Scope, depth: int) -> set[str] | None:
@@ -88,6 +89,8 @@ def _name_readers(model: GridContextView, name: str, assign: cst.CSTNode, scope:
     for read in model.index.reads:
         if read.scope is not scope or read.name.value != name:
             continue
+        if any(a is assign for a in model.ancestors(read.name)):
+            continue  # read by the assignment's own value: an earlier binding (the 1-D vector)
         found = reaching_binding(model, read.name)  # type: ignore[arg-type]
         if found is None:
             return None

@@ -1,8 +1,9 @@
 """A short lax loop, as JF103's calibration table describes it (calibrate/jf103.py).
 
 What XLA makes of an unrolled loop depends on the work of its body and on the code around it.
-A rule reads those here, in the vocabulary of the table's features; a feature this module cannot
-establish is None (the rule then asks the table about every value it may take):
+A rule reads those here, in the vocabulary of the table's features; a value this module cannot
+establish (a carry of undeclared shape) is None, and the table is asked about every value it may
+take; code around the loop of another kind than the calibrated ones is "other" (no variant has it):
 
 - `body_kind(bodies)`: the heaviest work the body does: "matmul" (`@`, `dot`, `einsum`...),
   "scatter" (`x.at[i].set/add/...`), "reduction" (`sum`, `mean`, `max`...), "gather" (indexing
@@ -13,7 +14,7 @@ establish is None (the rule then asks the table about every value it may take):
 - `context(call)`: "alone" (lax compiles the loop by itself: the enclosing code is not traced, or
   the carry is a parameter as it comes and the result is returned as it is), "around"
   (elementwise work on parameters makes the carry, and/or elementwise work reads the result before
-  it is returned), None otherwise.
+  it is returned), "other" otherwise (the result passed to a call, a reduction, kept in a tuple...).
 """
 from __future__ import annotations
 
@@ -145,30 +146,38 @@ def size(model: LoopContextView, expr: cst.BaseExpression | None, scope: Scope) 
     return fusion_context.rows(shape, None) if shape is not None and shape.rank is not None else None
 
 
-def context(model: LoopContextView, call: cst.Call, qualified_name: str, scope: Scope) -> str | None:
+def context(model: LoopContextView, call: cst.Call, qualified_name: str, scope: Scope) -> str:
     if not isinstance(scope, Function) or not model.is_traced(scope):
         return "alone"  # run eagerly, lax compiles the loop by itself
     init = carry(call, qualified_name)
     if init is None:
-        return None
+        return "other"
     before = fusion_context.producer(model, init, scope)  # type: ignore[arg-type]
     after = _result_reader(model, call, qualified_name, scope)
     if before not in ("arg", "elementwise") or after not in ("returned", "epilogue"):
-        return None
+        return "other"
     return "alone" if before == "arg" and after == "returned" else "around"
 
 
 def _result_reader(model: LoopContextView, call: cst.Call, qualified_name: str, scope: Scope) -> str | None:
-    """What reads the loop's carry: through `scan(...)[0]` and `c, ys = scan(...)` for a scan."""
-    if qualified_name == "jax.lax.fori_loop":
-        return fusion_context.reader(model, call, scope)  # type: ignore[arg-type]
+    """What reads the loop's carry: through `scan(...)[0]` and `c, ys = scan(...)` for a scan, and
+    through the name it is assigned to (which may be the carry's own: `x = lax.fori_loop(..., x)`)."""
+    node: cst.CSTNode = call
     parent = model.parent(call)
-    if isinstance(parent, cst.Subscript) and len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) \
-            and isinstance(parent.slice[0].slice.value, cst.Integer) and parent.slice[0].slice.value.value == "0":
-        return fusion_context.reader(model, parent, scope)  # type: ignore[arg-type]
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-        target = parent.targets[0].target
-        if isinstance(target, (cst.Tuple, cst.List)) and target.elements and \
-                isinstance(target.elements[0].value, cst.Name):
-            return fusion_context.name_reader(model, target.elements[0].value.value, parent, scope)  # type: ignore[arg-type]
-    return None
+    if qualified_name != "jax.lax.fori_loop":
+        if isinstance(parent, cst.Subscript) and len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) \
+                and isinstance(parent.slice[0].slice.value, cst.Integer) and parent.slice[0].slice.value.value == "0":
+            node, parent = parent, model.parent(parent)
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+                isinstance(parent.targets[0].target, (cst.Tuple, cst.List)):
+            first = parent.targets[0].target.elements[0].value if parent.targets[0].target.elements else None
+            if not isinstance(first, cst.Name):
+                return None
+            read = fusion_context.one_read(model, first.value, parent, scope)  # type: ignore[arg-type]
+            return fusion_context.reader(model, read, scope) if read is not None else None  # type: ignore[arg-type]
+        else:
+            return None
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        read = fusion_context.one_read(model, parent.targets[0].target.value, parent, scope)  # type: ignore[arg-type]
+        return fusion_context.reader(model, read, scope) if read is not None else None  # type: ignore[arg-type]
+    return fusion_context.reader(model, node, scope)  # type: ignore[arg-type]

@@ -290,7 +290,7 @@ class GridFromMeshgrid(Rule):
                 points *= n
         kinds = {s.kind for s in sources} if all(s is not None for s in sources) else set()
         vectors = {frozenset({"fftfreq"}): "fftfreq", frozenset({"fftfreq", "rfftfreq"}): "fftfreq_rfftfreq",
-                   frozenset({"linspace"}): "linspace"}.get(frozenset(kinds))
+                   frozenset({"linspace"}): "linspace"}.get(frozenset(kinds), "other")
         direct = {s.direct for s in sources if s is not None}
         scale = None if len(direct) != 1 or None in sources else "plain" if direct == {True} else "scaled"
         decision = decide(self.code, settings, dims=len(sources), points=points, vectors=vectors, scale=scale,

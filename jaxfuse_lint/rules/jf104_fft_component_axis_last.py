@@ -90,42 +90,47 @@ class FftComponentAxisLast(Rule):
     components (2 to 4); where the array comes from (an argument, or a
     `jnp.stack` of components built here); and what reads the result (it is
     returned; elementwise work, then returned; a reduction over the
-    components, `jnp.sum(..., axis=-1)`). A feature the rule cannot read
-    matches every calibrated value: the finding is reported when all of them
-    show the harm, and is in the preview tier when only some do. A form the
-    table does not have (`fft` over one axis, an `irfftn` of another array, an
-    array made by other work) is in the preview tier.
+    components, `jnp.sum(..., axis=-1)`). Sizes the rule cannot read match
+    every calibrated class: the finding is reported when all of them show the
+    harm, and is in the preview tier when only some do. A form the table does
+    not have (`fft` over one axis, an `irfftn` of another array, an array made
+    by other work or read by other code) is in the preview tier.
 
     ## Why is this bad?
     XLA's FFT works on the trailing dimensions. To transform leading axes, JAX
     moves the untransformed component axis to the front, runs the FFT, and
     moves it back: transposes, each a copy of the array unless XLA fuses it
     into the code before or after. On XLA:GPU for the H100 (jax 0.10.2,
-    deviceless), the round trip `irfftn(rfftn(u))` of a `(64, 64, 64, 3)`
-    argument is 7 kernels against 5 stored components-first (6 when
-    elementwise work reads it); an `rfftn` of it alone 3 kernels and 3.1 MiB
-    of temporaries against 1 kernel and none. The A100's compiler gives the
-    same decisions in all 324 calibrated forms. On XLA:CPU (timed as well) the
-    harm shows in 208 of them: the same kernels and temporaries as on the
-    GPUs, and wall-clock deciding between forms that compile alike.
+    deviceless), an `rfftn` of a `(64, 64, 64, 3)` argument is 3 kernels and
+    3.1 MiB of temporaries, stored components-first 1 kernel and none (6.1
+    against 3.1 MiB when elementwise work reads it); the round trip
+    `irfftn(rfftn(u))` of it, returned, 7 kernels against 5. The table shows
+    such harm — less memory, or two launches or more saved — in 81 of 324
+    forms: real transforms of an argument, the round trip of an argument
+    returned, and an `rfftn` of stacked components over 3 axes, returned. The
+    A100's compiler gives the same verdicts in all 324 forms.
 
     ## Known problems
-    The transposes fuse away where the code around the FFT can take them:
-    a complex `fftn` read by elementwise work or by a sum over the
-    components, and real transforms of components stacked in the same
-    function and read that way, compile to the same kernels and temporaries
-    in both layouts (144 of 324 forms on the H100): the rule is silent there.
-    A "returned" result counts the components-first array as the caller's
-    new layout — where the caller needs the component axis last, the
-    transpose comes back (the fusion notebook's `f_fft3d` with its result
-    moved back to `(N, N, N, 2)`: 7 kernels either way on XLA:GPU). The CPU
-    timings were taken on a loaded shared machine: read the CPU decisions that
-    rest on wall-clock alone as provisional. When the
-    rank of the array is unknown, explicit axes `0..k-1` are read as leading
-    axes, that is, as leaving the trailing component axis out. Only the
-    trailing axis is considered (a small axis in the middle also forces a
-    transpose, but is rarer). The layout change has to be made where the
-    array is built, often in several places, so there is no automatic fix.
+    In 99 forms the components-first layout saves one kernel launch and no
+    memory: a complex `fftn` returned (3 kernels against 2), a round trip read
+    by elementwise work (7 against 6), the round trip of stacked components
+    returned (the fusion notebook's `f_fft3d`: 7 against 6). Untimed on a
+    GPU, one launch is not evidence enough: those findings are in the preview
+    tier. In 144 forms the transposes fuse into the code around the FFT (a
+    complex `fftn` read by elementwise work or by a sum over the components,
+    real transforms of stacked components read that way): the same kernels
+    and temporaries in both layouts, and the rule is silent. A "returned"
+    result counts the components-first array as the caller's new layout:
+    where the caller needs the component axis last, the transpose comes back
+    (`f_fft3d` with its result moved back to `(N, N, N, 2)`: 7 kernels either
+    way). On XLA:CPU, timed, the components-first layout is faster in 163 of
+    324 forms and slower in 9; the timings were taken on a loaded shared
+    machine, so read the CPU decisions as provisional. When the rank of the
+    array is unknown, explicit axes `0..k-1` are read as leading axes, that
+    is, as leaving the trailing component axis out. Only the trailing axis is
+    considered (a small axis in the middle also forces a transpose, but is
+    rarer). The layout change has to be made where the array is built, often
+    in several places, so there is no automatic fix.
 
     ## Example
     ```python
@@ -154,10 +159,11 @@ class FftComponentAxisLast(Rule):
             "An FFT over the leading axes of an array with a trailing component axis is wrapped in transposes; "
             "stored component-first the FFT runs on the buffer",
             gpu=Evidence(True, "calibrated (jaxfuse_lint/core/calibration_tables/JF104.h100.json, .a100.json: XLA:GPU "
-                               "of jax 0.10.2, deviceless): harm in 180 of 324 forms on both — every returned result, "
-                               "real transforms of an argument; none where the transposes fuse into a stack or an "
-                               "elementwise consumer"),
-            cpu=Evidence(True, "calibrated (JF104.cpu.json: XLA:CPU of jax 0.10.2, timed): harm in 208 of 324 forms; worse in 6 and mixed in 3, by wall-clock"),
+                               "of jax 0.10.2, deviceless): harm in 81 of 324 forms on both (real transforms of an "
+                               "argument, round trips returned); one launch saved in 99; none where the transposes "
+                               "fuse into a stack or an elementwise consumer"),
+            cpu=Evidence(True, "calibrated (JF104.cpu.json: XLA:CPU of jax 0.10.2, timed): faster in 163 of 324 forms, "
+                               "slower in 9"),
             tpu=TPU_UNKNOWN,
         ),
     )
