@@ -16,17 +16,16 @@ write (`jnp.sum(v, axis=-1)`, `v.sum(-1)`, `jnp.sum(v, -1, keepdims=True)`, ...)
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 from hypothesis import strategies as st
 
-from jaxfuse_lint.calibrate.variants import GENERATORS
-from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from tests.fixture_harness import rule_settings
 
 DTYPES = ("bool", "int8", "int16", "int32", "uint8", "uint32", "float16", "bfloat16", "float32", "complex64")
 JAXTYPING = {"bool": "Bool", "int8": "Int8", "int16": "Int16", "int32": "Int32", "uint8": "UInt8",
@@ -159,9 +158,8 @@ def differences(before: Result, after: Result, case: Case) -> set[str]:
 
 
 def settings_for(code: str) -> Settings:
-    # A calibrated rule reports its raw pattern (what its codemod rewrites), as in the fixture
-    # folders: this harness is about the fixes' safety, not the calibration tables.
-    return replace(Settings(), select=(code,), extra=(RAW,) if code in GENERATORS else ())
+    """The rule alone; a calibrated rule reports its raw pattern (the fix is what is checked here)."""
+    return rule_settings(code)
 
 
 @dataclass

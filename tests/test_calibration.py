@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,23 @@ def test_the_committed_tables_are_what_this_compiler_says():
             checked += 1
     if not checked:
         pytest.skip("no table was made with the installed jax")
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CALIBRATED_CASES = sorted(p for p in FIXTURES.glob("JF*/calibrated*.py") if not p.name.endswith((".fixed.py", ".unsafe.py")))
+
+
+@pytest.mark.parametrize("path", CALIBRATED_CASES, ids=[f"{p.parent.name}/{p.name}" for p in CALIBRATED_CASES])
+def test_a_calibrated_finding_says_what_the_compiler_showed(path):
+    """A default finding cites the table's figures; a preview one says what it depends on and
+    offers no fix."""
+    from tests.fixture_harness import case_settings
+
+    code = path.parent.name
+    result = check_source(path.read_bytes(), str(path), case_settings(path, code))
+    found = [d for d in result.diagnostics if d.code == code]
+    for d in found:
+        if "(preview:" in d.message:
+            assert d.fix is None, d.message
+        else:
+            assert " compiles to " in d.message and "; " in d.message, d.message

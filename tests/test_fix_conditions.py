@@ -3,17 +3,17 @@ only when the model proves it; otherwise it is unsafe (or there is none)."""
 from __future__ import annotations
 
 import textwrap
-from dataclasses import replace
 
 import pytest
 
-from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from tests.fixture_harness import rule_settings
 
 
 def applicability(src: str, code: str) -> list:
-    result = check_source(textwrap.dedent(src), "m.py", replace(Settings(), select=(code,)))
+    # The fix's conditions, on the rule's raw pattern (a calibrated rule's table decides elsewhere).
+    result = check_source(textwrap.dedent(src), "m.py", rule_settings(code))
     assert not result.errors
     return [d.fix.applicability if d.fix else None for d in result.diagnostics if d.code == code]
 
@@ -88,7 +88,7 @@ def f(x, d{default}):
 def test_jf102_spacing_must_be_a_python_number(d, expected, cast):
     src = JF102.format(d=d, default="=1.0")
     assert applicability(src, "JF102") == [expected]
-    out = fix_source(textwrap.dedent(src), "m.py", replace(Settings(), select=("JF102",)), unsafe=True).source
+    out = fix_source(textwrap.dedent(src), "m.py", rule_settings("JF102"), unsafe=True).source
     assert (".astype(float)" in out) == cast
 
 
@@ -97,7 +97,7 @@ def test_jf102_fixed_grid_keeps_dtype_and_weak_type():
     import numpy as np
 
     src = textwrap.dedent(JF102.format(d="0.5", default="=1.0"))
-    out = fix_source(src, "m.py", replace(Settings(), select=("JF102",))).source
+    out = fix_source(src, "m.py", rule_settings("JF102")).source
     x = jax.numpy.ones((5, 4), jax.numpy.float16)
     results = []
     for text in (src, out):

@@ -23,6 +23,7 @@ import pytest
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
+from tests.fixture_harness import rule_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -94,7 +95,8 @@ def load(path: Path, name: str):
 
 
 def settings(code: str, **kw) -> Settings:
-    return replace(Settings(), select=(code,), **kw)
+    """The rule alone; a calibrated rule reports its raw pattern (the fixes' mechanics are tested here)."""
+    return replace(rule_settings(code), **kw)
 
 
 def test_launch_counter_counts_loop_iterations():
@@ -336,8 +338,9 @@ def test_jf206_checkpoint_prevent_cse_changes_nothing_forward():
 
 # -- the codemods as libcst commands ------------------------------------------------------------------
 @pytest.mark.parametrize("code,command,case,unsafe", [
-    ("JF102", "GridFromIndicesCommand", "positives", False),
-    ("JF103", "UnrollShortLoopCommand", "positives", False),
+    # A libcst command runs the rule as users get it: a calibrated rule follows its table.
+    ("JF102", "GridFromIndicesCommand", "calibrated", False),
+    ("JF103", "UnrollShortLoopCommand", "calibrated", False),
     ("JF205", "FoldIntoForiLoopCommand", "cases", True),
 ])
 def test_libcst_tool_applies_the_same_fix(tmp_path, code, command, case, unsafe):

@@ -22,6 +22,9 @@ from jaxfuse_lint.run.runner import check_files
 
 PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "cross_module" / "_return_shapes"
 EXPECTED = {("step.py", 11, "JF101"), ("step.py", 17, "JF104")}
+# The helpers' return shapes reach the rules; what produced the arrays is another module's code, a form
+# the calibration tables do not cover, so both findings are in the preview tier.
+PREVIEW = Settings(preview=True)
 
 
 def files() -> list[Path]:
@@ -33,11 +36,11 @@ def found(run) -> set[tuple[str, int, str]]:
 
 
 def test_imported_return_shapes_reach_the_importers_rules():
-    assert found(check_files(files(), Settings(), jobs=1)) == EXPECTED
+    assert found(check_files(files(), PREVIEW, jobs=1)) == EXPECTED
 
 
 def test_same_result_in_parallel():
-    assert found(check_files(files(), Settings(), jobs=2)) == EXPECTED
+    assert found(check_files(files(), PREVIEW, jobs=2)) == EXPECTED
 
 
 def test_each_file_alone_knows_no_imported_shape():
@@ -85,7 +88,8 @@ def test_shape_json_round_trip():
 
 def test_cli_with_the_cache_twice(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    cmd = [sys.executable, "-m", "jaxfuse_lint", "check", "--cache-dir", str(tmp_path / "cache"), str(PROJECT)]
+    cmd = [sys.executable, "-m", "jaxfuse_lint", "check", "--preview", "--cache-dir", str(tmp_path / "cache"),
+           str(PROJECT)]
     first = subprocess.run(cmd, capture_output=True, text=True, env=env)
     second = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert first.returncode == second.returncode == 1

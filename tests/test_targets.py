@@ -212,10 +212,12 @@ def test_gpu_keeps_the_optimization_barrier():
 
 @on_xla_gpu
 def test_gpu_fuses_a_meshgrid_of_fftfreq_vectors():
-    """JF102's GPU claim, as XLA:GPU of jax 0.10.2 decides it for the H100 config: no second kernel."""
+    """The fusion notebook's k-mesh (64³), as XLA:GPU of jax 0.10.2 compiles it for the H100 config: no
+    second kernel (JF102's table agrees: the grid costs a kernel only at the 2M-point class, so the rule
+    is silent on this form)."""
     from jaxfuse_lint.rules.jf102_grid_from_meshgrid import RULE
 
-    assert RULE.backends[0].on("gpu").holds is False
+    assert "calibrated" in RULE.backends[0].on("gpu").how
     result = _verify_gpu("kmesh_filter.py", "get_kmesh_naive", "get_kmesh", "f32[64,64,64]", norm2=True)
     assert result.metric("kernels").before == result.metric("kernels").after == 1
     assert result.metric("temp_bytes").before == 0

@@ -8,6 +8,9 @@ versions of every function are compiled for each target in worker processes:
 - XLA:GPU without a GPU (`jaxfuse_lint/verify/backend.py`), for each bundled GPU model;
 - XLA:CPU, where the compiled programs are also run and timed (alternating, median of `repeat`).
 
+A generator's `advised(features, name)` spells the "after" itself, for a rule without a codemod or
+for the forms its codemod does not fix (it returns None where the codemod's fix is the "after").
+
 Figures per version: kernels and launches per run (the optimized HLO, loops counted by their
 trip counts), temporary bytes (XLA's buffer assignment), folded-constant bytes. A variant the
 fix does not change is `nofix`; one that fails to compile is `error` (with what failed).
@@ -60,20 +63,25 @@ def fixed_batches(code: str, variants: Sequence[Mapping[str, Any]]) -> list[dict
     for start in range(0, len(variants), BATCH):
         chunk = list(variants[start:start + BATCH])
         before, names = module(gen, chunk)
-        # The form the rule advises where it has no codemod for a variant (None: the codemod's fix).
-        advice = {n: gen.advised(f, n) for f, n in zip(chunk, names)} if hasattr(gen, "advised") else {}
-        if advice and all(text is not None for text in advice.values()):
-            after = gen.HEADER.rstrip() + "\n" + "".join("\n\n" + text.rstrip() + "\n" for text in advice.values())
+        # A rule without a codemod (or for the forms its codemod does not fix): the generator spells
+        # the advice's form (`advised` returns None where the codemod's fix is the "after").
+        advised = [gen.advised(f, n) if hasattr(gen, "advised") else None for f, n in zip(chunk, names)]
+        if all(a is not None for a in advised):
+            after = gen.HEADER.rstrip() + "\n" + "".join("\n\n" + a.rstrip() + "\n" for a in advised)
         else:
             outcome = fix_source(before, f"{code.lower()}_variants.py", settings, unsafe=True)
             after = outcome.source if isinstance(outcome.source, str) else outcome.source.decode("utf-8")
-            for n, text in advice.items():
+            fixed = functions_text(after)
+            for name, text in zip(names, advised):
                 if text is not None:
-                    after = after.replace(functions_text(after)[n], functions_text(source_of(gen, text))[n])
+                    after = after.replace(fixed[name], functions_text(source_of(gen, text))[name], 1)
         old, new = functions_text(before), functions_text(after)
         batches.append({
             "code": code, "before": before, "after": after, "names": names, "features": chunk,
             "args": [gen.args(f) for f in chunk], "fixed": [old[n] != new.get(n) for n in names],
+            # The advised form may take its arguments in another layout (components first, say).
+            "args_after": [(gen.advised_args(f) if hasattr(gen, "advised_args") else None) or gen.args(f)
+                           for f in chunk],
         })
     return batches
 
@@ -112,14 +120,16 @@ def _measure_batch(batch: dict, key: str, repeat: int) -> list[tuple]:
     modules = {label: load_module(batch[label], f"{batch['code'].lower()}_{label}.py", label=label)
                for label in ("before", "after")}
     out = []
-    for name, features, args, fixed in zip(batch["names"], batch["features"], batch["args"], batch["fixed"]):
+    args_after = batch.get("args_after") or batch["args"]
+    for name, features, args, after_args, fixed in zip(batch["names"], batch["features"], batch["args"], args_after,
+                                                       batch["fixed"]):
         spec_text = ", ".join(args)
         if not fixed:
             out.append((features, None, None, "nofix", None, spec_text))
             continue
-        specs = [parse_arg_spec(a, {}) for a in args]
+        specs = {"before": [parse_arg_spec(a, {}) for a in args], "after": [parse_arg_spec(a, {}) for a in after_args]}
         try:
-            measured = {label: measure(get_function(module, name, label), specs, {}, filename=label, label=label,
+            measured = {label: measure(get_function(module, name, label), specs[label], {}, filename=label, label=label,
                                        device=target.device) for label, module in modules.items()}
         except Exception as exc:  # noqa: BLE001 - recorded in the table, not fatal to the run
             out.append((features, None, None, "error", None, f"{spec_text}: {' '.join(str(exc).split())[:200]}"))
@@ -136,8 +146,8 @@ def _timed(measured, specs, target, repeat, before: Figures, after: Figures):
     from jaxfuse_lint.verify.numerics import random_inputs
     from jaxfuse_lint.verify.timing import noise, time_versions
 
-    inputs = random_inputs(specs, 0, target.run_device)
-    calls = [lambda m=measured[label]: m.compiled(*inputs) for label in ("before", "after")]
+    inputs = {label: random_inputs(specs[label], 0, target.run_device) for label in ("before", "after")}
+    calls = [lambda m=measured[label], a=inputs[label]: m.compiled(*a) for label in ("before", "after")]
     timings = time_versions(calls, repeat=repeat, mode="compiled")
     return (replace(before, seconds=timings[0].median), replace(after, seconds=timings[1].median),
             noise(timings[0], timings[1]))

@@ -11,8 +11,10 @@ A generator is a module with:
   pattern in the form the features say;
 - `args(features) -> list[str]`: its argument shapes, as `verify --arg` spells them;
 - `variants() -> Iterable[dict]`: the feature combinations to calibrate;
-- optionally `advised(features, name) -> str | None`: the form the rule advises where it has no
-  codemod for the variant (None: the "after" version is the rule's own fix of `function`);
+- optionally `advised(features, name) -> str | None`: the form the rule advises, for a rule
+  without a codemod or a form its codemod does not fix (None, or no `advised`: the "after"
+  version is the rule's own fix of `function`); and `advised_args(features) -> list[str] | None`
+  where the advised form takes its arguments in another layout;
 - optionally `NEAREST` (numeric features whose values stand for size classes), `PAGE` (the
   groupings of features the rule's page shows) and `TIMED` (feature name -> the values a timed
   target, XLA:CPU, calibrates: running and timing every variant costs more than compiling it).
@@ -33,6 +35,9 @@ GENERATORS = {
     "JF201": "jf201",
     "JF202": "jf202",
     "JF207": "jf207",
+    "JF102": "jf102",
+    "JF103": "jf103",
+    "JF104": "jf104",
 }
 
 

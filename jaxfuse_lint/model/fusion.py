@@ -226,6 +226,12 @@ def cheap_function(model: "SemanticModel", fn: "Function", depth: int = 0,
     return True
 
 
+def cheap_call(model: "SemanticModel", call: cst.Call, scope: "Scope") -> bool:
+    """A call `cheap_function` accepts: elementwise, array creation from shapes, indexing and
+    layout changes, an `.at[...]` update, or the module's own cheap function."""
+    return _cheap_call(model, call, scope, 0, set())
+
+
 def _cheap_call(model: "SemanticModel", call: cst.Call, scope: "Scope", depth: int, seen: set[int]) -> bool:
     qn = model.qn(call.func, scope)
     if qn is not None:

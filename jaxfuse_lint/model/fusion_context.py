@@ -11,6 +11,8 @@ behaviour is not established for it: no table has such a variant):
   function), "broadcast" (it comes from a new axis: `x[:, None] * w`);
 - `consumer(call)`: "returned", "epilogue" (scalar elementwise work, then returned), "broadcast_back"
   (`keepdims=True` or `r[..., None]` against an array), "reduction" (a further reduction), "matmul";
+- `reader(expr)` / `name_reader(name)`: the same reading for any value (a loop's result, a grid);
+  `one_read(name, assign)`: the one read a binding reaches;
 - `loop(scope)`: "fori_loop" when the code runs in a lax loop body, else "none";
 - `dtype_name(expr)`: the one dtype the operand has, or None.
 """
@@ -157,6 +159,38 @@ def consumer(model: FusionContextView, call: cst.Call, scope: Scope, keepdims: b
     if isinstance(parent, cst.Subscript) and _adds_axis(parent):
         return "broadcast_back" if _against_array(model, _parent(model, parent), parent, scope) else "other"
     return _reader(model, node, parent, scope, 0) or "other"
+
+
+def reader(model: FusionContextView, node: cst.CSTNode, scope: Scope) -> str | None:
+    """What reads the value of `node` (an expression): "returned", "epilogue" (scalar elementwise
+    work, then returned), "reduction", "matmul", or None."""
+    return _reader(model, node, _parent(model, node), scope, 0)
+
+
+def name_reader(model: FusionContextView, name: str, assign: cst.Assign, scope: Scope) -> str | None:
+    """What reads `name`, which `assign` binds (and nothing else does), at its one read."""
+    return _read_of_name(model, name, assign, scope, 0)
+
+
+def one_read(model: FusionContextView, name: str, assign: cst.CSTNode, scope: Scope) -> cst.Name | None:
+    """The one read of `name` that the binding made by `assign` reaches, in straight-line code (the
+    name may be bound elsewhere too: `x = lax.fori_loop(..., x)`); None: none, several, or unsure."""
+    from jaxfuse_lint.model.fusion import reaching_binding
+
+    if not isinstance(scope, Function):
+        return None
+    reads = []
+    for r in model.index.reads:
+        if r.scope is not scope or r.name.value != name:
+            continue
+        if any(a is assign for a in model.ancestors(r.name)):
+            continue  # read by the assignment's own value: an earlier binding
+        found = reaching_binding(model, r.name)  # type: ignore[arg-type]
+        if found is None:
+            return None
+        if found[1].node is assign:
+            reads.append(r.name)
+    return reads[0] if len(reads) == 1 else None
 
 
 def _reader(model: FusionContextView, node: cst.CSTNode, parent: cst.CSTNode | None, scope: Scope,

@@ -6,11 +6,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Function, SemanticModel, keyword
+from jaxfuse_lint.core.calibration import decide, evidence_text, raw
+from jaxfuse_lint.model import Function, SemanticModel, grid_context, keyword
 from jaxfuse_lint.model.fusion import reaching_binding, reaching_value
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message
-from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
 FFTFREQ = "jax.numpy.fft.fftfreq"
 RFFTFREQ = "jax.numpy.fft.rfftfreq"
@@ -126,23 +127,49 @@ class GridFromMeshgrid(Rule):
     constant, as in `2 * jnp.pi * jnp.fft.fftfreq(n, d)`, or cast with
     `.astype(...)`), also when the vectors come as `*freqs` from a list
     (`freqs = [fftfreq(s) for s in shape]`) — the usual way of building a
-    Fourier k-space or coordinate grid.
+    Fourier k-space or coordinate grid — where JF102's calibration table shows
+    that the grid built from `jnp.indices` compiles better for the form found
+    (the Calibration section below).
+
+    The table's features, read from the code: the number of grid axes (2, 3);
+    the number of grid points (classes of 4,096, 262,144 and 2,097,152 points,
+    from the vectors' lengths: literals, module constants, `x.shape[i]` of
+    arrays of declared shape); the vectors (`fftfreq` on every axis, `fftfreq`
+    with `rfftfreq` last, `linspace` on every axis); whether they are scaled;
+    and what reads the grid, followed through elementwise arithmetic and
+    names: returned (`k² = kx² + ky²`), a reduction, or an FFT's output it
+    multiplies (a filter in k-space). What the rule cannot read matches every
+    calibrated value: the finding is reported when all of them show the harm,
+    and is in the preview tier, without its fix, when only some do.
 
     ## Why is this bad?
-    XLA will not repeat the `remainder` of `fftfreq` (or the arithmetic of
-    `linspace`) for every grid point, so it computes each 1-D vector in a kernel
-    of its own, writes it to a temporary, and broadcasts it into the grid in a
-    second kernel. Built from `jnp.indices` with index arithmetic, the grid has
-    its own shape from the first operation on: one kernel, which also fuses
-    into whatever consumes the grid. The fusion notebook's `get_kmesh_naive`
-    (meshgrid of fftfreq/rfftfreq, 64³ input) is two kernels, `get_kmesh`
-    (indices + `myfftfreq`) one. Measured on CPU with jax 0.10.2: 2 kernels and
-    256 B of temporaries → 1 kernel and none for the k² grid, and a filter
-    `irfftn(rfftn(rho) * exp(-k²))` drops from 4 to 3 kernels. A meshgrid of
-    `rfftfreq` or `arange` vectors alone is not flagged: that arithmetic is
-    cheap, XLA already fuses it (measured: 1 kernel).
+    Where XLA will not repeat the arithmetic of `fftfreq` (a `where` on the
+    index) or `linspace` for every grid point, it computes each 1-D vector in
+    a kernel of its own and broadcasts it into the grid in another; built
+    from `jnp.indices` with index arithmetic, the grid has its own shape from
+    the first operation and is one kernel. On XLA:GPU that happens only for
+    large grids: for the 2,097,152-point class (128³) the H100's compiler (jax
+    0.10.2, deviceless) makes the k² grid of `fftfreq` vectors 2 kernels and
+    the `jnp.indices` form 1, and a k-space filter
+    `ifftn(fftn(x) * exp(-k²))` 6 kernels against 5; up to 262,144 points
+    (64³, 512²) both forms are the same kernels and temporaries (the fusion
+    notebook's `get_kmesh_naive` of 64³: 1 kernel either way; a 400 × 400
+    `linspace` grid: the same kernels and no temporaries either way). The
+    A100's compiler splits the 1024 × 2048 grid as well (3 → 1 kernels). On
+    XLA:CPU the vectors are a kernel of their own at almost every size: 2 → 1
+    kernels for the k² grid, 6 → 5 (4 → 3 with `rfftfreq`) for the filter;
+    on the smallest grids the `jnp.indices` form was sometimes slower in the
+    timed runs (mixed).
 
     ## Known problems
+    With a reduction reading the grid, the `jnp.indices` form changes how XLA
+    splits the reduction, not the grid: better in 22 of 36 forms on the H100,
+    worse in 3 (a 64³ grid keeps 1 MiB more temporaries), and on XLA:CPU worse
+    in 32 of 36 (the full grid is materialised: 2 MiB of temporaries for a
+    512² grid where the vectors needed 2 KiB); the rule follows the table.
+    The CPU figures include wall-clock taken on a loaded shared machine. A
+    grid whose reads end elsewhere (a function call, several kinds of
+    consumer) has no consumer the table knows: every one is asked.
     `sparse=True` grids are not flagged (they are broadcast, never
     materialised). Vectors the linter cannot trace back to their builder are
     not considered.
@@ -166,7 +193,8 @@ class GridFromMeshgrid(Rule):
     ```
 
     ## Fix safety
-    Safe, and offered when every vector is `jnp.fft.fftfreq(n[, d])` or
+    Offered only where the table shows the harm for every form the grid may
+    take. Safe, and offered when every vector is `jnp.fft.fftfreq(n[, d])` or
     `jnp.fft.rfftfreq(n[, d])` (no `dtype=`/`device=`) — possibly through
     names, negated, or multiplied or divided by Python scalars (`2 * jnp.pi *
     fftfreq(n, d=dx)`) — the grid is unpacked into distinct names (`kx, ky, kz
@@ -186,16 +214,19 @@ class GridFromMeshgrid(Rule):
     assignments that only fed the meshgrid are removed. An added offset
     (`fftfreq(n) + 0.5`) gets no fix: XLA may contract it with a
     multiplication into an FMA in one program and not the other (measured: a
-    1-ulp difference).
+    1-ulp difference). `linspace` grids get no fix (the table's "after" for
+    them is the advised `jnp.indices` form, `start + i * step`).
     """
     backends = (
         Claim(
             "A grid from `jnp.meshgrid` of 1-D vectors computes each vector in its own kernel and broadcasts it; "
             "built from `jnp.indices` it is one kernel that fuses into its consumers",
-            gpu=Evidence(False, GPU_MEASURED + ": `get_kmesh_naive` of f32[64,64,64] is 1 kernel and no "
-                                "temporary before and after the fix, and the k-mesh filter around it 5 kernels "
-                                "either way (the fusion notebook measured a second kernel on its GPU)"),
-            cpu=Evidence(True, CPU_MEASURED + ": `get_kmesh_naive` → `get_kmesh` 2 → 1 kernels, 256 B → 0 B"),
+            gpu=Evidence(True, "calibrated (jaxfuse_lint/core/calibration_tables/JF102.h100.json, .a100.json: XLA:GPU "
+                               "of jax 0.10.2, deviceless): harm in 28 and 40 of 108 forms — grids of the "
+                               "2,097,152-point class (k² 2 → 1 kernels, the k-space filter 6 → 5) and some forms "
+                               "read by a reduction; up to 262,144 points the same kernels either way"),
+            cpu=Evidence(True, "calibrated (JF102.cpu.json: XLA:CPU of jax 0.10.2, timed): harm in 62 of 108 forms; "
+                               "worse in 32 (a reduction reading the grid)"),
             tpu=TPU_UNKNOWN,
         ),
     )
@@ -238,16 +269,41 @@ class GridFromMeshgrid(Rule):
                 continue
             kinds = sorted({s.kind for s in costly})
             what = " and ".join(f"`{k}`" for k in kinds)
-            yield Violation(
-                call,
-                message(
-                    f"`jnp.meshgrid` of {what} vectors (`{code_of(model, call, 50)}`) in traced "
-                    f"`{scope.display_name}`: each vector is computed into a temporary by its own kernel "
-                    "and then broadcast; build the grid from `jnp.indices` with index arithmetic "
-                    "(one kernel that fuses into its consumers)",
-                ),
-                data={"args": args, "sources": sources, "indexing": indexing_of(call), "scope": scope},
-            )
+            head = f"`jnp.meshgrid` of {what} vectors (`{code_of(model, call, 50)}`) in traced `{scope.display_name}`"
+            data = {"args": args, "sources": sources, "indexing": indexing_of(call), "scope": scope}
+            if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                yield Violation(call, message(f"{head}: build the grid from `jnp.indices` with index arithmetic"),
+                                data=data)
+                continue
+            judged = self._judge(model, call, scope, sources, head, data, settings)
+            if judged is not None:
+                yield judged
+
+    # -- what the compiler does with this grid (the calibration table) ---------------------------
+    def _judge(self, model, call, scope, sources, head, data, settings) -> Violation | None:
+        lengths = [grid_context.vector_length(model, s.kind, s.call, s.scope) if s is not None else None
+                   for s in sources]
+        points = None
+        if all(n is not None for n in lengths):
+            points = 1
+            for n in lengths:
+                points *= n
+        kinds = {s.kind for s in sources} if all(s is not None for s in sources) else set()
+        vectors = {frozenset({"fftfreq"}): "fftfreq", frozenset({"fftfreq", "rfftfreq"}): "fftfreq_rfftfreq",
+                   frozenset({"linspace"}): "linspace"}.get(frozenset(kinds), "other")
+        direct = {s.direct for s in sources if s is not None}
+        scale = None if len(direct) != 1 or None in sources else "plain" if direct == {True} else "scaled"
+        decision = decide(self.code, settings, dims=len(sources), points=points, vectors=vectors, scale=scale,
+                          consumer=grid_context.consumer(model, call, scope))
+        if decision.outcome == "none":
+            return None  # the compiler builds this grid as well as the `jnp.indices` form: nothing to win
+        if not decision.fires:
+            return Violation(call, message(f"{head}: built from `jnp.indices` with index arithmetic, the grid "
+                                           "may fuse into its consumers"),
+                             data=data, preview=decision.preview, no_fix=decision.preview)
+        evidence = evidence_text(decision, "the calibrated meshgrid", "the `jnp.indices` form")
+        return Violation(call, message(f"{head}: {evidence}; build the grid from `jnp.indices` with index "
+                                       "arithmetic"), data=data)
 
 
 RULE = GridFromMeshgrid

@@ -5,12 +5,13 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxfuse_lint.core.calibration import decide, evidence_text, raw
 from jaxfuse_lint.model.names import as_written
-from jaxfuse_lint.model import Function, SemanticModel, Shape, keyword, positional
+from jaxfuse_lint.model import Function, SemanticModel, Shape, fft_context, keyword, positional
 from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_value
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message
-from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
+from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
 
 def _int(e: cst.BaseExpression | None) -> int | None:
@@ -72,32 +73,64 @@ class FftComponentAxisLast(Rule):
     Flags, in traced code, a `jnp.fft` transform (`fftn`, `rfftn`, `irfftn`,
     `fft2`, ..., or `fft`/`rfft` with `axis=`) over axes that leave out the
     trailing axis, when that trailing axis has a small known size (2 to
-    `small-axis-max`, default 4): a vector field stored as `(N, N, N, 3)` and
-    transformed over `axes=(0, 1, 2)`. Sizes come from the shape model
+    `small-axis-max`, default 4) — a vector field stored as `(N, N, N, 3)` and
+    transformed over `axes=(0, 1, 2)` — where JF104's calibration table shows
+    that the components-first layout compiles better for the form found (the
+    Calibration section below). Sizes come from the shape model
     (`jnp.stack(..., axis=-1)`, literal shapes, asserts, jaxtyping) and flow
     through earlier FFTs (an `fftn` keeps the shape; `rfftn` changes only its
     last transformed axis), arithmetic on their outputs, new axes, gathers,
     transposes, `concatenate` and the module's own functions.
 
+    The table's features, read from the code: the transform (a complex
+    `fftn`/`ifftn`/`fft2`; an `rfftn` alone; the round trip of an `rfftn`
+    whose result reaches an `irfftn` through names and elementwise
+    arithmetic, for both calls); the number of transformed axes (2, 3) and the
+    points they span (classes of 32,768, 262,144 and 1,048,576); the number of
+    components (2 to 4); where the array comes from (an argument, or a
+    `jnp.stack` of components built here); and what reads the result (it is
+    returned; elementwise work, then returned; a reduction over the
+    components, `jnp.sum(..., axis=-1)`). Sizes the rule cannot read match
+    every calibrated class: the finding is reported when all of them show the
+    harm, and is in the preview tier when only some do. A form the table does
+    not have (`fft` over one axis, an `irfftn` of another array, an array made
+    by other work or read by other code) is in the preview tier.
+
     ## Why is this bad?
     XLA's FFT works on the trailing dimensions. To transform leading axes, JAX
     moves the untransformed component axis to the front, runs the FFT, and
-    moves it back: two transpose kernels, and a transpose cannot work in place,
-    so input and output of each are live at once. Stored component-first,
-    `(3, N, N, N)` with `axes=(1, 2, 3)` (or `(-3, -2, -1)`), the FFT runs
-    directly on the buffer. The fusion notebook's `f_fft3d` (rfftn + irfftn of a
-    `(64, 64, 32, 2)` array): 4 → 2 kernels and 2.1 → 1.1 MB of temporaries
-    with the transposed layout; measured on CPU with jax 0.10.2: 4 kernels
-    (transpose fusion, fft, fft, transpose fusion) and 2.16 MB → 2 kernels and
-    1.11 MB; a lone `fftn` of a `(64, 64, 32, 3)` complex array: 3 kernels and
-    3.1 MB → 1 kernel and no temporary.
+    moves it back: transposes, each a copy of the array unless XLA fuses it
+    into the code before or after. On XLA:GPU for the H100 (jax 0.10.2,
+    deviceless), an `rfftn` of a `(64, 64, 64, 3)` argument is 3 kernels and
+    3.1 MiB of temporaries, stored components-first 1 kernel and none (6.1
+    against 3.1 MiB when elementwise work reads it); the round trip
+    `irfftn(rfftn(u))` of it, returned, 7 kernels against 5. The table shows
+    such harm — less memory, or two launches or more saved — in 81 of 324
+    forms: real transforms of an argument, the round trip of an argument
+    returned, and an `rfftn` of stacked components over 3 axes, returned. The
+    A100's compiler gives the same verdicts in all 324 forms.
 
     ## Known problems
-    When the rank of the array is unknown, explicit axes `0..k-1` are read as
-    leading axes, that is, as leaving the trailing component axis out. Only
-    the trailing axis is considered (a small axis in the middle also forces a
-    transpose, but is rarer). The layout change has to be made where the
-    array is built, often in several places, so there is no automatic fix.
+    In 99 forms the components-first layout saves one kernel launch and no
+    memory: a complex `fftn` returned (3 kernels against 2), a round trip read
+    by elementwise work (7 against 6), the round trip of stacked components
+    returned (the fusion notebook's `f_fft3d`: 7 against 6). Untimed on a
+    GPU, one launch is not evidence enough: those findings are in the preview
+    tier. In 144 forms the transposes fuse into the code around the FFT (a
+    complex `fftn` read by elementwise work or by a sum over the components,
+    real transforms of stacked components read that way): the same kernels
+    and temporaries in both layouts, and the rule is silent. A "returned"
+    result counts the components-first array as the caller's new layout:
+    where the caller needs the component axis last, the transpose comes back
+    (`f_fft3d` with its result moved back to `(N, N, N, 2)`: 7 kernels either
+    way). On XLA:CPU, timed, the components-first layout is faster in 163 of
+    324 forms and slower in 9; the timings were taken on a loaded shared
+    machine, so read the CPU decisions as provisional. When the rank of the
+    array is unknown, explicit axes `0..k-1` are read as leading axes, that
+    is, as leaving the trailing component axis out. Only the trailing axis is
+    considered (a small axis in the middle also forces a transpose, but is
+    rarer). The layout change has to be made where the array is built, often
+    in several places, so there is no automatic fix.
 
     ## Example
     ```python
@@ -117,17 +150,20 @@ class FftComponentAxisLast(Rule):
 
     ## Fix safety
     No automatic fix: the layout of the array is decided where it is created
-    and wherever its components are read.
+    and wherever its components are read. The table's "after" is the advised
+    layout written by hand for each variant (components first, the trailing
+    axes transformed, the consumer reading axis 0).
     """
     backends = (
         Claim(
-            "An FFT over the leading axes of an array with a trailing component axis is wrapped in two transposes "
-            "whose inputs and outputs are live at once; stored component-first the FFT runs on the buffer",
-            gpu=Evidence(True, GPU_MEASURED + ": `rfftn`/`irfftn` over (64, 64, 32, 2) is 7 kernels against 5 "
-                               "over (2, 64, 64, 32), the two transposes; 2.13 MiB of temporaries either way (the "
-                               "fusion notebook measured 2× on its GPU)"),
-            cpu=Evidence(True, CPU_MEASURED + ": `f_fft3d` on (64, 64, 32, 2) 4 kernels and 2.06 MiB, on "
-                               "(2, 64, 64, 32) 2 kernels and 1.06 MiB"),
+            "An FFT over the leading axes of an array with a trailing component axis is wrapped in transposes; "
+            "stored component-first the FFT runs on the buffer",
+            gpu=Evidence(True, "calibrated (jaxfuse_lint/core/calibration_tables/JF104.h100.json, .a100.json: XLA:GPU "
+                               "of jax 0.10.2, deviceless): harm in 81 of 324 forms on both (real transforms of an "
+                               "argument, round trips returned); one launch saved in 99; none where the transposes "
+                               "fuse into a stack or an elementwise consumer"),
+            cpu=Evidence(True, "calibrated (JF104.cpu.json: XLA:CPU of jax 0.10.2, timed): faster in 163 of 324 forms, "
+                               "slower in 9"),
             tpu=TPU_UNKNOWN,
         ),
     )
@@ -179,17 +215,55 @@ class FftComponentAxisLast(Rule):
                 good = "(" + ", ".join(str(a) for a in range(rank - len(axes), rank)) + ")"
             else:
                 good = "(" + ", ".join(str(-k) for k in range(len(axes), 0, -1)) + ")"
-            yield Violation(
-                call,
-                message(
-                    f"`{short}` transforms axes {axes_text} of `{code_of(model, operand, 40)}`, whose trailing "
-                    f"axis is a component axis of size {size}: XLA transforms trailing axes only, so the array "
-                    f"is transposed before and after the FFT (two extra kernels, input and output of each "
-                    f"live at once); store the components first, shape ({size}, ...), and transform axes "
-                    f"{good}",
-                ),
-                data={"axes": axes, "size": size},
-            )
+            head = (f"`{short}` transforms axes {axes_text} of `{code_of(model, operand, 40)}`, whose trailing "
+                    f"axis is a component axis of size {size}")
+            advice = f"store the components first, shape ({size}, ...), and transform axes {good}"
+            data = {"axes": axes, "size": size}
+            if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                yield Violation(call, message(f"{head}: XLA transforms trailing axes only; {advice}"), data=data)
+                continue
+            judged = self._judge(model, call, qn, scope, axes, shape, size, head, advice, data, settings)
+            if judged is not None:
+                yield judged
+
+    # -- what the compiler does with this layout (the calibration table) -------------------------
+    def _judge(self, model, call, qn, scope, axes, shape, size, head, advice, data, settings) -> Violation | None:
+        kind = fft_context.transform(model, call, qn, scope)
+        points_shape = shape
+        if kind == "rfftn_irfftn" and qn not in _FORWARD:
+            # The inverse of a round trip: the points of the grid the forward transform read.
+            forward = fft_context.forward_of(model, call, scope)
+            inner = fft_context.operand(forward) if forward is not None else None
+            points_shape = operand_shape(model, inner, scope) if inner is not None else None
+        decision = decide(self.code, settings, transform=kind, dims=len(axes), points=_points(points_shape, axes),
+                          components=size, producer=fft_context.producer(model, call, qn, scope),
+                          consumer=fft_context.consumer(model, call, qn, scope))
+        if decision.outcome == "none":
+            return None  # the compiler does as well with this layout: nothing to win
+        if not decision.fires:
+            return Violation(call, message(f"{head}: XLA transforms trailing axes only, and it may transpose the "
+                                           f"array before and after the FFT; {advice}"),
+                             data=data, preview=decision.preview, no_fix=decision.preview)
+        evidence = evidence_text(decision, "the calibrated component-last layout", "the components-first layout")
+        return Violation(call, message(f"{head}: {evidence}; {advice}"), data=data)
+
+
+_FORWARD = frozenset({"jax.numpy.fft.rfftn", "jax.numpy.fft.rfft2"})
+
+
+def _points(shape: Shape | None, axes: tuple[int, ...]) -> int | None:
+    """The number of points the transformed axes span, when their sizes are known."""
+    if shape is None:
+        return None
+    total = 1
+    for a in axes:
+        if shape.rank is not None and not -shape.rank <= a < shape.rank:
+            return None
+        n = shape.size(a)
+        if n is None:
+            return None
+        total *= n
+    return total
 
 
 def operand_shape(model: SemanticModel, operand: cst.BaseExpression, scope, depth: int = 0) -> Shape | None:
