@@ -9,7 +9,9 @@ into `core/calibration_tables/<CODE>.<target>.json`, with the jax version that m
 
 Here, without jax, a rule asks the table of the configured target about the form it found:
 `decide(code, settings, producer="stack", size=3, rows=None, ...)`. A feature the rule could not
-establish is None and matches every value; a value the table has no variant for matches none.
+establish is None and matches every value; one it could only narrow down is `OneOf(...)` of the
+values it may take (a size the model does not know, but knows not to be a scalar) and matches each
+of them; a value the table has no variant for matches none.
 
 - every matching variant shows the harm (the fixed form is better on some figure and worse on
   none): the finding is reported, with the measured figures of one of them (`Decision.evidence`);
@@ -46,6 +48,13 @@ RAW = ("calibration", "raw")
 
 def raw(settings: Any) -> bool:
     return RAW in getattr(settings, "extra", ())
+
+
+class OneOf(frozenset):
+    """A feature value narrowed down to some of the table's values: a row with any of them matches."""
+
+    def __repr__(self) -> str:
+        return f"OneOf({sorted(self, key=str)})"
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,8 @@ class Table:
     def snapped(self, name: str, value: Any) -> Any:
         """`value` as the table knows it: itself, or for a `nearest` feature the closest size class."""
         values = self.features.get(name, ())
+        if isinstance(value, OneOf):
+            return OneOf(self.snapped(name, v) for v in value)
         if value is None or value in values or name not in self.nearest or not isinstance(value, int) or value <= 0:
             return value
         import math
@@ -135,7 +146,8 @@ class Table:
         features = {name: self.snapped(name, value) for name, value in features.items()}
         out = []
         for row in self.rows:
-            if all(value is None or row.features.get(name) == value for name, value in features.items()):
+            if all(value is None or (row.features.get(name) in value if isinstance(value, OneOf)
+                                     else row.features.get(name) == value) for name, value in features.items()):
                 out.append(row)
         return out
 
@@ -225,7 +237,8 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
     if table is None:
         return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`")
     unknown_values = [f"{name} `{value}`" for name, value in features.items()
-                      if name in table.features and table.snapped(name, value) not in (None, *table.features[name])]
+                      if name in table.features and not isinstance(value, OneOf)
+                      and table.snapped(name, value) not in (None, *table.features[name])]
     rows = table.matching({k: v for k, v in features.items() if k in table.features})
     measured = [r for r in rows if r.verdict in ("harm", "none", "worse", "mixed")]
     if not measured:
@@ -237,7 +250,8 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
     if not harmful:
         return Decision("none", table, tuple(measured))
     open_features = sorted({name for name in table.features
-                            if features.get(name) is None and len({r.features[name] for r in measured}) > 1})
+                            if (features.get(name) is None or isinstance(features.get(name), OneOf))
+                            and len({r.features[name] for r in measured}) > 1})
     depends = ", ".join(open_features) if open_features else "the form"
     return Decision("some", table, tuple(measured),
                     f"{table.meta.get('compiler', 'the compiler')} shows the harm in {len(harmful)} of the "
