@@ -29,6 +29,10 @@ from typing import Any, Iterable, Iterator, Mapping
 # Rule code -> generator module (in this package).
 GENERATORS = {
     "JF101": "jf101",
+    "JF203": "jf203",
+    "JF204": "jf204",
+    "JF205": "jf205",
+    "JF206": "jf206",
 }
 
 
