@@ -249,9 +249,11 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
         return Decision("harm", table, tuple(measured))
     if not harmful:
         return Decision("none", table, tuple(measured))
+    # The open features the harm follows: their values among the harmful forms are not those among the others.
+    harmless = [r for r in measured if r.verdict != "harm"]
     open_features = sorted({name for name in table.features
                             if (features.get(name) is None or isinstance(features.get(name), OneOf))
-                            and len({r.features[name] for r in measured}) > 1})
+                            and {r.features[name] for r in harmful} != {r.features[name] for r in harmless}})
     depends = ", ".join(open_features) if open_features else "the form"
     return Decision("some", table, tuple(measured),
                     f"{table.meta.get('compiler', 'the compiler')} shows the harm in {len(harmful)} of the "
