@@ -64,6 +64,11 @@ _METHODS = {
     "dot": "matmul", "transpose": "roll", "swapaxes": "roll", "reshape": None, "astype": None, "ravel": None,
     "flatten": None, "squeeze": None, "conj": None, "conjugate": None, "clip": None, "round": None,
 }
+# Elementwise functions outside `jnp`'s list (the FFTs themselves are named before: these are fftfreq, fftshift).
+_ELEMENTWISE_ROUTES = ("jax.numpy.fft.", "jax.scipy.special.", "jax.nn.",
+                       "jax.lax.exp", "jax.lax.log", "jax.lax.sin", "jax.lax.cos", "jax.lax.tanh", "jax.lax.sqrt",
+                       "jax.lax.rsqrt", "jax.lax.erf", "jax.lax.logistic", "jax.lax.abs", "jax.lax.max", "jax.lax.min",
+                       "jax.lax.select", "jax.lax.clamp", "jax.lax.integer_pow", "jax.lax.pow")
 _PYTHON_CALLS = frozenset({"builtins.len", "builtins.int", "builtins.float", "builtins.min", "builtins.max",
                            "builtins.abs", "builtins.round", "math.prod", "math.ceil", "math.floor", "numpy.prod"})
 _DEPTH = 6
@@ -211,7 +216,7 @@ def _call_kinds(model: "SemanticModel", e: cst.Call, scope: "Scope", depth: int,
             kind = "reduction"
         elif qn in _DATA_MOVES:
             kind = "roll"
-        elif qn in JNP_CREATORS or qn in _LAYOUT or qn in JNP_ELEMENTWISE or qn.startswith("jax.numpy.fft.") \
+        elif qn in JNP_CREATORS or qn in _LAYOUT or qn in JNP_ELEMENTWISE or qn.startswith(_ELEMENTWISE_ROUTES) \
                 or qn in ("jax.lax.iota", "jax.lax.broadcasted_iota") or qn in _PYTHON_CALLS:
             kind = "elementwise"
         else:

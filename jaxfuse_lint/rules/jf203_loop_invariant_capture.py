@@ -5,12 +5,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, raw
+from jaxfuse_lint.model import Kind, SemanticModel, capture_context
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
-from jaxfuse_lint.model.api import CONTROL_FLOW
-from jaxfuse_lint.model.computed_arrays import computed_array, costly_to_recompute, known_scalar
+from jaxfuse_lint.model.computed_arrays import computed_array, known_scalar
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LICM, Claim, Evidence
 
 
@@ -182,41 +182,84 @@ class LoopInvariantCapture(Rule):
                         continue
                     if _called(model, read.name):
                         continue  # the body calls it: a function (`solve = self._solve`), not an array
-                    if any(_known_small(model, b, owner) for b in bindings):
-                        continue  # a scalar or a handful of numbers: no temporary worth a diagnostic
-                    if not computed_array(model, read.name, read.scope) or known_scalar(model, read.name, read.scope):
-                        continue  # an alias of an input, a field of one, a Python value, a scalar: nothing to save
-                    if any(b.value is not None and costly_to_recompute(model, b.value, owner) for b in bindings):
-                        continue  # a sort, unique or solve: recomputing it every iteration costs more than it saves
+                    if not computed_array(model, read.name, read.scope):
+                        continue  # an alias of an input, a field of one, a Python value: nothing to save
+                    if all(b.value is not None and capture_context.python_value(model, b.value, owner)
+                           for b in bindings):
+                        continue  # a Python number at trace time (a block count from static shapes): no buffer
                     if _table_lookup(model, read):
                         continue  # `keys[i]` per iteration: recomputing would rebuild the whole table each time
-                    if any(_from_control_flow(model, b, owner) for b in bindings):
-                        continue  # the result of a lax loop or cond: not something to recompute per iteration
-                    if _read_after(model, site.call, bindings, owner, body):
-                        continue  # used again after the loop: alive across it whatever the body does
                     seen.add(read.name)
                     first = bindings[0]
                     body_name = "the lambda" if body.is_lambda else f"`{body.name}`"
-                    yield Violation(
-                        read.name,
-                        message(
-                            f"`{read.name.value}` is computed in `{owner.display_name}` (line ", LineOf(first.node),
-                            f") outside the `{short}` body {body_name} and read inside it: it is kept alive as a "
-                            "temporary across all iterations instead of being recomputed in the fused loop kernel",
-                        ),
-                        data={"bindings": bindings, "owner": owner, "body": body, "loop": site},
-                    )
+                    head = (f"`{read.name.value}` is computed in `{owner.display_name}` (line ", LineOf(first.node),
+                            f") outside the `{short}` body {body_name} and read inside it")
+                    data = {"bindings": bindings, "owner": owner, "body": body, "loop": site}
+                    if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                        yield Violation(read.name, message(
+                            *head, ": it is kept alive as a temporary across all iterations instead of being "
+                            "recomputed in the fused loop kernel"), data=data)
+                        continue
+                    judged = _judge(model, settings, read, bindings, owner, body, site, head, data)
+                    if judged is not None:
+                        yield judged
 
 
-SMALL_ELEMENTS = 1024
+# -- what the compiler does with this capture (the calibration table) -----------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf203.py): one element, then arrays.
+_ARRAY_CLASSES = OneOf({64, 4096, 262144})
+_VALUES = {"grid": "a grid built from shapes", "elementwise": "elementwise work on inputs",
+           "roll": "a layout change of an input", "reduction": "a reduction", "cumsum": "a cumulative sum",
+           "fft": "an FFT", "matmul": "a contraction", "sort": "a sort or solve",
+           "loop_output": "the result of an earlier lax loop"}
 
 
-def _known_small(model: SemanticModel, binding, owner: Function) -> bool:
-    if binding.value is None or binding.index is not None:
-        return False
-    shape = model.shape(binding.value, owner)
-    total = shape.total() if shape is not None else None
-    return total is not None and total <= SMALL_ELEMENTS
+def _judge(model: SemanticModel, settings, read, bindings, owner: Function, body: Function, site, head, data):
+    values = [b.value for b in bindings if b.value is not None]
+    kinds = {capture_context.value_kind(model, v, owner) for v in values} if len(values) == len(bindings) else {None}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    size = _size(model, bindings, owner)
+    use = capture_context.use_of(model, read.name, read.scope)
+    unrolled = capture_context.unrolled(model, site)
+    if unrolled is None:
+        features = {"unroll": "partial"}  # not calibrated: the decision is unknown
+    elif unrolled:
+        features = {"unroll": True}  # calibrated over value × use at two sizes
+    else:
+        features = {"unroll": False, "size": size,
+                    "after": _read_after(model, site.call, bindings, owner, body)}
+    decision = decide("JF203", settings, value=kind, use=use, **features)
+    if decision.outcome == "none":
+        return None  # the compiler shows no saving from recomputing it in the body
+    what = f" ({_VALUES[kind]})" if kind in _VALUES else ""
+    if not decision.fires:
+        return Violation(read.name, message(
+            *head, f"{what}: it may be kept alive as a temporary across all iterations; recompute it in the body"),
+            data=data, preview=decision.preview, no_fix=decision.preview)
+    evidence = evidence_text(decision, "the capture", "the recomputation in the body")
+    return Violation(read.name, message(*head, f"{what}: {evidence}; recompute it in the body"), data=data)
+
+
+def _size(model: SemanticModel, bindings, owner: Function):
+    """The value's size class: 1 (one element), its number of elements (at least the 64 class), or
+    one of the array classes when the model does not know its shape but knows it is no scalar."""
+    totals = set()
+    for b in bindings:
+        if b.value is None or b.index is not None:
+            return _ARRAY_CLASSES
+        shape = capture_context.value_shape(model, b.value, owner)
+        total = shape.total() if shape is not None else None
+        if total is None:
+            if known_scalar(model, b.value, owner):
+                total = 1
+            else:
+                return _ARRAY_CLASSES
+        totals.add(total)
+    if len(totals) != 1:
+        return _ARRAY_CLASSES
+    total = totals.pop()
+    return 1 if total <= 1 else max(total, 64)
 
 
 _LOOKUPS = frozenset({
@@ -238,13 +281,6 @@ def _table_lookup(model: SemanticModel, read) -> bool:
                 model.qn(call.func, read.scope) in _LOOKUPS:
             return any(model.kind(a.value, read.scope) is Kind.TRACED for a in call.args[1:])
     return False
-
-
-def _from_control_flow(model: SemanticModel, binding, owner: Function) -> bool:
-    value = binding.value
-    while isinstance(value, cst.Subscript):
-        value = value.value
-    return isinstance(value, cst.Call) and model.qn(value.func, owner) in CONTROL_FLOW
 
 
 def _read_after(model: SemanticModel, loop_call: cst.Call, bindings, owner: Function, body: Function) -> bool:

@@ -6,9 +6,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Function, SemanticModel, positional, walk
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_text, raw
+from jaxfuse_lint.model import Function, SemanticModel, capture_context, positional, walk
 from jaxfuse_lint.model.accumulation import Accumulation, accumulation, small_statements
-from jaxfuse_lint.model.fusion import large_op_deep, static_int
+from jaxfuse_lint.model.fusion import CONTRACTIONS, FFT_MULTI_AXIS, FFT_ONE_AXIS, large_op_deep, static_int
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
@@ -209,8 +210,14 @@ class UnrolledIndependentFfts(Rule):
                     continue
                 seen.add(id(loop))
                 found = self._check_loop(model, loop, scope)
-                if found is not None:
+                if found is None:
+                    continue
+                if raw(settings):  # the calibration harness: the pattern, whatever the table says
                     yield found
+                    continue
+                judged = _judge(model, settings, found, loop, scope)
+                if judged is not None:
+                    yield judged
 
     def _check_loop(self, model: SemanticModel, loop: cst.For, scope: Function) -> Violation | None:
         it = loop.iter
@@ -274,6 +281,78 @@ def _loops_around(model: SemanticModel, node: cst.CSTNode, scope: Function) -> I
             return
         if isinstance(a, cst.For):
             yield a
+
+
+# -- what the compiler does with the unrolled loop (the calibration table) --------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf205.py) an operand of unknown shape may take.
+_ARRAY_CLASSES = OneOf({16384, 262144, 2097152})
+
+
+def _judge(model: SemanticModel, settings, v: Violation, loop: cst.For, scope: Function) -> Violation | None:
+    facts: LoopFacts = v.data["facts"]
+    calls = {_call_class(model, n, op, scope) for n, op in facts.independent_ops}
+    call = calls.pop() if len(calls) == 1 else None
+    it = loop.iter
+    start = static_int(model, positional(it, 0), scope) if len(it.args) >= 2 else 0
+    stop = static_int(model, positional(it, 1 if len(it.args) >= 2 else 0), scope)
+    iterations = stop - start if start is not None and stop is not None and len(it.args) <= 2 else None
+    sizes = set()
+    for node, _ in facts.independent_ops:
+        operand = node.left if isinstance(node, cst.BinaryOperation) else positional(node, 0) \
+            if isinstance(node, cst.Call) else None
+        shape = capture_context.value_shape(model, operand, scope) if operand is not None else None
+        sizes.add(shape.total() if shape is not None else None)
+    size = max(sizes) if sizes and None not in sizes else _ARRAY_CLASSES  # the largest operand
+    target = loop.target.value if isinstance(loop.target, cst.Name) else None
+    power = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Power)
+                and target in _reads(n.right) for acc in facts.accumulations for n in walk(acc.term))
+    decision = decide("JF205", settings, call=call, iterations=iterations, size=size,
+                      epilogue="power" if power else "none")
+    if decision.fires:
+        evidence = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
+        return Violation(v.node, (*v.message, f" ({evidence})"), data=v.data, range_node=v.range_node)
+    trade = _trade(decision)
+    if decision.outcome == "none" and trade is None:
+        return None  # the fori_loop is no better here on any figure
+    note = decision.preview or (
+        f"{decision.table.compiler if decision.table else 'the compiler'} shows a trade, not a gain: {trade}")
+    return Violation(v.node, (*v.message, f" ({trade})" if trade else ""), data=v.data, range_node=v.range_node,
+                     preview=note, no_fix=note)
+
+
+def _trade(decision) -> str | None:
+    """What the fori_loop wins and loses where the table shows both (a "mixed" row), in a few words."""
+    mixed = [r for r in decision.rows if r.verdict == "mixed"]
+    if not mixed:
+        return None
+    row = max(mixed, key=lambda r: r.before.temp_bytes or 0)
+    where = f" at {row.args}" if row.args else ""
+    return (f"on {decision.table.compiler}, the unrolled loop{where} compiles to {figures_text(row.before)}; "
+            f"the `lax.fori_loop` to {figures_text(row.after)}")
+
+
+def _call_class(model: SemanticModel, node: cst.CSTNode, op: str, scope: Function) -> str | None:
+    """The table's name for an iteration's expensive call."""
+    if isinstance(node, cst.BinaryOperation):
+        return "matmul"
+    qn = model.qn(node.func, scope) if isinstance(node, cst.Call) else None
+    if qn is None:  # a helper of the module that runs one: `smooth (jnp.fft.rfft)`
+        inner = op.split(" (", 1)[-1].rstrip(")") if " (" in op else None
+        last = inner.rsplit(".", 1)[-1] if inner else None
+        if last is None:
+            return None
+        qn = f"jax.numpy.fft.{last}" if f"jax.numpy.fft.{last}" in FFT_MULTI_AXIS | FFT_ONE_AXIS else \
+            "jax.numpy.matmul" if last in ("@", "matmul", "dot", "einsum", "tensordot") else last
+    if qn in FFT_MULTI_AXIS:
+        return "rfftn"
+    if qn in FFT_ONE_AXIS or qn == "jax.lax.fft":
+        return "fft"
+    if "conv" in qn.rsplit(".", 1)[-1]:
+        return "conv"
+    if qn in CONTRACTIONS:
+        return "matmul"
+    return None
 
 
 RULE = UnrolledIndependentFfts

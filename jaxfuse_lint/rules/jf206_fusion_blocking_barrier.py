@@ -5,10 +5,14 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Function, SemanticModel, keyword, positional
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_text, raw
+from jaxfuse_lint.model import Function, SemanticModel, capture_context, keyword, positional
+from jaxfuse_lint.model.accumulation import accumulation, small_statements
+from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
+from jaxfuse_lint.model.fusion import CONTRACTIONS
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import (
-    CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, holds, tracing,
+    CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, tracing,
 )
 
 BARRIERS = frozenset({"jax.lax.optimization_barrier", "jax.optimization_barrier"})
@@ -155,23 +159,22 @@ class FusionBlockingBarrier(Rule):
             if qn in BARRIERS:
                 if not isinstance(scope, Function) or not model.is_traced(scope):
                     continue
-                if holds(OPTIMIZATION_BARRIER_BLOCKS_FUSION, settings.target) is False:
-                    continue  # this target's XLA removes the barrier before fusion: nothing is blocked
                 if pallas is None:
                     pallas = uses_pallas(model)
                 if pallas:
                     continue  # inside Pallas kernels the barrier orders instructions; there is no XLA fusion
-                yield Violation(
-                    call,
-                    message(
-                        f"`lax.optimization_barrier` in traced `{scope.display_name}` (",
-                        *reason_parts(model.trace_reason(scope)),
-                        "): it blocks fusion across it, so its operands are materialised in device memory and "
+                head = (f"`lax.optimization_barrier` in traced `{scope.display_name}` (",
+                        *reason_parts(model.trace_reason(scope)), ")")
+                if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                    yield Violation(call, message(
+                        *head, ": it blocks fusion across it, so its operands are materialised in device memory and "
                         "the code before and after runs as separate kernels; to run loop iterations one after "
-                        "another use `lax.fori_loop`, to force recomputation call the function again",
-                    ),
-                    data={"kind": "barrier"},
-                )
+                        "another use `lax.fori_loop`, to force recomputation call the function again"),
+                        data={"kind": "barrier"})
+                    continue
+                judged = _judge_barrier(model, settings, call, scope, head)
+                if judged is not None:
+                    yield judged
                 continue
             target = None
             if qn in CHECKPOINTS and _is_true(keyword(call, "prevent_cse")):
@@ -189,15 +192,15 @@ class FusionBlockingBarrier(Rule):
                 differentiates = module_differentiates(model)
             if differentiates:
                 continue
-            yield Violation(
-                call,
-                message(
-                    "`prevent_cse=True` only affects the backward pass that `jax.checkpoint` rematerialises, and "
+            head = ("`prevent_cse=True` only affects the backward pass that `jax.checkpoint` rematerialises, and "
                     "nothing in this module differentiates: in the forward computation it neither prevents CSE "
-                    "nor forces recomputation",
-                ),
-                data={"kind": "checkpoint"},
-            )
+                    "nor forces recomputation",)
+            if raw(settings):
+                yield Violation(call, message(*head), data={"kind": "checkpoint"})
+                continue
+            judged = _judge_checkpoint(model, settings, call, scope, where, target, head)
+            if judged is not None:
+                yield judged
 
     @staticmethod
     def _forward_use(model: SemanticModel, site, where: str, target) -> bool:
@@ -212,6 +215,176 @@ class FusionBlockingBarrier(Rule):
             reasons = model.traced.reasons.get(fn, []) if fn is not None else []
             return any(r.kind in ("called", "passed", "decorator") and r.node is not parent for r in reasons)
         return False
+
+
+# -- what the compiler does with the barrier (the calibration table) --------------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf206.py) an operand of unknown shape may take.
+_ARRAY_CLASSES = OneOf({4096, 262144, 4194304})
+_BEFORE = {"grid": "elementwise", "elementwise": "elementwise", "roll": "elementwise", "reduction": "reduction",
+           "fft": "fft", "matmul": "matmul"}
+_COLLECTIVES = frozenset({
+    "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather", "jax.lax.all_to_all",
+    "jax.lax.ppermute", "jax.lax.psum_scatter", "jax.lax.pshuffle", "jax.lax.pswapaxes", "jax.lax.axis_index",
+    "jax.lax.with_sharding_constraint", "jax.pmap", "jax.shard_map", "jax.experimental.shard_map.shard_map",
+    "jax.device_put_sharded", "jax.device_put_replicated",
+})
+_SHARDING_PREFIXES = ("jax.sharding.", "jax.experimental.mesh_utils.", "jax.experimental.multihost_utils.",
+                      "jax.experimental.pjit.", "jax.experimental.shard_map.", "jax.experimental.custom_partitioning")
+
+
+def uses_collectives(model: SemanticModel) -> bool:
+    """Whether the module runs collectives or shards its arrays (`psum`, `shard_map`, `pmap`,
+    `NamedSharding`, `with_sharding_constraint`...): a barrier there may order communication
+    against compute, which one compiled device cannot show."""
+    cache = model.__dict__.setdefault("_jf206_collectives", [])
+    if cache:
+        return cache[0]
+    found = False
+    for read in model.index.reads:
+        node, parent = read.name, model.parent(read.name)
+        expr = node
+        while isinstance(parent, cst.Attribute) and parent.value is expr:
+            expr, parent = parent, model.parent(parent)
+        qn = model.qn(expr, read.scope)
+        if qn is not None and (qn in _COLLECTIVES or qn.startswith(_SHARDING_PREFIXES)):
+            found = True
+            break
+    cache.append(found)
+    return found
+
+
+def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Function, head) -> Violation | None:
+    operand = positional(call, 0)
+    loop = _enclosing_for(model, call, scope)
+    if loop is not None and isinstance(operand, (cst.Tuple, cst.List)):
+        context, term = "python_loop", _accumulated_term(loop, operand)
+        before = _BEFORE.get(capture_context.value_kind(model, term, scope)) if term is not None else None
+        after = "elementwise"
+        shape = capture_context.value_shape(model, term, scope) if term is not None else None
+    elif loop is None and operand is not None and not isinstance(operand, (cst.Tuple, cst.List)):
+        context = "plain"
+        before = _BEFORE.get(capture_context.value_kind(model, operand, scope))
+        after = _readers(model, call, scope)
+        shape = capture_context.value_shape(model, operand, scope)
+    else:
+        context = before = after = shape = None
+    total = shape.total() if shape is not None else None
+    decision = decide("JF206", settings, kind="barrier", before=before, after=after, context=context,
+                      size=total if total is not None else _ARRAY_CLASSES, collectives=uses_collectives(model))
+    if decision.outcome == "none":
+        return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
+    if not decision.fires:
+        return Violation(call, message(
+            *head, ": it may block fusion across it, so its operands are materialised in device memory and "
+            "the code before and after runs as separate kernels"), data={"kind": "barrier"},
+            preview=decision.preview, no_fix=decision.preview)
+    advice = "`lax.fori_loop` runs the iterations one after another" if context == "python_loop" else \
+        "without it"
+    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if context == "python_loop"
+                             else "the same code without the barrier")
+    return Violation(call, message(
+        *head, f": it blocks fusion across it: {evidence}; ",
+        "to run loop iterations one after another use `lax.fori_loop`" if context == "python_loop" else
+        "to force recomputation call the function again"), data={"kind": "barrier", "advice": advice})
+
+
+def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):
+    before = None
+    fn = model.function_named(target.value, scope) if isinstance(target, cst.Name) else None
+    if where == "partial":
+        deco = model.parent(call)
+        fn = model.index.function_of.get(model.parent(deco)) if isinstance(deco, cst.Decorator) else None
+    if fn is not None and fn.returns and not fn.is_lambda:
+        kinds = {_BEFORE.get(capture_context.value_kind(model, r, fn)) for r in fn.returns}
+        before = kinds.pop() if len(kinds) == 1 else None
+    decision = decide("JF206", settings, kind="prevent_cse", before=before, collectives=uses_collectives(model))
+    if decision.outcome == "none":
+        # The claim is that it changes nothing: the compiled programs are the same with and without it.
+        row = max(decision.rows, key=lambda r: (r.before.temp_bytes or 0, r.before.kernels or 0))
+        where_text = f" at {row.args}" if row.args else ""
+        same = (f"on {decision.table.compiler}, the checkpointed function{where_text} compiles to "
+                f"{figures_text(row.before)} with it and {figures_text(row.after)} without the checkpoint")
+        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"})
+    if decision.outcome == "harm":
+        evidence = evidence_text(decision, "the checkpointed form", "the plain call")
+        return Violation(call, message(*head, f"; it costs here: {evidence}"), data={"kind": "checkpoint"})
+    # "some" or "unknown": whether it changes the compiled program is not established for this code.
+    return Violation(call, message(*head), data={"kind": "checkpoint"}, preview=decision.preview,
+                     no_fix=decision.preview)
+
+
+def _enclosing_for(model: SemanticModel, node: cst.CSTNode, scope: Function) -> cst.For | None:
+    for a in model.ancestors(node):
+        if a is scope.node:
+            return None
+        if isinstance(a, cst.For):
+            return a
+    return None
+
+
+def _accumulated_term(loop: cst.For, operand: cst.Tuple | cst.List) -> cst.BaseExpression | None:
+    """The term the loop accumulates into one of the barrier's names (`res = res + term`)."""
+    names = {el.value.value for el in operand.elements if isinstance(el.value, cst.Name)}
+    stmts = small_statements(loop.body) or []
+    terms = [acc.term for acc in (accumulation(st) for st in stmts) if acc is not None and acc.name in names]
+    return terms[0] if len(terms) == 1 else None
+
+
+def _readers(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:
+    """What reads the barrier's result: "matmul", "reduction" or "elementwise" (the first that any read is)."""
+    assign = model.parent(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+            not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    kinds = set()
+    for read in scope.reads:
+        if read.name.value != name:
+            continue
+        kind = _reader_kind(model, read.name, scope)
+        if kind is None:
+            return None
+        kinds.add(kind)
+    for kind in ("matmul", "reduction", "elementwise"):
+        if kind in kinds:
+            return kind
+    return None
+
+
+def _reader_kind(model: SemanticModel, node: cst.CSTNode, scope: Function) -> str | None:
+    for _ in range(8):
+        parent = model.parent(node)
+        if isinstance(parent, cst.BinaryOperation):
+            if isinstance(parent.operator, cst.MatrixMultiply):
+                return "matmul"
+            node = parent
+            continue
+        if isinstance(parent, cst.UnaryOperation):
+            node = parent
+            continue
+        if isinstance(parent, cst.Arg):
+            outer = model.parent(parent)
+            if not isinstance(outer, cst.Call):
+                return None
+            qn = model.qn(outer.func, scope)
+            if qn in REDUCTIONS:
+                return "reduction"
+            if qn in CONTRACTIONS:
+                return "matmul"
+            if qn in JNP_ELEMENTWISE:
+                node = outer
+                continue
+            return None
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            outer = model.parent(parent)
+            if isinstance(outer, cst.Call) and outer.func is parent and parent.attr.value in REDUCTION_METHODS:
+                return "reduction"
+            return None
+        if isinstance(parent, (cst.Return, cst.Assign, cst.Element)):
+            return "elementwise"
+        return None
+    return None
 
 
 RULE = FusionBlockingBarrier
