@@ -10,7 +10,10 @@ versions of every function are compiled for each target in worker processes:
 
 Figures per version: kernels and launches per run (the optimized HLO, loops counted by their
 trip counts), temporary bytes (XLA's buffer assignment), folded-constant bytes. A variant the
-fix does not change is `nofix`; one that fails to compile is `error` (with what failed).
+fix does not change is `nofix`; one that fails to compile is `error` (with what failed). Where
+both versions compile to one program (`same_program`: the optimized HLO, names and source
+locations aside), the verdict is `none` and nothing is timed: a wall-clock difference between
+one program and itself is noise.
 """
 from __future__ import annotations
 
@@ -118,10 +121,39 @@ def _measure_batch(batch: dict, key: str, repeat: int) -> list[tuple]:
             continue
         before, after = _figures(measured["before"]), _figures(measured["after"])
         noise = None
+        if same_program(measured["before"].hlo_text, measured["after"].hlo_text):
+            # The compiler made one program of both (XLA:CPU's loop-invariant code motion hoists a recomputation
+            # back out, say): a difference in their wall-clock is the machine's noise, not the fix's.
+            out.append((features, before, after, "none", None, spec_text))
+            continue
         if key == "cpu" and repeat:
             before, after, noise = _timed(measured, specs, target, repeat, before, after)
         out.append((features, before, after, verdict(before, after, noise), noise, spec_text))
     return out
+
+
+def same_program(before: str, after: str) -> bool:
+    """Whether two optimized HLO modules are one program: the same instructions in the same order, once
+    the names XLA numbers, the source locations and the module's name are set aside."""
+    if not before or not after:
+        return False
+    return _canonical_hlo(before) == _canonical_hlo(after)
+
+
+def _canonical_hlo(text: str) -> str:
+    import re
+
+    lines = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("HloModule") or (
+                " = " not in line and not stripped.startswith(("ENTRY", "%", "}", "ROOT"))):
+            continue  # the module header, the file and stack-frame tables
+        line = re.sub(r", metadata=\{[^}]*\}", "", line)
+        lines.append(re.sub(r", stack_frame_id=\d+", "", line))
+    names: dict[str, str] = {}
+    body = re.sub(r"%[\w.\-]+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), "\n".join(lines))
+    return re.sub(r"([(,] ?)[\w.\-]+: ", r"\1p: ", body)  # parameter names in computation headers
 
 
 def _timed(measured, specs, target, repeat, before: Figures, after: Figures):
