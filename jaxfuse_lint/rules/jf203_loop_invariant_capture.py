@@ -23,55 +23,57 @@ class LoopInvariantCapture(Rule):
     ## What it does
     Flags, inside the body of a `lax.fori_loop`, `lax.while_loop`, `lax.scan`
     or `lax.map`, a read of an array computed in the enclosing traced function
-    (a jnp/lax result — not a parameter, not a Python scalar). The diagnostic
-    is on the read and names the line where the value was bound.
+    (a jnp/lax result — not a parameter, not a Python value), where the
+    calibration table of the configured target shows that computing it in the
+    body instead compiles to a better program: fewer kernels or launches, fewer
+    temporaries, and worse on no figure. The diagnostic is on the read, names
+    the line where the value was bound and cites the measured figures.
 
     ## Why is this bad?
-    XLA's common-subexpression elimination and fusion work within one scope. A
-    value computed outside a loop and used inside it becomes an operand of the
-    loop: it is materialised once as a device array and kept alive across every
-    iteration, instead of being recomputed inside the loop body's fused kernel
-    (the fusion notebook's `f_filter_with_temp` against `f_filter_with_recalc`:
-    on CPU 8 → 7 kernels and 2.16 → 1.08 MB of temporaries for a 64³ k-mesh).
-    For values that are cheap to rebuild from shapes — grids from `arange`,
-    `indices`, `meshgrid`, `fftfreq` — recomputing is nearly free and saves the
-    whole array.
-
-    Values whose shape is known to be small (scalars, a few coefficients) are
-    not reported: keeping them is free. Nor are values the body calls
-    (`solve = self._solve` then `solve(c, t)` in a `lax.scan` body): a
-    function holds no buffer.
-
-    ## When it fires
-    The harm — a temporary kept alive across every iteration — needs a value
-    that holds device memory: an array the enclosing traced function computes
-    (a `jnp`/`lax`/`jax.nn` result, arithmetic or indexing on one, a
-    transformed function's call, or a module helper whose every `return` is
-    one), whose shape is not known to be a scalar or a handful of elements, and
-    that the body reads as an array (not only its `.shape`, not as an axis).
+    XLA's common-subexpression elimination and fusion work within one
+    computation. A value computed outside a loop and used inside it becomes an
+    operand of the loop: it is computed by a kernel of its own, materialised
+    once and kept alive across every iteration, where the same expression
+    written in the body fuses into the body's kernel. On XLA:GPU (the H100 and
+    A100 tables, deviceless, jax 0.10.2) that saves a kernel and the value's
+    whole buffer for the values that are cheap to rebuild and that the body
+    combines elementwise, filters a spectrum with, or feeds a matmul: grids
+    built from shapes (`arange`, `indices`, `fftfreq`: the notebook's k-mesh
+    filter, 11 → 9 kernels and 5.0 → 4.0 MiB of temporaries at 262,144
+    elements), elementwise work on inputs, layout changes (a `roll`) and row
+    reductions, from 64 elements up. It holds in `fori_loop`, `scan` and
+    `while_loop` bodies alike, at 8 or 64 iterations, and even when the value
+    is read again after the loop (XLA then computes the outer copy after the
+    loop instead of keeping it across).
 
     ## When it stays silent
-    On values that hold no buffer of their own or none worth a diagnostic: a
-    parameter renamed (`h = linear_potential`: the input's buffer is live
-    anyway), a field read off an input (`p = state.params`,
-    `w = params["w"]`), a Python bool, int or float, an object built from
-    Python values (a dataclass whose fields are `None`), a shape-`()` scalar
-    (`jnp.sum(x)`, `jnp.linalg.norm(v)`, `jnp.array(eos_id)` of a Python
-    number), a function or bound method the body calls. Nor where recomputing
-    would not free the buffer or cannot help: a table the body indexes with
-    the loop index or carry (`keys[i]`, `lax.dynamic_slice_in_dim(table, k, n)`:
-    recomputing rebuilds all of it every iteration), the result of an earlier `lax` loop or `cond`, or a value the
-    enclosing function reads again after the loop (alive across it anyway).
+    Where the table shows no saving, or a cost: the result of an FFT, a
+    cumulative sum (on XLA:GPU from 4,096 elements: fewer temporaries for
+    more launches per iteration), a matmul, a sort or solve, or an earlier
+    `lax` loop — recomputing those in every iteration costs more launches than
+    it saves; a grid read by a matmul in the body (H100: worse at 4,096
+    elements and up); a 0-d value that XLA folds (a grid of Python numbers, one
+    element of an array); any value of a fully unrolled loop (`unroll=True`:
+    no loop is left to capture in). The rule also stays silent, whatever the
+    table, on values that hold no buffer of their own: a parameter renamed
+    (`h = linear_potential`), a field read off an input (`p = state.params`),
+    a Python number (`x.shape[0] // self.block`), a function or bound method
+    the body calls; and on a table the body indexes with the loop index or
+    carry (`keys[i]`: recomputing would rebuild all of it every iteration).
 
     ## Known problems
-    What recomputing saves depends on the backend (see Backends). XLA:CPU runs
-    while-loop invariant code motion: a value derived from a loop input of the
-    same size (`exp(-s * a0)`) is hoisted right back out of the loop and the
-    temporary stays, so with `target = "cpu"` (and `"tpu"`, where it is not
-    established) only *size-inflating* values — built from iota, constants and
-    broadcasts, larger than their inputs — get a fix; other reads are still
-    reported (the capture is real). XLA:GPU runs no such pass, so with the
-    default `target = "gpu"` those values get the fix too.
+    The table describes the value by what it is (the most expensive operation
+    it runs, following the function's names and the module's helpers), its
+    number of elements, what the body does with it, whether the loop is
+    unrolled and whether the value is read after the loop. A value whose shape
+    the linter cannot see is asked about as one of the calibrated arrays of 64
+    elements and more (a value known to be a scalar, such as a whole-array
+    reduction, is asked about as one); a form where the table shows the saving
+    for some of these and not for others (a cumulative sum of unknown length,
+    a value the body passes to an unknown function) is in the preview tier,
+    with no fix. A 0-d elementwise value (`exp` of a scalar input) is
+    reported on XLA:GPU: keeping it is one kernel launch more per call, a
+    saving too small to matter in most programs.
 
     ## Example
     ```python
@@ -94,37 +96,27 @@ class LoopInvariantCapture(Rule):
     ```
 
     ## Fix safety
-    The fix fires only where it helps on the configured target. A
-    *size-inflating* value — it reads no traced array's values, only static
-    facts (`.shape`, `.ndim`, `.dtype`, `.size`, `len`), directly or through
-    module functions whose parameters are used only that way — stays in the
-    loop's fused kernel on every backend (measured on CPU: the notebook's
-    k-mesh filter goes from 8 to 7 kernels and 2.16 to 1.08 MB of temporaries).
-    A value computed from a loop input's values (`exp(-s * a0)`) gets the fix
-    only for `target = "gpu"`: XLA:CPU's loop-invariant code motion would hoist
-    the recomputation straight back out. The fix is safe when the value is also cheap
+    A fix is offered only where the table reports the finding (the fixed form
+    compiles no worse on any figure). It is safe when the value is cheap
     (array creation, elementwise arithmetic, layout changes, and module
-    functions built only from those) and pure, and every name it uses means the
-    same inside the body — or is the loop carry initialised from that very name
-    and read only for its shape (lax loops keep the carry's shape), or for its
-    `.dtype` when the init is known to be strongly typed (lax promotes a weakly
-    typed init to the dtype the body returns). The same expression of the same
-    names has the same dtype and weak type, so recomputing changes neither.
-    The binding is copied to the top of the body (a lambda body gets the
-    expression in place of the read), and the outer binding is removed when no
-    other code reads it. A value computed from other locals moves with the
-    chain of bindings it is computed from (`ix, iy, iz = jnp.indices(...)` then
-    `k2 = ix**2 + iy**2 + iz**2`, the notebook's `get_kmesh` written inline),
-    each bound once by a plain assignment in the same block; a chain does not
-    fit a lambda body, so that case gets no fix. Outer statements stay where
-    other code still reads their names. Pure values that are not cheap (FFTs, matmuls,
-    reductions) and names the body rebinds without that proof get an unsafe
-    fix; values that call impure code, or names the body binds as locals, get
-    none; neither do values that sort, search, take `unique`, factorise or
-    solve (`jnp.sort`, `jnp.unique`, `jnp.linalg.*`): that work in every
-    iteration costs far more than the memory saved. Plain aliases and fields of inputs the value is computed from
-    (`h = potential`) stay where they are (with their comments): the body
-    reads them in place.
+    functions built only from those) and pure, and every name it uses means
+    the same inside the body — or is the loop carry initialised from that very
+    name and read only for its shape (lax loops keep the carry's shape), or
+    for its `.dtype` when the init is known to be strongly typed (lax promotes
+    a weakly typed init to the dtype the body returns). The same expression of
+    the same names has the same dtype and weak type, so recomputing changes
+    neither. The binding is copied to the top of the body (a lambda body gets
+    the expression in place of the read), and the outer binding is removed
+    when no other code reads it (a value read after the loop keeps it: the
+    table measured that form). A value computed from other locals moves with
+    the chain of bindings it is computed from (`ix, iy, iz =
+    jnp.indices(...)` then `k2 = ix**2 + iy**2 + iz**2`), each bound once by a
+    plain assignment in the same block; a chain does not fit a lambda body, so
+    that case gets no fix. Pure values that are not cheap (reductions) and
+    names the body rebinds without that proof get an unsafe fix; values that
+    call impure code, or names the body binds as locals, get none. Plain
+    aliases and fields of inputs the value is computed from (`h = potential`)
+    stay where they are: the body reads them in place.
     """
     backends = (
         Claim(

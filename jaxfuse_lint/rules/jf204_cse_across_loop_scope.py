@@ -23,36 +23,40 @@ class CseAcrossLoopScope(Rule):
     Flags an expression that a `lax.fori_loop`/`while_loop`/`scan`/`map` body
     recomputes (on purpose, to avoid a temporary) and that the enclosing traced
     function also computes both before the loop (or in its initial value) and
-    after it. The diagnostic is on the occurrence after the loop. Expressions
-    are compared with libcst's `deep_equals`, and every name in them must
-    resolve to the same binding in both places. Only shape-only expressions
-    (built from `arange`/`indices`/constants and the *shapes* of arrays, like
-    the notebook's `get_im(x)` or a k-mesh) that contain an operation XLA finds
-    costly to repeat (a transcendental function, `where`, `%`, a non-integer
-    power) are considered.
+    after it, where the calibration table of the configured target shows XLA
+    merging the copies outside the loop and keeping the value alive across it.
+    The diagnostic is on the occurrence after the loop and cites the measured
+    figures. Expressions are compared with libcst's `deep_equals`, and every
+    name in them must resolve to the same binding in both places. Only
+    shape-only expressions (built from `arange`/`indices`/constants and the
+    *shapes* of arrays, like the notebook's `get_im(x)` or a k-mesh) that
+    contain an operation XLA may find costly to repeat (a transcendental
+    function, `where`, `%`, a non-integer power) are considered.
 
     ## Why is this bad?
     XLA's common-subexpression elimination works within one computation: the
     copy inside the loop body is recomputed in the loop's fused kernel, as
     intended, but the copies before and after the loop are the same
-    expression in the same scope, so CSE merges them into one value. That value
-    is computed before the loop and kept alive across it as a temporary
-    instead of being recomputed after it. The fusion notebook's
-    `f_cse_loop_after` (against `f_cse_loop_impl`, which computes it only
-    before the loop): 5 → 7 kernels and 129 B → 1.5 MB of temporaries on GPU;
-    measured on CPU with jax 0.10.2 (1 MiB input): 6 → 8 kernel launches and
-    129 B → 1.05 MB. With only one copy outside the loop, or with copies only
-    before (or only after) it, nothing is kept across the loop and nothing is
-    reported.
+    expression in the same scope, so CSE may merge them into one value,
+    computed before the loop and kept alive across it as a temporary instead
+    of being recomputed after it. Whether it does is a cost heuristic, and the
+    tables pin it down. On XLA:GPU (H100 and A100, deviceless, jax 0.10.2) it
+    keeps a transcendental expression (`sin`/`cos`/`exp` of a grid) of a
+    million elements: 4.0 MiB of temporaries, against 513 B with the copy
+    after the loop made different; at 16,384 elements and below, and for
+    non-integer powers, `where` grids and remainders at every calibrated size,
+    it recomputes the copy after the loop and nothing is reported. On XLA:CPU
+    it keeps transcendental expressions at every calibrated size, and `where`
+    grids read additively after the loop (`out + k2`); not non-integer powers
+    or remainders. The loop kind and where the copy before the loop sits
+    (the initial value, or a statement of its own) change nothing.
 
     ## Known problems
-    Whether XLA keeps the merged value or recomputes it is a cost heuristic
-    (the notebook calls it unpredictable), and it depends on the consumers too:
-    on CPU, `sin(iota ** 2.3)` is kept while `sin(iota * 1.0)` is recomputed,
-    and a 64×64 k² grid used as `rho + k2` before and `out + k2` after the
-    loop is kept (16 KB) while `rho * k2` before and `out / (1 + k2)` after is
-    recomputed. The rule reports the pattern, not a measured temporary.
-    Expressions that differ only in spacing or parentheses compare unequal.
+    The size of the expression decides on XLA:GPU, and the threshold lies
+    between the calibrated 16,384 and 1,048,576 elements (the notebook's
+    262,144 is kept); where the shape is not known here, a transcendental
+    expression is reported only in the preview tier. Expressions that differ
+    only in spacing or parentheses compare unequal.
 
     ## Example
     ```python
@@ -76,7 +80,8 @@ class CseAcrossLoopScope(Rule):
     ## Fix safety
     No automatic fix: making the copies differ changes the program's text
     in a way only its author can judge (the notebook's `eps` trick, or moving
-    the use after the loop into the loop's carry).
+    the use after the loop into the loop's carry). The table compares the
+    pattern with the `eps` trick.
     """
     backends = (
         Claim(
@@ -84,8 +89,11 @@ class CseAcrossLoopScope(Rule):
             "the loop as a temporary",
             gpu=Evidence(True, GPU_MEASURED + ": on f32[131072,2], `f_cse_loop_after` is 19 launches and 1.0 MiB "
                                "of temporaries, the copy computed once inside (`f_cse_loop_impl`) 18 launches and "
-                               "513 B"),
-            cpu=Evidence(True, CPU_MEASURED + ": 6 → 8 kernel launches, 129 B → 1.05 MB"),
+                               "513 B; the calibration tables (H100, A100): kept for a transcendental grid of "
+                               "1,048,576 elements, recomputed at 16,384 and below and for non-integer powers, "
+                               "`where` grids and remainders at every size"),
+            cpu=Evidence(True, CPU_MEASURED + ": 6 → 8 kernel launches, 129 B → 1.05 MB; the calibration table: kept "
+                               "for transcendental grids at every size and `where` grids read additively"),
             tpu=TPU_UNKNOWN,
         ),
     )

@@ -66,42 +66,51 @@ class FusionBlockingBarrier(Rule):
     fixable = "never"
     doc = """
     ## What it does
-    Informational. Flags, in traced code:
-    - `jax.lax.optimization_barrier(...)`;
-    - `jax.checkpoint` / `jax.remat` with an explicit `prevent_cse=True`
-      (called, or applied with `functools.partial` as a decorator) in a module
-      that never differentiates (no `grad`, `value_and_grad`, `vjp`, `jvp`,
-      `jacfwd`/`jacrev`, `custom_vjp`, ...), where it can only have been meant to
-      force recomputation in the forward pass.
+    Flags, in traced code, `jax.lax.optimization_barrier(...)` where the
+    calibration table of the configured target shows that the same code
+    without it compiles to fewer kernels or temporaries and to no worse a
+    program on any figure; the diagnostic cites the measured figures. In the
+    preview tier it also flags `jax.checkpoint` / `jax.remat` with an explicit
+    `prevent_cse=True` (called, or applied with `functools.partial` as a
+    decorator) in a module that never differentiates (no `grad`,
+    `value_and_grad`, `vjp`, `jvp`, `jacfwd`/`jacrev`, `custom_vjp`, ...).
 
     ## Why is this bad?
     `optimization_barrier` orders computations by making its outputs opaque to
     XLA, and that also stops fusion across it: the values it passes are
     materialised in device memory, and producers and consumers run as separate
-    kernels. The fusion notebook measures `S = optimization_barrier(sin(x) + 3);
-    S + exp(S)` as 2 kernels on GPU where the same code without the barrier is
-    one. Used to serialise FFTs in a Python loop it does cap the parallel
-    memory, but a `lax.fori_loop` achieves that without blocking fusion (see
-    JF205). On CPU, jax 0.10.2's XLA removes the barrier before fusion (measured:
-    1 kernel, no temporary, and no serialising effect on the notebook's
-    FFT loop), so what the barrier does depends on the backend.
+    kernels. On XLA:GPU (the H100 and A100 tables, deviceless, jax 0.10.2) a
+    barrier between elementwise work, a reduction or an FFT and the
+    elementwise work or reduction that reads it costs a kernel, and the whole
+    buffer where a reduction reads it (the fusion notebook's `S =
+    optimization_barrier(sin(x) + 3); S + exp(S)`: 2 kernels where the same
+    code without the barrier is 1), at every calibrated size.
 
     `checkpoint`'s `prevent_cse` only guards the rematerialised computation in
     the backward pass. In a forward computation it neither prevents CSE nor
-    forces recomputation (the notebook's finding; measured on CPU: the
-    notebook's `get_im` used twice around a reduction compiles to the same 2
-    kernels and 1 MiB temporary with or without `jax.checkpoint(get_im,
-    prevent_cse=True)`).
+    forces recomputation: the tables show one compiled program with and
+    without the checkpoint for every calibrated form, so there is nothing to
+    gain and the finding is information, in the preview tier.
 
-    With `target = "cpu"` barriers are not reported: XLA:CPU removes them
-    before fusion, so there they block nothing (see Backends).
+    ## When it stays silent
+    Where the table shows the barrier costs nothing: when a matmul produces or
+    reads the value (a library call is a kernel of its own either way); at the
+    end of each iteration of a Python loop that accumulates (the notebook's
+    serialising idiom: the `lax.fori_loop` the message would advise runs more
+    launches for no saving); with `target = "cpu"`, whose XLA removes barriers
+    before fusion. Modules that import Pallas are skipped: inside a Pallas
+    kernel the barrier orders instructions and XLA fusion does not apply.
 
     ## Known problems
-    Modules that import Pallas are skipped: inside a Pallas kernel the barrier
-    orders instructions and XLA fusion does not apply. A module that is only
-    differentiated from other modules has its `checkpoint(prevent_cse=True)`
-    reported. Barriers placed on purpose (to order side effects or cap memory
-    on GPU) are reported too: suppress with `# noqa: JF206`.
+    A barrier in a module that runs collectives or shards its arrays (`psum`,
+    `shard_map`, `pmap`, `NamedSharding`, `with_sharding_constraint`) may
+    order communication against compute on purpose; that overlap of devices is
+    not what one compiled device shows, so the table has no form for it and
+    such a barrier is reported only in the preview tier, with the reason. A
+    module that is only differentiated from other modules has its
+    `checkpoint(prevent_cse=True)` reported (in preview). Barriers placed on
+    purpose in single-device code (to order side effects) are reported where
+    they block fusion: suppress with `# noqa: JF206`.
 
     ## Example
     ```python
@@ -120,7 +129,10 @@ class FusionBlockingBarrier(Rule):
     ```
 
     ## Fix safety
-    No fix: whether the barrier's ordering is needed is the author's call.
+    No fix: whether the barrier's ordering is needed is the author's call. The
+    tables compare the code with the same code without the barrier (in a
+    Python loop, with the loop as a `lax.fori_loop`), and the checkpointed
+    call with the plain call.
     """
     backends = (
         OPTIMIZATION_BARRIER_BLOCKS_FUSION,
@@ -270,15 +282,21 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
     else:
         context = before = after = shape = None
     total = shape.total() if shape is not None else None
+    collectives = uses_collectives(model)
     decision = decide("JF206", settings, kind="barrier", before=before, after=after, context=context,
-                      size=total if total is not None else _ARRAY_CLASSES, collectives=uses_collectives(model))
+                      size=total if total is not None else _ARRAY_CLASSES, collectives=collectives)
     if decision.outcome == "none":
         return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
     if not decision.fires:
+        note = decision.preview
+        if collectives and decision.outcome == "unknown" and decision.table is not None:
+            note = ("this module runs collectives or shards its arrays: the barrier may order communication "
+                    "against compute on purpose, an overlap of devices one compiled device cannot show (not "
+                    "calibrated)")
         return Violation(call, message(
             *head, ": it may block fusion across it, so its operands are materialised in device memory and "
             "the code before and after runs as separate kernels"), data={"kind": "barrier"},
-            preview=decision.preview, no_fix=decision.preview)
+            preview=note, no_fix=note)
     advice = "`lax.fori_loop` runs the iterations one after another" if context == "python_loop" else \
         "without it"
     evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if context == "python_loop"
@@ -298,18 +316,19 @@ def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, whe
     if fn is not None and fn.returns and not fn.is_lambda:
         kinds = {_BEFORE.get(capture_context.value_kind(model, r, fn)) for r in fn.returns}
         before = kinds.pop() if len(kinds) == 1 else None
-    decision = decide("JF206", settings, kind="prevent_cse", before=before, collectives=uses_collectives(model))
+    decision = decide("JF206", settings, kind="prevent_cse", before=before)
     if decision.outcome == "none":
-        # The claim is that it changes nothing: the compiled programs are the same with and without it.
+        # The table confirms the claim: one compiled program with and without it. Nothing costs, so this is
+        # information for the preview tier, not a default finding.
         row = max(decision.rows, key=lambda r: (r.before.temp_bytes or 0, r.before.kernels or 0))
-        where_text = f" at {row.args}" if row.args else ""
-        same = (f"on {decision.table.compiler}, the checkpointed function{where_text} compiles to "
+        at = f" at {row.args}" if row.args else ""
+        same = (f"on {decision.table.compiler}, the checkpointed function{at} compiles to "
                 f"{figures_text(row.before)} with it and {figures_text(row.after)} without the checkpoint")
-        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"})
-    if decision.outcome == "harm":
+        note = "the compiled program is the same with and without it: nothing to gain, reported as information"
+        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"}, preview=note, no_fix=note)
+    if decision.fires:
         evidence = evidence_text(decision, "the checkpointed form", "the plain call")
-        return Violation(call, message(*head, f"; it costs here: {evidence}"), data={"kind": "checkpoint"})
-    # "some" or "unknown": whether it changes the compiled program is not established for this code.
+        return Violation(call, message(*head, f"; here it costs: {evidence}"), data={"kind": "checkpoint"})
     return Violation(call, message(*head), data={"kind": "checkpoint"}, preview=decision.preview,
                      no_fix=decision.preview)
 
