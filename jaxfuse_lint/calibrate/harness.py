@@ -34,10 +34,11 @@ TARGET_KEYS = (*GPU_KEYS, "cpu")
 
 
 def calibration_settings(code: str):
-    """The rule alone, reporting its raw pattern (not its table's decision), fixes included."""
+    """The rule alone, reporting its raw pattern (not its table's decision), fixes included; a rule in
+    the preview tier as a whole runs too."""
     from jaxfuse_lint.core.config import Settings
 
-    return Settings(select=(code,), per_file_ignores=(), extra=(RAW,))
+    return Settings(select=(code,), per_file_ignores=(), extra=(RAW,), preview=True)
 
 
 def functions_text(source: str) -> dict[str, str]:
