@@ -297,14 +297,13 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
             *head, ": it may block fusion across it, so its operands are materialised in device memory and "
             "the code before and after runs as separate kernels"), data={"kind": "barrier"},
             preview=note, no_fix=note)
-    advice = "`lax.fori_loop` runs the iterations one after another" if context == "python_loop" else \
-        "without it"
-    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if context == "python_loop"
+    loop = context == "python_loop"
+    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
                              else "the same code without the barrier")
-    return Violation(call, message(
-        *head, f": it blocks fusion across it: {evidence}; ",
-        "to run loop iterations one after another use `lax.fori_loop`" if context == "python_loop" else
-        "to force recomputation call the function again"), data={"kind": "barrier", "advice": advice})
+    advice = "run the iterations in a `lax.fori_loop` instead" if loop else \
+        "drop it (to force recomputation, call the function again)"
+    return Violation(call, message(*head, f": it blocks fusion across it: {evidence}; {advice}"),
+                     data={"kind": "barrier"})
 
 
 def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):
