@@ -157,7 +157,13 @@ def differences(before: Result, after: Result, case: Case) -> set[str]:
 
 
 def settings_for(code: str) -> Settings:
-    return replace(Settings(), select=(code,))
+    """The rule alone; a calibrated rule (its findings follow a table) reports its raw pattern, as the
+    calibration harness does: what is checked here is its codemod's rewrite, wherever it may be offered."""
+    from jaxfuse_lint.calibrate.variants import GENERATORS
+    from jaxfuse_lint.core.calibration import RAW
+
+    settings = replace(Settings(), select=(code,))
+    return replace(settings, extra=settings.extra + (RAW,)) if code in GENERATORS else settings
 
 
 @dataclass
