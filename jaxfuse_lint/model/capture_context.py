@@ -256,7 +256,8 @@ def _call_kinds(model: "SemanticModel", e: cst.Call, scope: "Scope", depth: int,
 
 # -- what the body does with it ---------------------------------------------------------------------
 
-_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo,
+               cst.BitAnd, cst.BitOr, cst.BitXor)
 
 
 def use_of(model: "SemanticModel", read: cst.Name, scope: "Scope", depth: int = 0) -> str | None:
@@ -277,6 +278,12 @@ def use_of(model: "SemanticModel", read: cst.Name, scope: "Scope", depth: int = 
             continue
         if isinstance(parent, cst.UnaryOperation):
             node = parent
+            continue
+        if isinstance(parent, cst.Comparison):
+            node, elementwise = parent, True  # `rows >= start`: an elementwise mask
+            continue
+        if isinstance(parent, cst.Subscript) and parent.value is node and _static_slices(model, parent, scope):
+            node = parent  # `w[:, None]`, `w[1:]`: a view of it, read elementwise
             continue
         if isinstance(parent, cst.Arg):
             call = model.parent(parent)
@@ -312,6 +319,18 @@ def use_of(model: "SemanticModel", read: cst.Name, scope: "Scope", depth: int = 
             return "elementwise"
         return None
     return None
+
+
+def _static_slices(model: "SemanticModel", sub: cst.Subscript, scope: "Scope") -> bool:
+    for el in sub.slice:
+        sl = el.slice
+        parts = [sl.lower, sl.upper, sl.step] if isinstance(sl, cst.Slice) else [sl.value]
+        for part in parts:
+            if part is None or isinstance(part, cst.Ellipsis) or (isinstance(part, cst.Name) and part.value == "None"):
+                continue
+            if static_int(model, part, scope) is None:
+                return False
+    return True
 
 
 def _use_of_name(model: "SemanticModel", name: str, scope: "Scope", depth: int) -> str | None:
