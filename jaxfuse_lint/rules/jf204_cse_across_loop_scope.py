@@ -46,9 +46,10 @@ class CseAcrossLoopScope(Rule):
     after the loop made different; at 16,384 elements and below, and for
     non-integer powers, `where` grids and remainders at every calibrated size,
     it recomputes the copy after the loop and nothing is reported. On XLA:CPU
-    it keeps transcendental expressions at every calibrated size, and `where`
-    grids read additively after the loop (`out + k2`); not non-integer powers
-    or remainders. The loop kind and where the copy before the loop sits
+    it keeps transcendental expressions at every calibrated size (at a million
+    elements the advice is sometimes slower there, a trade), and `where` grids
+    read additively after the loop (`out + k2`); not non-integer powers or
+    remainders. The loop kind and where the copy before the loop sits
     (the initial value, or a statement of its own) change nothing.
 
     ## Known problems
