@@ -183,19 +183,24 @@ def _name_kinds(model: "SemanticModel", e: cst.Name, scope: "Scope", depth: int,
         return set()  # a module constant or function
     if any(b.kind in ("param", "def", "import", "class", "for") for b in bindings):
         return set() if all(b.kind in ("param", "def", "for") for b in bindings) else None
-    if len(bindings) != 1:
+    if not bindings or len(bindings) > 4:
         return None
-    b = bindings[0]
-    if b.kind not in ("assign", "annassign") or b.value is None:
-        return None
-    key = (id(b.value), b.index)
-    if key in seen:
-        return set()
-    seen.add(key)
-    value = b.value
-    if b.index is not None and isinstance(value, (cst.Tuple, cst.List)) and b.index < len(value.elements):
-        value = value.elements[b.index].value
-    return _kinds(model, value, owner, depth + 1, seen)
+    out: set[str] = set()
+    for b in bindings:  # every binding that reaches the read (`if real: kz = ... else: kz = ...`)
+        if b.kind not in ("assign", "annassign") or b.value is None:
+            return None
+        key = (id(b.value), b.index)
+        if key in seen:
+            continue
+        seen.add(key)
+        value = b.value
+        if b.index is not None and isinstance(value, (cst.Tuple, cst.List)) and b.index < len(value.elements):
+            value = value.elements[b.index].value
+        kinds = _kinds(model, value, owner, depth + 1, seen)
+        if kinds is None:
+            return None
+        out |= kinds
+    return out
 
 
 def _call_kinds(model: "SemanticModel", e: cst.Call, scope: "Scope", depth: int, seen: set) -> set[str] | None:
