@@ -16,7 +16,8 @@ Layout of a rule's folder:
 The rules whose findings follow a calibration table (jaxfuse_lint/calibrate: JF1xx/JF2xx) report
 their raw pattern in the fixture cases (how the calibration harness sees them: detection, sizes
 and fixes are what those cases test), except in cases named `calibrated*.py`, which run with the
-table's decisions as users get them (with `preview = true` in their .toml for the preview tier).
+table's decisions as users get them (with `preview = true` in their .toml for the preview tier). A
+rule in the preview tier as a whole runs all its cases with `preview = true`.
 
 Set JAXFUSE_UPDATE_FIXTURES=1 to rewrite .expected / .fixed.py / .unsafe.py from the
 current output (then read the diff before committing it).
@@ -44,6 +45,10 @@ def rule_settings(code: str, path: Path | None = None) -> Settings:
     calibrated = code in GENERATORS or code.startswith("JF9")  # JF9xx: noqa against the raw findings
     if calibrated and (path is None or not path.name.startswith("calibrated")):
         settings = replace(settings, extra=settings.extra + (RAW,))
+    from jaxfuse_lint.rules import all_rules
+
+    if any(r.code == code and r.preview for r in all_rules()):
+        settings = replace(settings, preview=True)  # a preview rule's cases are its preview-tier findings
     if code.startswith("JF9"):
         # The rules about suppression comments judge the other rules' findings: all of them run.
         return replace(settings, select=("JF", code), extend_select=(), ignore=())

@@ -216,9 +216,10 @@ def test_jf203_carry_shadowing_is_safe_only_for_shape_reads_of_the_same_name():
 
 
 def test_jf203_no_fix_when_it_would_not_help_or_would_break():
-    # Reads x's values: XLA:CPU hoists it back out (GPU runs no such pass: there it is fixed).
-    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="cpu") == [None]
-    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="gpu") != [None]
+    # Reads x's values: XLA:CPU hoists it back out, one program either way (its table: no finding at all);
+    # XLA:GPU runs no such pass: there it is reported and fixed.
+    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="cpu") == []
+    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="gpu") not in ([], [None])
     local = ("@jax.jit\ndef f(x):\n    g = jnp.arange(x.size).reshape(x.shape)\n\n    def step(i, c):\n"
              "        y = c + g\n        x = y\n        return x\n\n    return jax.lax.fori_loop(0, 3, step, x)\n")
     assert fixes(local, "JF203") == [None]  # `x` is a local of the body: reading it first would fail

@@ -352,4 +352,7 @@ def test_libcst_tool_applies_the_same_fix(tmp_path, code, command, case, unsafe)
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     expected = FIXTURES / code / f"{case}.{'unsafe' if unsafe else 'fixed'}.py"
+    if code == "JF205":
+        # As `--fix` does: JF205's tables show a trade of launches for temporaries, not a gain: no fix offered.
+        expected = FIXTURES / code / f"{case}.py"
     assert target.read_text() == expected.read_text()

@@ -10,19 +10,14 @@ copied to the top of a `def` body (or the expression is written in place of the
 read in a lambda body), and the outer binding is removed when nothing else reads
 it.
 
-Offered when the value is cheap (array creation, elementwise arithmetic, layout,
-the module's functions built from those) and pure. On a target whose XLA runs
-while-loop invariant code motion (CPU; TPU, not established) the value must also
-be size-inflating: it reads no traced array's *values*, only static facts
-(`.shape`, `.ndim`, `.dtype`, `.size`, `len`) — otherwise the recomputation is
-hoisted straight back out of the loop and nothing is saved, so there is no fix.
-On GPU (the default `target`), whose pipeline runs no such pass, a value computed
-from the loop's inputs gets the fix too: the recomputation stays in the body's
-fused kernel and the temporary goes away. Every
-free name must mean the same inside the body; a name the body rebinds is
-accepted only when the value reads it for its shape alone and the rebinding is
-the loop carry initialised from that very name (lax loops keep the carry's shape
-and dtype). Pure but costly values (FFTs, matmuls, reductions) and unproven
+Offered where the rule's calibration table shows the recomputation to be better on some figure
+of the compiled program and worse on none, for the value's kind, size and use, the loop's form
+and the configured target (jaxfuse_lint/calibrate/jf203.py; the rule sets `no_fix` elsewhere).
+The rewrite itself is safe when the value is cheap (array creation, elementwise arithmetic,
+layout, the module's functions built from those) and pure, and every free name means the same
+inside the body; a name the body rebinds is accepted only when the value reads it for its shape
+alone and the rebinding is the loop carry initialised from that very name (lax loops keep the
+carry's shape and dtype). Pure but costly values (FFTs, matmuls, reductions, sorts) and unproven
 shadowing get an unsafe fix.
 
 Dtype condition: the recomputed value is the same expression of the same names, so it has the
@@ -42,9 +37,7 @@ from jaxfuse_lint.codemods._statements import insert_before, remove_statement, r
 from jaxfuse_lint.codemods.plan import plan
 from jaxfuse_lint.model import keyword, positional
 from jaxfuse_lint.model.scopes import Function
-from jaxfuse_lint.model.computed_arrays import computed_array, costly_to_recompute
-from jaxfuse_lint.model.values import Kind
-from jaxfuse_lint.core.targets import WHILE_LOOP_LICM, holds
+from jaxfuse_lint.model.computed_arrays import computed_array
 
 CODE = "JF203"
 
@@ -90,12 +83,6 @@ def build_fix(violation, model, settings):
         return None
     info = chain.info
     if not info.pure or info.closure:
-        return None
-    if any(costly_to_recompute(model, st.body[0].value, owner) for st in chain.statements):
-        return None  # a sort, `unique`, a factorisation or solve in every iteration: not a trade worth offering
-    if not _size_inflating(model, info, owner) and holds(WHILE_LOOP_LICM, settings.target) is not False:
-        # Built from a loop input's values: XLA:CPU's loop-invariant code motion hoists the recomputation
-        # straight back out and the temporary stays. Only a target known to run no such pass (GPU) gains.
         return None
     if any(n.value == "<scope>" for n in free_name_nodes(value)):
         return None
@@ -349,24 +336,6 @@ def _reads_of(model, name: str, binding, owner):
         if found is not None and binding in found[1]:
             out.append(r)
     return out
-
-
-def _size_inflating(model, info, owner: Function) -> bool:
-    """The value reads no traced array's values: it is built from iota, constants and shapes."""
-    for n in info.value:
-        found = model.lookup(n, owner)
-        if found is None:
-            continue  # a builtin
-        scope, bindings = found
-        if not isinstance(scope, Function):
-            if all(bd.kind in ("import", "def", "class") for bd in bindings):
-                continue
-            if len(bindings) == 1 and bindings[0].kind == "assign":
-                continue  # a module constant
-            return False
-        if any(model.values.binding_kind(bd, scope) is not Kind.STATIC for bd in bindings):
-            return False
-    return True
 
 
 def _names_agree(model, value, info, owner: Function, target, body: Function, site,

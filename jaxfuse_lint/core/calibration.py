@@ -9,7 +9,9 @@ into `core/calibration_tables/<CODE>.<target>.json`, with the jax version that m
 
 Here, without jax, a rule asks the table of the configured target about the form it found:
 `decide(code, settings, producer="stack", size=3, rows=None, ...)`. A feature the rule could not
-establish is None and matches every value; a value the table has no variant for matches none.
+establish is None and matches every value; one it could only narrow down is `OneOf(...)` of the
+values it may take (a size the model does not know, but knows not to be a scalar) and matches each
+of them; a value the table has no variant for matches none.
 
 - every matching variant shows the harm (the fixed form is better on some figure and worse on
   none): the finding is reported, with the measured figures of one of them (`Decision.evidence`);
@@ -47,6 +49,13 @@ RAW = ("calibration", "raw")
 
 def raw(settings: Any) -> bool:
     return RAW in getattr(settings, "extra", ())
+
+
+class OneOf(frozenset):
+    """A feature value narrowed down to some of the table's values: a row with any of them matches."""
+
+    def __repr__(self) -> str:
+        return f"OneOf({sorted(self, key=str)})"
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,8 @@ class Table:
     def snapped(self, name: str, value: Any) -> Any:
         """`value` as the table knows it: itself, or for a `nearest` feature the closest size class."""
         values = self.features.get(name, ())
+        if isinstance(value, OneOf):
+            return OneOf(self.snapped(name, v) for v in value)
         if value is None or value in values or name not in self.nearest or not isinstance(value, int) or value <= 0:
             return value
         import math
@@ -158,13 +169,18 @@ class Table:
         return min(values, key=lambda v: abs(math.log(v) - math.log(value)))
 
     def matching(self, features: Mapping[str, Any]) -> list[Row]:
-        """The rows whose features equal the known ones (None: any value)."""
+        """The rows whose features equal the known ones (None: any value; OneOf: any of its values)."""
         import itertools
 
         choices = []
         for name, values in self.features.items():
             value = self.snapped(name, features.get(name))
-            choices.append(values if value is None else (value,))
+            if value is None:
+                choices.append(values)
+            elif isinstance(value, OneOf):
+                choices.append(tuple(v for v in values if v in value))
+            else:
+                choices.append((value,))
         index = self._index()
         return [row for key in itertools.product(*choices) for row in index.get(key, ())]
 
@@ -264,7 +280,8 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
         return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`")
     unknown_values = [f"its {name} (`{value}`) is none of the calibrated ones ({', '.join(map(str, table.features[name]))})"
                       for name, value in features.items()
-                      if name in table.features and table.snapped(name, value) not in (None, *table.features[name])]
+                      if name in table.features and not isinstance(value, OneOf)
+                      and table.snapped(name, value) not in (None, *table.features[name])]
     rows = table.matching({k: v for k, v in features.items() if k in table.features})
     measured = [r for r in rows if r.verdict in MEASURED]
     if not measured:
@@ -280,8 +297,11 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
         return Decision("some", table, tuple(measured),
                         f"{table.meta.get('compiler', 'the compiler')} saves one kernel launch per call here and no "
                         f"memory; whether that is faster depends on the GPU (not timed without one)")
+    # The open features the harm follows: their values among the harmful forms are not those among the others.
+    harmless = [r for r in measured if r.verdict != "harm"]
     open_features = sorted({name for name in table.features
-                            if features.get(name) is None and len({r.features[name] for r in measured}) > 1})
+                            if (features.get(name) is None or isinstance(features.get(name), OneOf))
+                            and {r.features[name] for r in harmful} != {r.features[name] for r in harmless}})
     depends = ", ".join(open_features) if open_features else "the form"
     return Decision("some", table, tuple(measured),
                     f"{table.meta.get('compiler', 'the compiler')} shows the harm in {len(harmful)} of the "

@@ -5,12 +5,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, raw
+from jaxfuse_lint.model import Kind, SemanticModel, capture_context
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
-from jaxfuse_lint.model.api import CONTROL_FLOW
-from jaxfuse_lint.model.computed_arrays import computed_array, costly_to_recompute, known_scalar
+from jaxfuse_lint.model.computed_arrays import computed_array, known_scalar
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LICM, Claim, Evidence
 
 
@@ -23,55 +23,68 @@ class LoopInvariantCapture(Rule):
     ## What it does
     Flags, inside the body of a `lax.fori_loop`, `lax.while_loop`, `lax.scan`
     or `lax.map`, a read of an array computed in the enclosing traced function
-    (a jnp/lax result — not a parameter, not a Python scalar). The diagnostic
-    is on the read and names the line where the value was bound.
+    (a jnp/lax result — not a parameter, not a Python value), where the
+    calibration table of the configured target shows that computing it in the
+    body instead compiles to a better program: fewer kernels or launches, fewer
+    temporaries, and worse on no figure. The diagnostic is on the read, names
+    the line where the value was bound and cites the measured figures.
 
     ## Why is this bad?
-    XLA's common-subexpression elimination and fusion work within one scope. A
-    value computed outside a loop and used inside it becomes an operand of the
-    loop: it is materialised once as a device array and kept alive across every
-    iteration, instead of being recomputed inside the loop body's fused kernel
-    (the fusion notebook's `f_filter_with_temp` against `f_filter_with_recalc`:
-    on CPU 8 → 7 kernels and 2.16 → 1.08 MB of temporaries for a 64³ k-mesh).
-    For values that are cheap to rebuild from shapes — grids from `arange`,
-    `indices`, `meshgrid`, `fftfreq` — recomputing is nearly free and saves the
-    whole array.
+    XLA's common-subexpression elimination and fusion work within one
+    computation. A value computed outside a loop and used inside it becomes an
+    operand of the loop: it is computed by a kernel of its own, materialised
+    once and kept alive across every iteration, where the same expression
+    written in the body fuses into the body's kernel. On XLA:GPU (the H100 and
+    A100 tables, deviceless, jax 0.10.2) that saves a kernel and the value's
+    whole buffer for the values that are cheap to rebuild and that the body
+    combines elementwise, filters a spectrum with, or feeds a matmul: grids
+    built from shapes (`arange`, `indices`, `fftfreq`: the notebook's k-mesh
+    filter, 11 → 9 kernels and 5.0 → 4.0 MiB of temporaries at 262,144
+    elements), elementwise work on inputs, layout changes (a `roll`) and row
+    reductions, from 64 elements up. It holds in `fori_loop`, `scan` and
+    `while_loop` bodies alike, at 8 or 64 iterations, and even when the value
+    is read again after the loop (XLA then computes the outer copy after the
+    loop instead of keeping it across).
 
-    Values whose shape is known to be small (scalars, a few coefficients) are
-    not reported: keeping them is free. Nor are values the body calls
-    (`solve = self._solve` then `solve(c, t)` in a `lax.scan` body): a
-    function holds no buffer.
-
-    ## When it fires
-    The harm — a temporary kept alive across every iteration — needs a value
-    that holds device memory: an array the enclosing traced function computes
-    (a `jnp`/`lax`/`jax.nn` result, arithmetic or indexing on one, a
-    transformed function's call, or a module helper whose every `return` is
-    one), whose shape is not known to be a scalar or a handful of elements, and
-    that the body reads as an array (not only its `.shape`, not as an axis).
+    XLA:CPU is another compiler (its table is timed on the machine that made
+    it): its while-loop invariant code motion hoists elementwise work, layout
+    changes and reductions of the loop's inputs straight back out of the body,
+    so both forms compile to one program and nothing is reported; a grid saves
+    its kernel there but runs slower recomputed from 4,096 elements (4.0 →
+    37 ms at 262,144), a trade kept for the preview tier; a cumulative sum
+    keeps half its temporaries recomputed, and is reported where every
+    calibrated loop ran no slower (262,144 elements; at 4,096 one ran slower:
+    preview). These wall-clock verdicts come from a shared, loaded machine:
+    take the CPU table's timings as indications.
 
     ## When it stays silent
-    On values that hold no buffer of their own or none worth a diagnostic: a
-    parameter renamed (`h = linear_potential`: the input's buffer is live
-    anyway), a field read off an input (`p = state.params`,
-    `w = params["w"]`), a Python bool, int or float, an object built from
-    Python values (a dataclass whose fields are `None`), a shape-`()` scalar
-    (`jnp.sum(x)`, `jnp.linalg.norm(v)`, `jnp.array(eos_id)` of a Python
-    number), a function or bound method the body calls. Nor where recomputing
-    would not free the buffer or cannot help: a table the body indexes with
-    the loop index or carry (`keys[i]`, `lax.dynamic_slice_in_dim(table, k, n)`:
-    recomputing rebuilds all of it every iteration), the result of an earlier `lax` loop or `cond`, or a value the
-    enclosing function reads again after the loop (alive across it anyway).
+    Where the table shows no saving, or a cost: the result of an FFT, a
+    cumulative sum (on XLA:GPU from 4,096 elements: fewer temporaries for
+    more launches per iteration), a matmul, a sort or solve, or an earlier
+    `lax` loop — recomputing those in every iteration costs more launches than
+    it saves; a grid read by a matmul in the body (H100: worse at 4,096
+    elements and up); a 0-d value that XLA folds (a grid of Python numbers, one
+    element of an array); any value of a fully unrolled loop (`unroll=True`:
+    no loop is left to capture in). The rule also stays silent, whatever the
+    table, on values that hold no buffer of their own: a parameter renamed
+    (`h = linear_potential`), a field read off an input (`p = state.params`),
+    a Python number (`x.shape[0] // self.block`), a function or bound method
+    the body calls; and on a table the body indexes with the loop index or
+    carry (`keys[i]`: recomputing would rebuild all of it every iteration).
 
     ## Known problems
-    What recomputing saves depends on the backend (see Backends). XLA:CPU runs
-    while-loop invariant code motion: a value derived from a loop input of the
-    same size (`exp(-s * a0)`) is hoisted right back out of the loop and the
-    temporary stays, so with `target = "cpu"` (and `"tpu"`, where it is not
-    established) only *size-inflating* values — built from iota, constants and
-    broadcasts, larger than their inputs — get a fix; other reads are still
-    reported (the capture is real). XLA:GPU runs no such pass, so with the
-    default `target = "gpu"` those values get the fix too.
+    The table describes the value by what it is (the most expensive operation
+    it runs, following the function's names and the module's helpers), its
+    number of elements, what the body does with it, whether the loop is
+    unrolled and whether the value is read after the loop. A value whose shape
+    the linter cannot see is asked about as one of the calibrated arrays of 64
+    elements and more (a value known to be a scalar, such as a whole-array
+    reduction, is asked about as one); a form where the table shows the saving
+    for some of these and not for others (a cumulative sum of unknown length,
+    a value the body passes to an unknown function) is in the preview tier,
+    with no fix. A 0-d elementwise value (`exp` of a scalar input) is
+    reported on XLA:GPU: keeping it is one kernel launch more per call, a
+    saving too small to matter in most programs.
 
     ## Example
     ```python
@@ -94,37 +107,27 @@ class LoopInvariantCapture(Rule):
     ```
 
     ## Fix safety
-    The fix fires only where it helps on the configured target. A
-    *size-inflating* value — it reads no traced array's values, only static
-    facts (`.shape`, `.ndim`, `.dtype`, `.size`, `len`), directly or through
-    module functions whose parameters are used only that way — stays in the
-    loop's fused kernel on every backend (measured on CPU: the notebook's
-    k-mesh filter goes from 8 to 7 kernels and 2.16 to 1.08 MB of temporaries).
-    A value computed from a loop input's values (`exp(-s * a0)`) gets the fix
-    only for `target = "gpu"`: XLA:CPU's loop-invariant code motion would hoist
-    the recomputation straight back out. The fix is safe when the value is also cheap
+    A fix is offered only where the table reports the finding (the fixed form
+    compiles no worse on any figure). It is safe when the value is cheap
     (array creation, elementwise arithmetic, layout changes, and module
-    functions built only from those) and pure, and every name it uses means the
-    same inside the body — or is the loop carry initialised from that very name
-    and read only for its shape (lax loops keep the carry's shape), or for its
-    `.dtype` when the init is known to be strongly typed (lax promotes a weakly
-    typed init to the dtype the body returns). The same expression of the same
-    names has the same dtype and weak type, so recomputing changes neither.
-    The binding is copied to the top of the body (a lambda body gets the
-    expression in place of the read), and the outer binding is removed when no
-    other code reads it. A value computed from other locals moves with the
-    chain of bindings it is computed from (`ix, iy, iz = jnp.indices(...)` then
-    `k2 = ix**2 + iy**2 + iz**2`, the notebook's `get_kmesh` written inline),
-    each bound once by a plain assignment in the same block; a chain does not
-    fit a lambda body, so that case gets no fix. Outer statements stay where
-    other code still reads their names. Pure values that are not cheap (FFTs, matmuls,
-    reductions) and names the body rebinds without that proof get an unsafe
-    fix; values that call impure code, or names the body binds as locals, get
-    none; neither do values that sort, search, take `unique`, factorise or
-    solve (`jnp.sort`, `jnp.unique`, `jnp.linalg.*`): that work in every
-    iteration costs far more than the memory saved. Plain aliases and fields of inputs the value is computed from
-    (`h = potential`) stay where they are (with their comments): the body
-    reads them in place.
+    functions built only from those) and pure, and every name it uses means
+    the same inside the body — or is the loop carry initialised from that very
+    name and read only for its shape (lax loops keep the carry's shape), or
+    for its `.dtype` when the init is known to be strongly typed (lax promotes
+    a weakly typed init to the dtype the body returns). The same expression of
+    the same names has the same dtype and weak type, so recomputing changes
+    neither. The binding is copied to the top of the body (a lambda body gets
+    the expression in place of the read), and the outer binding is removed
+    when no other code reads it (a value read after the loop keeps it: the
+    table measured that form). A value computed from other locals moves with
+    the chain of bindings it is computed from (`ix, iy, iz =
+    jnp.indices(...)` then `k2 = ix**2 + iy**2 + iz**2`), each bound once by a
+    plain assignment in the same block; a chain does not fit a lambda body, so
+    that case gets no fix. Pure values that are not cheap (reductions) and
+    names the body rebinds without that proof get an unsafe fix; values that
+    call impure code, or names the body binds as locals, get none. Plain
+    aliases and fields of inputs the value is computed from (`h = potential`)
+    stay where they are: the body reads them in place.
     """
     backends = (
         Claim(
@@ -132,9 +135,11 @@ class LoopInvariantCapture(Rule):
             "is kept alive as a temporary; recomputed in the body it fuses into the body's kernel",
             gpu=Evidence(True, GPU_MEASURED + ": the 64³ k-mesh filter (`f_filter_with_temp` → "
                                "`f_filter_with_recalc`) goes from 10 to 9 kernels and 2.58 to 2.06 MiB of "
-                               "temporaries"),
+                               "temporaries; the calibration tables (H100, A100): a kernel and the whole buffer "
+                               "saved for grids, elementwise values, rolls and row reductions from 64 elements"),
             cpu=Evidence(True, CPU_MEASURED + ": the 64³ k-mesh filter goes from 8 to 7 kernels and 2.16 to "
-                               "1.08 MB of temporaries"),
+                               "1.08 MB of temporaries; the calibration table: a kernel saved at 64 elements, but "
+                               "from 4,096 the recomputed grid runs slower (a trade, in preview)"),
             tpu=Evidence(None, "not measured: no TPU was available"),
         ),
         WHILE_LOOP_LICM,
@@ -182,41 +187,84 @@ class LoopInvariantCapture(Rule):
                         continue
                     if _called(model, read.name):
                         continue  # the body calls it: a function (`solve = self._solve`), not an array
-                    if any(_known_small(model, b, owner) for b in bindings):
-                        continue  # a scalar or a handful of numbers: no temporary worth a diagnostic
-                    if not computed_array(model, read.name, read.scope) or known_scalar(model, read.name, read.scope):
-                        continue  # an alias of an input, a field of one, a Python value, a scalar: nothing to save
-                    if any(b.value is not None and costly_to_recompute(model, b.value, owner) for b in bindings):
-                        continue  # a sort, unique or solve: recomputing it every iteration costs more than it saves
+                    if not computed_array(model, read.name, read.scope):
+                        continue  # an alias of an input, a field of one, a Python value: nothing to save
+                    if all(b.value is not None and capture_context.python_value(model, b.value, owner)
+                           for b in bindings):
+                        continue  # a Python number at trace time (a block count from static shapes): no buffer
                     if _table_lookup(model, read):
                         continue  # `keys[i]` per iteration: recomputing would rebuild the whole table each time
-                    if any(_from_control_flow(model, b, owner) for b in bindings):
-                        continue  # the result of a lax loop or cond: not something to recompute per iteration
-                    if _read_after(model, site.call, bindings, owner, body):
-                        continue  # used again after the loop: alive across it whatever the body does
                     seen.add(read.name)
                     first = bindings[0]
                     body_name = "the lambda" if body.is_lambda else f"`{body.name}`"
-                    yield Violation(
-                        read.name,
-                        message(
-                            f"`{read.name.value}` is computed in `{owner.display_name}` (line ", LineOf(first.node),
-                            f") outside the `{short}` body {body_name} and read inside it: it is kept alive as a "
-                            "temporary across all iterations instead of being recomputed in the fused loop kernel",
-                        ),
-                        data={"bindings": bindings, "owner": owner, "body": body, "loop": site},
-                    )
+                    head = (f"`{read.name.value}` is computed in `{owner.display_name}` (line ", LineOf(first.node),
+                            f") outside the `{short}` body {body_name} and read inside it")
+                    data = {"bindings": bindings, "owner": owner, "body": body, "loop": site}
+                    if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                        yield Violation(read.name, message(
+                            *head, ": it is kept alive as a temporary across all iterations instead of being "
+                            "recomputed in the fused loop kernel"), data=data)
+                        continue
+                    judged = _judge(model, settings, read, bindings, owner, body, site, head, data)
+                    if judged is not None:
+                        yield judged
 
 
-SMALL_ELEMENTS = 1024
+# -- what the compiler does with this capture (the calibration table) -----------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf203.py): one element, then arrays.
+_ARRAY_CLASSES = OneOf({64, 4096, 262144})
+_VALUES = {"grid": "a grid built from shapes", "elementwise": "elementwise work on inputs",
+           "roll": "a layout change of an input", "reduction": "a reduction", "cumsum": "a cumulative sum",
+           "fft": "an FFT", "matmul": "a contraction", "sort": "a sort or solve",
+           "loop_output": "the result of an earlier lax loop"}
 
 
-def _known_small(model: SemanticModel, binding, owner: Function) -> bool:
-    if binding.value is None or binding.index is not None:
-        return False
-    shape = model.shape(binding.value, owner)
-    total = shape.total() if shape is not None else None
-    return total is not None and total <= SMALL_ELEMENTS
+def _judge(model: SemanticModel, settings, read, bindings, owner: Function, body: Function, site, head, data):
+    values = [b.value for b in bindings if b.value is not None]
+    kinds = {capture_context.value_kind(model, v, owner) for v in values} if len(values) == len(bindings) else {None}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    size = _size(model, bindings, owner)
+    use = capture_context.use_of(model, read.name, read.scope)
+    unrolled = capture_context.unrolled(model, site)
+    if unrolled is None:
+        features = {"unroll": "partial"}  # not calibrated: the decision is unknown
+    elif unrolled:
+        features = {"unroll": True}  # calibrated over value × use at two sizes
+    else:
+        features = {"unroll": False, "size": size,
+                    "after": _read_after(model, site.call, bindings, owner, body)}
+    decision = decide("JF203", settings, value=kind, use=use, **features)
+    if decision.outcome == "none":
+        return None  # the compiler shows no saving from recomputing it in the body
+    what = f" ({_VALUES[kind]})" if kind in _VALUES else ""
+    if not decision.fires:
+        return Violation(read.name, message(
+            *head, f"{what}: it may be kept alive as a temporary across all iterations; recompute it in the body"),
+            data=data, preview=decision.preview, no_fix=decision.preview)
+    evidence = evidence_text(decision, "the capture", "the recomputation in the body")
+    return Violation(read.name, message(*head, f"{what}: {evidence}; recompute it in the body"), data=data)
+
+
+def _size(model: SemanticModel, bindings, owner: Function):
+    """The value's size class: 1 (one element), its number of elements (at least the 64 class), or
+    one of the array classes when the model does not know its shape but knows it is no scalar."""
+    totals = set()
+    for b in bindings:
+        if b.value is None or b.index is not None:
+            return _ARRAY_CLASSES
+        shape = capture_context.value_shape(model, b.value, owner)
+        total = shape.total() if shape is not None else None
+        if total is None:
+            if known_scalar(model, b.value, owner):
+                total = 1
+            else:
+                return _ARRAY_CLASSES
+        totals.add(total)
+    if len(totals) != 1:
+        return _ARRAY_CLASSES
+    total = totals.pop()
+    return 1 if total <= 1 else max(total, 64)
 
 
 _LOOKUPS = frozenset({
@@ -238,13 +286,6 @@ def _table_lookup(model: SemanticModel, read) -> bool:
                 model.qn(call.func, read.scope) in _LOOKUPS:
             return any(model.kind(a.value, read.scope) is Kind.TRACED for a in call.args[1:])
     return False
-
-
-def _from_control_flow(model: SemanticModel, binding, owner: Function) -> bool:
-    value = binding.value
-    while isinstance(value, cst.Subscript):
-        value = value.value
-    return isinstance(value, cst.Call) and model.qn(value.func, owner) in CONTROL_FLOW
 
 
 def _read_after(model: SemanticModel, loop_call: cst.Call, bindings, owner: Function, body: Function) -> bool:

@@ -6,9 +6,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Function, SemanticModel, positional, walk
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_text, raw
+from jaxfuse_lint.model import Function, SemanticModel, capture_context, positional, walk
 from jaxfuse_lint.model.accumulation import Accumulation, accumulation, small_statements
-from jaxfuse_lint.model.fusion import large_op_deep, static_int
+from jaxfuse_lint.model.fusion import CONTRACTIONS, FFT_MULTI_AXIS, FFT_ONE_AXIS, large_op_deep, static_int
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
@@ -101,37 +102,45 @@ class UnrolledIndependentFfts(Rule):
     name = "unrolled-independent-ffts"
     summary = "Python `for` over a range in traced code whose iterations run independent FFTs/matmuls and accumulate"
     fixable = "sometimes"
+    preview = True
+    preview_why = (
+        "Its calibration tables show no form where the `lax.fori_loop` is better without being worse: it keeps "
+        "fewer temporaries (nine 3-D FFTs of 1 MiB: 10.1 → 2.1 MiB on XLA:GPU for the H100) but runs more "
+        "kernel launches (47 → 87). A trade of time for memory: reported in preview with its figures, "
+        "without a fix.")
     doc = """
     ## What it does
     Flags a Python `for` loop over `range(...)` in traced code whose body
     accumulates (`res = res + term`, `res += term`) the result of an FFT,
     matmul/contraction, convolution or linear-algebra call that does not depend
-    on anything carried from one iteration to the next. The diagnostic is on
-    the loop's `range(...)`.
+    on anything carried from one iteration to the next, and says what a
+    `lax.fori_loop` would trade: the calibration table's figures for the
+    call, trip count and size. The diagnostic is on the loop's `range(...)`.
 
     ## Why is this bad?
     Under tracing a Python loop is unrolled: XLA sees `n` copies of the body.
     When the expensive calls of different iterations do not depend on each
-    other, XLA is free to schedule them side by side, and it does — each with
-    its own input, spectrum and output buffers alive at once — so peak
-    temporary memory grows linearly with `n`. A `lax.fori_loop` runs the
-    iterations one after another with one set of buffers. The fusion notebook's
-    `f_fft_multi` (rfftn/irfftn of a `(2, 64, 64, 32)` array per iteration),
-    measured on CPU with jax 0.10.2: 1.1, 3.3, 4.4, 6.6, 11.1 MB of temporaries
-    for n = 1, 2, 3, 5, 9 against a constant 2.2 MB with `fori_loop`; 512×512
-    matmuls behave alike (n=5: 5.2 MB against 2.1 MB).
+    other, XLA is free to schedule them side by side, each with its own
+    buffers alive at once, so peak temporary memory grows with `n`. A
+    `lax.fori_loop` runs the iterations one after another with one set of
+    buffers. The tables (XLA:GPU for the H100 and A100, deviceless, and
+    XLA:CPU; jax 0.10.2) show both sides of that trade for 3-D and 1-D FFTs,
+    matmuls and convolutions from 3 iterations up: the loop keeps the
+    temporaries flat (nine 3-D FFTs of 1 MiB: 10.1 → 2.1 MiB) and runs
+    more kernel launches (47 → 87), since each iteration's kernels now run
+    once per trip; at 3 iterations a matmul or a convolution loop is worse on
+    every figure. Two iterations compile to one program either way.
 
     ## Known problems
-    Loops with a literal trip count below 2 are not flagged; a trip count from
-    a static argument (`range(n)`) is assumed to be larger. A body whose
-    expensive calls read the accumulator (or anything else carried across
+    This rule is in preview: no calibrated form is better on one figure and
+    worse on none, so a finding is a trade to weigh, not a harm to fix. Apply
+    the loop where peak memory is what limits you; measured on a real H100,
+    the notebook's `f_fft_multi` keeps 3.3× less in temporaries and runs 18%
+    slower. Loops with a literal trip count below 2 are not flagged; a body
+    whose expensive calls read the accumulator (or anything else carried across
     iterations, such as the notebook's `optimization_barrier((res, x))`
     variant) is sequential already and not flagged. Bodies with nested blocks
-    (`if`, inner loops) are not analysed. The trip count and the size of the
-    operands are not weighed: a loop over a few tiny matmuls is reported too.
-    The rewrite trades time for memory: measured on an H100, the notebook's
-    `f_fft_multi` keeps 3.3× less in temporaries but runs 18% slower (the
-    iterations no longer overlap). Apply it where peak memory is what limits you.
+    (`if`, inner loops) are not analysed.
 
     ## Example
     ```python
@@ -156,14 +165,16 @@ class UnrolledIndependentFfts(Rule):
     ```
 
     ## Fix safety
-    Unsafe, and offered only when the body is the single accumulation, the
-    range is `range(stop)` or `range(start, stop)`, and the loop variable is
-    used only in arithmetic within the term and not after the loop. The first
-    iteration is peeled off as the loop's initial value (so the carry has the
-    term's shape and dtype even when the accumulator starts as `0`), and the
-    rest becomes `lax.fori_loop(start + 1, stop, lambda i, acc: acc + term,
-    acc + term[i := start])`. Unsafe because inside `fori_loop` the index is a
-    traced integer rather than a Python int: powers like `x ** (i + 2)` become
+    No fix is offered: the table shows none better on every figure (the
+    codemod exists, and the calibration harness measures it). It is unsafe,
+    and would apply only when the body is the single accumulation, the range is
+    `range(stop)` or `range(start, stop)`, and the loop variable is used only
+    in arithmetic within the term and not after the loop. The first iteration
+    is peeled off as the loop's initial value (so the carry has the term's
+    shape and dtype even when the accumulator starts as `0`), and the rest
+    becomes `lax.fori_loop(start + 1, stop, lambda i, acc: acc + term, acc +
+    term[i := start])`. Unsafe because inside `fori_loop` the index is a traced
+    integer rather than a Python int: powers like `x ** (i + 2)` become
     floating-point `pow` instead of repeated multiplication (results agree to
     rounding), a range that can be empty would now run the first term, and the
     carry's dtype is fixed by the peeled term: a later term of another dtype
@@ -209,8 +220,14 @@ class UnrolledIndependentFfts(Rule):
                     continue
                 seen.add(id(loop))
                 found = self._check_loop(model, loop, scope)
-                if found is not None:
+                if found is None:
+                    continue
+                if raw(settings):  # the calibration harness: the pattern, whatever the table says
                     yield found
+                    continue
+                judged = _judge(model, settings, found, loop, scope)
+                if judged is not None:
+                    yield judged
 
     def _check_loop(self, model: SemanticModel, loop: cst.For, scope: Function) -> Violation | None:
         it = loop.iter
@@ -274,6 +291,77 @@ def _loops_around(model: SemanticModel, node: cst.CSTNode, scope: Function) -> I
             return
         if isinstance(a, cst.For):
             yield a
+
+
+# -- what the compiler does with the unrolled loop (the calibration table) --------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf205.py) an operand of unknown shape may take.
+_ARRAY_CLASSES = OneOf({16384, 262144, 2097152})
+
+
+def _judge(model: SemanticModel, settings, v: Violation, loop: cst.For, scope: Function) -> Violation | None:
+    facts: LoopFacts = v.data["facts"]
+    calls = {_call_class(model, n, op, scope) for n, op in facts.independent_ops}
+    call = calls.pop() if len(calls) == 1 else None
+    it = loop.iter
+    start = static_int(model, positional(it, 0), scope) if len(it.args) >= 2 else 0
+    stop = static_int(model, positional(it, 1 if len(it.args) >= 2 else 0), scope)
+    iterations = stop - start if start is not None and stop is not None and len(it.args) <= 2 else None
+    sizes = set()
+    for node, _ in facts.independent_ops:
+        operand = node.left if isinstance(node, cst.BinaryOperation) else positional(node, 0) \
+            if isinstance(node, cst.Call) else None
+        shape = capture_context.value_shape(model, operand, scope) if operand is not None else None
+        sizes.add(shape.total() if shape is not None else None)
+    size = max(sizes) if sizes and None not in sizes else _ARRAY_CLASSES  # the largest operand
+    target = loop.target.value if isinstance(loop.target, cst.Name) else None
+    power = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Power)
+                and target in _reads(n.right) for acc in facts.accumulations for n in walk(acc.term))
+    decision = decide("JF205", settings, call=call, iterations=iterations, size=size,
+                      epilogue="power" if power else "none")
+    if decision.fires:
+        evidence = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
+        return Violation(v.node, (*v.message, f" ({evidence})"), data=v.data, range_node=v.range_node)
+    trade = _trade(decision)
+    if decision.outcome == "none" and trade is None:
+        return None  # the fori_loop is no better here on any figure
+    note = decision.preview or "the table shows a trade of launches for temporaries, not a gain: no fix"
+    return Violation(v.node, (*v.message, f" ({trade})" if trade else ""), data=v.data, range_node=v.range_node,
+                     preview=note, no_fix=note)
+
+
+def _trade(decision) -> str | None:
+    """What the fori_loop wins and loses where the table shows both (a "mixed" row), in a few words."""
+    mixed = [r for r in decision.rows if r.verdict == "mixed"]
+    if not mixed:
+        return None
+    row = max(mixed, key=lambda r: r.before.temp_bytes or 0)
+    where = f" at {row.args}" if row.args else ""
+    return (f"on {decision.table.compiler}, the unrolled loop{where} compiles to {figures_text(row.before)}; "
+            f"the `lax.fori_loop` to {figures_text(row.after)}")
+
+
+def _call_class(model: SemanticModel, node: cst.CSTNode, op: str, scope: Function) -> str | None:
+    """The table's name for an iteration's expensive call."""
+    if isinstance(node, cst.BinaryOperation):
+        return "matmul"
+    qn = model.qn(node.func, scope) if isinstance(node, cst.Call) else None
+    if qn is None:  # a helper of the module that runs one: `smooth (jnp.fft.rfft)`
+        inner = op.split(" (", 1)[-1].rstrip(")") if " (" in op else None
+        last = inner.rsplit(".", 1)[-1] if inner else None
+        if last is None:
+            return None
+        qn = f"jax.numpy.fft.{last}" if f"jax.numpy.fft.{last}" in FFT_MULTI_AXIS | FFT_ONE_AXIS else \
+            "jax.numpy.matmul" if last in ("@", "matmul", "dot", "einsum", "tensordot") else last
+    if qn in FFT_MULTI_AXIS:
+        return "rfftn"
+    if qn in FFT_ONE_AXIS or qn == "jax.lax.fft":
+        return "fft"
+    if "conv" in qn.rsplit(".", 1)[-1]:
+        return "conv"
+    if qn in CONTRACTIONS:
+        return "matmul"
+    return None
 
 
 RULE = UnrolledIndependentFfts

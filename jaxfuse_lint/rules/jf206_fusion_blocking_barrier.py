@@ -5,10 +5,14 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model import Function, SemanticModel, keyword, positional
+from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_text, raw
+from jaxfuse_lint.model import Function, SemanticModel, capture_context, keyword, positional
+from jaxfuse_lint.model.accumulation import accumulation, small_statements
+from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
+from jaxfuse_lint.model.fusion import CONTRACTIONS
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import (
-    CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, holds, tracing,
+    CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, tracing,
 )
 
 BARRIERS = frozenset({"jax.lax.optimization_barrier", "jax.optimization_barrier"})
@@ -62,42 +66,51 @@ class FusionBlockingBarrier(Rule):
     fixable = "never"
     doc = """
     ## What it does
-    Informational. Flags, in traced code:
-    - `jax.lax.optimization_barrier(...)`;
-    - `jax.checkpoint` / `jax.remat` with an explicit `prevent_cse=True`
-      (called, or applied with `functools.partial` as a decorator) in a module
-      that never differentiates (no `grad`, `value_and_grad`, `vjp`, `jvp`,
-      `jacfwd`/`jacrev`, `custom_vjp`, ...), where it can only have been meant to
-      force recomputation in the forward pass.
+    Flags, in traced code, `jax.lax.optimization_barrier(...)` where the
+    calibration table of the configured target shows that the same code
+    without it compiles to fewer kernels or temporaries and to no worse a
+    program on any figure; the diagnostic cites the measured figures. In the
+    preview tier it also flags `jax.checkpoint` / `jax.remat` with an explicit
+    `prevent_cse=True` (called, or applied with `functools.partial` as a
+    decorator) in a module that never differentiates (no `grad`,
+    `value_and_grad`, `vjp`, `jvp`, `jacfwd`/`jacrev`, `custom_vjp`, ...).
 
     ## Why is this bad?
     `optimization_barrier` orders computations by making its outputs opaque to
     XLA, and that also stops fusion across it: the values it passes are
     materialised in device memory, and producers and consumers run as separate
-    kernels. The fusion notebook measures `S = optimization_barrier(sin(x) + 3);
-    S + exp(S)` as 2 kernels on GPU where the same code without the barrier is
-    one. Used to serialise FFTs in a Python loop it does cap the parallel
-    memory, but a `lax.fori_loop` achieves that without blocking fusion (see
-    JF205). On CPU, jax 0.10.2's XLA removes the barrier before fusion (measured:
-    1 kernel, no temporary, and no serialising effect on the notebook's
-    FFT loop), so what the barrier does depends on the backend.
+    kernels. On XLA:GPU (the H100 and A100 tables, deviceless, jax 0.10.2) a
+    barrier between elementwise work, a reduction or an FFT and the
+    elementwise work or reduction that reads it costs a kernel, and the whole
+    buffer where a reduction reads it (the fusion notebook's `S =
+    optimization_barrier(sin(x) + 3); S + exp(S)`: 2 kernels where the same
+    code without the barrier is 1), at every calibrated size.
 
     `checkpoint`'s `prevent_cse` only guards the rematerialised computation in
     the backward pass. In a forward computation it neither prevents CSE nor
-    forces recomputation (the notebook's finding; measured on CPU: the
-    notebook's `get_im` used twice around a reduction compiles to the same 2
-    kernels and 1 MiB temporary with or without `jax.checkpoint(get_im,
-    prevent_cse=True)`).
+    forces recomputation: the tables show one compiled program with and
+    without the checkpoint for every calibrated form, so there is nothing to
+    gain and the finding is information, in the preview tier.
 
-    With `target = "cpu"` barriers are not reported: XLA:CPU removes them
-    before fusion, so there they block nothing (see Backends).
+    ## When it stays silent
+    Where the table shows the barrier costs nothing: when a matmul produces or
+    reads the value (a library call is a kernel of its own either way); at the
+    end of each iteration of a Python loop that accumulates (the notebook's
+    serialising idiom: the `lax.fori_loop` the message would advise runs more
+    launches for no saving); with `target = "cpu"`, whose XLA removes barriers
+    before fusion. Modules that import Pallas are skipped: inside a Pallas
+    kernel the barrier orders instructions and XLA fusion does not apply.
 
     ## Known problems
-    Modules that import Pallas are skipped: inside a Pallas kernel the barrier
-    orders instructions and XLA fusion does not apply. A module that is only
-    differentiated from other modules has its `checkpoint(prevent_cse=True)`
-    reported. Barriers placed on purpose (to order side effects or cap memory
-    on GPU) are reported too: suppress with `# noqa: JF206`.
+    A barrier in a module that runs collectives or shards its arrays (`psum`,
+    `shard_map`, `pmap`, `NamedSharding`, `with_sharding_constraint`) may
+    order communication against compute on purpose; that overlap of devices is
+    not what one compiled device shows, so the table has no form for it and
+    such a barrier is reported only in the preview tier, with the reason. A
+    module that is only differentiated from other modules has its
+    `checkpoint(prevent_cse=True)` reported (in preview). Barriers placed on
+    purpose in single-device code (to order side effects) are reported where
+    they block fusion: suppress with `# noqa: JF206`.
 
     ## Example
     ```python
@@ -116,7 +129,10 @@ class FusionBlockingBarrier(Rule):
     ```
 
     ## Fix safety
-    No fix: whether the barrier's ordering is needed is the author's call.
+    No fix: whether the barrier's ordering is needed is the author's call. The
+    tables compare the code with the same code without the barrier (in a
+    Python loop, with the loop as a `lax.fori_loop`), and the checkpointed
+    call with the plain call.
     """
     backends = (
         OPTIMIZATION_BARRIER_BLOCKS_FUSION,
@@ -155,23 +171,22 @@ class FusionBlockingBarrier(Rule):
             if qn in BARRIERS:
                 if not isinstance(scope, Function) or not model.is_traced(scope):
                     continue
-                if holds(OPTIMIZATION_BARRIER_BLOCKS_FUSION, settings.target) is False:
-                    continue  # this target's XLA removes the barrier before fusion: nothing is blocked
                 if pallas is None:
                     pallas = uses_pallas(model)
                 if pallas:
                     continue  # inside Pallas kernels the barrier orders instructions; there is no XLA fusion
-                yield Violation(
-                    call,
-                    message(
-                        f"`lax.optimization_barrier` in traced `{scope.display_name}` (",
-                        *reason_parts(model.trace_reason(scope)),
-                        "): it blocks fusion across it, so its operands are materialised in device memory and "
+                head = (f"`lax.optimization_barrier` in traced `{scope.display_name}` (",
+                        *reason_parts(model.trace_reason(scope)), ")")
+                if raw(settings):  # the calibration harness: the pattern, whatever the table says
+                    yield Violation(call, message(
+                        *head, ": it blocks fusion across it, so its operands are materialised in device memory and "
                         "the code before and after runs as separate kernels; to run loop iterations one after "
-                        "another use `lax.fori_loop`, to force recomputation call the function again",
-                    ),
-                    data={"kind": "barrier"},
-                )
+                        "another use `lax.fori_loop`, to force recomputation call the function again"),
+                        data={"kind": "barrier"})
+                    continue
+                judged = _judge_barrier(model, settings, call, scope, head)
+                if judged is not None:
+                    yield judged
                 continue
             target = None
             if qn in CHECKPOINTS and _is_true(keyword(call, "prevent_cse")):
@@ -189,15 +204,15 @@ class FusionBlockingBarrier(Rule):
                 differentiates = module_differentiates(model)
             if differentiates:
                 continue
-            yield Violation(
-                call,
-                message(
-                    "`prevent_cse=True` only affects the backward pass that `jax.checkpoint` rematerialises, and "
+            head = ("`prevent_cse=True` only affects the backward pass that `jax.checkpoint` rematerialises, and "
                     "nothing in this module differentiates: in the forward computation it neither prevents CSE "
-                    "nor forces recomputation",
-                ),
-                data={"kind": "checkpoint"},
-            )
+                    "nor forces recomputation",)
+            if raw(settings):
+                yield Violation(call, message(*head), data={"kind": "checkpoint"})
+                continue
+            judged = _judge_checkpoint(model, settings, call, scope, where, target, head)
+            if judged is not None:
+                yield judged
 
     @staticmethod
     def _forward_use(model: SemanticModel, site, where: str, target) -> bool:
@@ -212,6 +227,182 @@ class FusionBlockingBarrier(Rule):
             reasons = model.traced.reasons.get(fn, []) if fn is not None else []
             return any(r.kind in ("called", "passed", "decorator") and r.node is not parent for r in reasons)
         return False
+
+
+# -- what the compiler does with the barrier (the calibration table) --------------------------------------
+
+# The size classes of the table (jaxfuse_lint/calibrate/jf206.py) an operand of unknown shape may take.
+_ARRAY_CLASSES = OneOf({4096, 262144, 4194304})
+_BEFORE = {"grid": "elementwise", "elementwise": "elementwise", "roll": "elementwise", "reduction": "reduction",
+           "fft": "fft", "matmul": "matmul"}
+_COLLECTIVES = frozenset({
+    "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather", "jax.lax.all_to_all",
+    "jax.lax.ppermute", "jax.lax.psum_scatter", "jax.lax.pshuffle", "jax.lax.pswapaxes", "jax.lax.axis_index",
+    "jax.lax.with_sharding_constraint", "jax.pmap", "jax.shard_map", "jax.experimental.shard_map.shard_map",
+    "jax.device_put_sharded", "jax.device_put_replicated",
+})
+_SHARDING_PREFIXES = ("jax.sharding.", "jax.experimental.mesh_utils.", "jax.experimental.multihost_utils.",
+                      "jax.experimental.pjit.", "jax.experimental.shard_map.", "jax.experimental.custom_partitioning")
+
+
+def uses_collectives(model: SemanticModel) -> bool:
+    """Whether the module runs collectives or shards its arrays (`psum`, `shard_map`, `pmap`,
+    `NamedSharding`, `with_sharding_constraint`...): a barrier there may order communication
+    against compute, which one compiled device cannot show."""
+    cache = model.__dict__.setdefault("_jf206_collectives", [])
+    if cache:
+        return cache[0]
+    found = False
+    for read in model.index.reads:
+        node, parent = read.name, model.parent(read.name)
+        expr = node
+        while isinstance(parent, cst.Attribute) and parent.value is expr:
+            expr, parent = parent, model.parent(parent)
+        qn = model.qn(expr, read.scope)
+        if qn is not None and (qn in _COLLECTIVES or qn.startswith(_SHARDING_PREFIXES)):
+            found = True
+            break
+    cache.append(found)
+    return found
+
+
+def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Function, head) -> Violation | None:
+    operand = positional(call, 0)
+    loop = _enclosing_for(model, call, scope)
+    if loop is not None and isinstance(operand, (cst.Tuple, cst.List)):
+        context, term = "python_loop", _accumulated_term(loop, operand)
+        before = _BEFORE.get(capture_context.value_kind(model, term, scope)) if term is not None else None
+        after = "elementwise"
+        shape = capture_context.value_shape(model, term, scope) if term is not None else None
+    elif loop is None and operand is not None and not isinstance(operand, (cst.Tuple, cst.List)):
+        context = "plain"
+        before = _BEFORE.get(capture_context.value_kind(model, operand, scope))
+        after = _readers(model, call, scope)
+        shape = capture_context.value_shape(model, operand, scope)
+    else:
+        context = before = after = shape = None
+    total = shape.total() if shape is not None else None
+    collectives = uses_collectives(model)
+    decision = decide("JF206", settings, kind="barrier", before=before, after=after, context=context,
+                      size=total if total is not None else _ARRAY_CLASSES, collectives=collectives)
+    if decision.outcome == "none":
+        return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
+    if not decision.fires:
+        note = decision.preview
+        if collectives and decision.outcome == "unknown" and decision.table is not None:
+            note = ("this module runs collectives or shards its arrays: the barrier may order communication "
+                    "against compute on purpose, an overlap of devices one compiled device cannot show (not "
+                    "calibrated)")
+        return Violation(call, message(
+            *head, ": it may block fusion across it, so its operands are materialised in device memory and "
+            "the code before and after runs as separate kernels"), data={"kind": "barrier"},
+            preview=note, no_fix=note)
+    loop = context == "python_loop"
+    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
+                             else "the same code without the barrier")
+    advice = "run the iterations in a `lax.fori_loop` instead" if loop else \
+        "drop it (to force recomputation, call the function again)"
+    return Violation(call, message(*head, f": it blocks fusion across it: {evidence}; {advice}"),
+                     data={"kind": "barrier"})
+
+
+def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):
+    before = None
+    fn = model.function_named(target.value, scope) if isinstance(target, cst.Name) else None
+    if where == "partial":
+        deco = model.parent(call)
+        fn = model.index.function_of.get(model.parent(deco)) if isinstance(deco, cst.Decorator) else None
+    if fn is not None and fn.returns and not fn.is_lambda:
+        kinds = {_BEFORE.get(capture_context.value_kind(model, r, fn)) for r in fn.returns}
+        before = kinds.pop() if len(kinds) == 1 else None
+    decision = decide("JF206", settings, kind="prevent_cse", before=before)
+    if decision.outcome == "none":
+        # The table confirms the claim: one compiled program with and without it. Nothing costs, so this is
+        # information for the preview tier, not a default finding.
+        row = max(decision.rows, key=lambda r: (r.before.temp_bytes or 0, r.before.kernels or 0))
+        at = f" at {row.args}" if row.args else ""
+        same = (f"on {decision.table.compiler}, the checkpointed function{at} compiles to "
+                f"{figures_text(row.before)} with it and {figures_text(row.after)} without the checkpoint")
+        note = "the compiled program is the same with and without it: nothing to gain, reported as information"
+        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"}, preview=note, no_fix=note)
+    if decision.fires:
+        evidence = evidence_text(decision, "the checkpointed form", "the plain call")
+        return Violation(call, message(*head, f"; here it costs: {evidence}"), data={"kind": "checkpoint"})
+    return Violation(call, message(*head), data={"kind": "checkpoint"}, preview=decision.preview,
+                     no_fix=decision.preview)
+
+
+def _enclosing_for(model: SemanticModel, node: cst.CSTNode, scope: Function) -> cst.For | None:
+    for a in model.ancestors(node):
+        if a is scope.node:
+            return None
+        if isinstance(a, cst.For):
+            return a
+    return None
+
+
+def _accumulated_term(loop: cst.For, operand: cst.Tuple | cst.List) -> cst.BaseExpression | None:
+    """The term the loop accumulates into one of the barrier's names (`res = res + term`)."""
+    names = {el.value.value for el in operand.elements if isinstance(el.value, cst.Name)}
+    stmts = small_statements(loop.body) or []
+    terms = [acc.term for acc in (accumulation(st) for st in stmts) if acc is not None and acc.name in names]
+    return terms[0] if len(terms) == 1 else None
+
+
+def _readers(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:
+    """What reads the barrier's result: "matmul", "reduction" or "elementwise" (the first that any read is)."""
+    assign = model.parent(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+            not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    kinds = set()
+    for read in scope.reads:
+        if read.name.value != name:
+            continue
+        kind = _reader_kind(model, read.name, scope)
+        if kind is None:
+            return None
+        kinds.add(kind)
+    for kind in ("matmul", "reduction", "elementwise"):
+        if kind in kinds:
+            return kind
+    return None
+
+
+def _reader_kind(model: SemanticModel, node: cst.CSTNode, scope: Function) -> str | None:
+    for _ in range(8):
+        parent = model.parent(node)
+        if isinstance(parent, cst.BinaryOperation):
+            if isinstance(parent.operator, cst.MatrixMultiply):
+                return "matmul"
+            node = parent
+            continue
+        if isinstance(parent, cst.UnaryOperation):
+            node = parent
+            continue
+        if isinstance(parent, cst.Arg):
+            outer = model.parent(parent)
+            if not isinstance(outer, cst.Call):
+                return None
+            qn = model.qn(outer.func, scope)
+            if qn in REDUCTIONS:
+                return "reduction"
+            if qn in CONTRACTIONS:
+                return "matmul"
+            if qn in JNP_ELEMENTWISE:
+                node = outer
+                continue
+            return None
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            outer = model.parent(parent)
+            if isinstance(outer, cst.Call) and outer.func is parent and parent.attr.value in REDUCTION_METHODS:
+                return "reduction"
+            return None
+        if isinstance(parent, (cst.Return, cst.Assign, cst.Element)):
+            return "elementwise"
+        return None
+    return None
 
 
 RULE = FusionBlockingBarrier
