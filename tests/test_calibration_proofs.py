@@ -29,6 +29,8 @@ def proofs() -> list[tuple[Path, str, str, list[str], dict[str, str]]]:
     for path in sorted(PROOFS.glob("*.py")):
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         for command in doc.replace("\\\n", " ").splitlines():
+            if not command.strip().startswith("jaxfuse-lint verify"):
+                continue  # prose (an apostrophe is no quotation)
             words = shlex.split(command.strip())
             if words[:2] != ["jaxfuse-lint", "verify"] or "--against" not in words or "--call" in words:
                 continue
