@@ -74,7 +74,8 @@ def test_the_rule_reports_a_proof_exactly_where_its_figures_show_harm(path, befo
     result = verify_pair(source, source, before, specs, {k: parse_static_value(v) for k, v in static.items()},
                          filename=str(path), after_func_name=after, target="gpu")
     assert result.verdict != "error", result.error
-    judged = verdict(_figures(result.before.measurement), _figures(result.after.measurement))
     codes = sorted({d.code for d in found})
+    judged = verdict(_figures(result.before.measurement), _figures(result.after.measurement),
+                     code=codes[0] if len(codes) == 1 else None)
     assert bool(found) == (judged == "harm"), (
         f"{path.name}: {before} -> {after} compiles to {result.summary()} ({judged}); default findings: {codes}")

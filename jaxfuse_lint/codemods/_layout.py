@@ -109,6 +109,12 @@ def _broken(e: cst.BaseExpression, code, unit: str) -> str | None:
     found = _chain(unwrapped)
     if found is not None:
         terms, ops = found
+        if len(terms) == 2 and isinstance(terms[0], cst.BinaryOperation) and terms[0].lpar \
+                and not isinstance(terms[1], cst.BinaryOperation):  # `(a + b + c) / 3`: break the sum
+            inner = _broken(terms[0], code, unit)
+            if inner is not None:
+                text = f"{inner} {ops[0]} {code(terms[1]).strip()}"
+                return f"({text})" if unwrapped is not e else text  # `((a + b) / 2)[..., None]`
         lines = [f"{unit}{code(terms[0]).strip()}"] + [f"{unit}{op} {code(t).strip()}" for op, t in zip(ops, terms[1:])]
         return "(\n" + "\n".join(lines) + "\n)"
     if isinstance(e, cst.Subscript) and not e.lpar:  # `(a + b)[..., None]`
@@ -124,5 +130,26 @@ def _broken(e: cst.BaseExpression, code, unit: str) -> str | None:
                 return None
             return f"{inner}.{func.attr.value}({', '.join(code(a).strip().rstrip(',') for a in e.args)})"
         args = ", ".join(code(a).strip().rstrip(",") for a in e.args)
-        return f"{code(func).strip()}(\n{unit}{args}\n)"
+        if len(e.args) == 1 and e.args[0].keyword is None and len(unit) + len(args) > _ARGS_ON_ONE_LINE:
+            found = _chain(e.args[0].value.with_changes(lpar=[], rpar=[])
+                           if isinstance(e.args[0].value, cst.BinaryOperation) else e.args[0].value)
+            if found is not None:  # `jnp.sqrt(a ** 2 + b ** 2 + ...)`: the sum over lines, in the call's parentheses
+                terms, ops = found
+                lines = [f"{unit}{code(terms[0]).strip()}"] + [f"{unit}{op} {code(t).strip()}"
+                                                               for op, t in zip(ops, terms[1:])]
+                return f"{code(func).strip()}(\n" + "\n".join(lines) + "\n)"
+        if len(unit) + len(args) <= _ARGS_ON_ONE_LINE or len(e.args) < 2:
+            return f"{code(func).strip()}(\n{unit}{args}\n)"
+        # One argument per line, a long one broken in turn (`jnp.maximum(jnp.maximum(a, b), c)`).
+        parts = []
+        for a in e.args:
+            text = code(a).strip().rstrip(",")
+            if len(unit) * 2 + len(text) > _ARGS_ON_ONE_LINE and a.keyword is None:
+                text = _broken(a.value, code, unit) or text
+            parts.append(unit + text.replace("\n", "\n" + unit))
+        return f"{code(func).strip()}(\n" + ",\n".join(parts) + ",\n)"
     return None
+
+
+# Arguments that fit in this many columns (with their indentation) stay on one line.
+_ARGS_ON_ONE_LINE = 80

@@ -89,7 +89,18 @@ def change(figure: str, before: Any, after: Any, noise: float | None = None) -> 
     return "better" if after < before else "worse"
 
 
-def verdict(before: Figures, after: Figures, noise: float | None = None) -> str:
+# Rules whose fix, where it saves exactly one kernel launch untimed, does the same arithmetic with an
+# intermediate neither written to nor read back from device memory: the launch saved is harm, not a
+# trade (the "launch" verdict's reason, strided loads replacing a reduction kernel, does not arise).
+ONE_LAUNCH_IS_HARM = {
+    "JF203": "the value is recomputed inside the loop body's own kernel instead of being computed by "
+             "a kernel of its own and read back from memory in every iteration",
+    "JF206": "without the barrier the two sides run as one kernel: the barrier's operand is no longer "
+             "written to device memory and read back",
+}
+
+
+def verdict(before: Figures, after: Figures, noise: float | None = None, code: str | None = None) -> str:
     """One variant's verdict, from its figures before and after the fix:
 
     - "worse" / "mixed": the fixed form is worse on some figure (and better on none / on another);
@@ -98,7 +109,8 @@ def verdict(before: Figures, after: Figures, noise: float | None = None) -> str:
     - "launch": untimed, one kernel launch fewer and nothing else: not evidence enough — on a real
       H200, such rewrites of small-axis reductions were slower in 9 of 48 forms (up to 2.7x for
       `sqrt(sum((x - 1) ** 2, -1))` over 2 columns: the reduction kernel's loads beat the fused
-      strided ones), so a finding that rests on it is in the preview tier;
+      strided ones), so a finding that rests on it is in the preview tier; except for the rules in
+      ONE_LAUNCH_IS_HARM (`code`), whose fix saves the launch without such a trade ("harm");
     - "none": nothing changed (or, timed, no faster).
     """
     changes = {f: change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
@@ -113,7 +125,9 @@ def verdict(before: Figures, after: Figures, noise: float | None = None) -> str:
     saved = _launches(before) - _launches(after)
     if saved >= 2:
         return "harm"
-    return "launch" if saved >= 1 or changes["kernels"] == "better" else "none"
+    if saved >= 1 or changes["kernels"] == "better":
+        return "harm" if code in ONE_LAUNCH_IS_HARM else "launch"
+    return "none"
 
 
 def _launches(f: Figures) -> int:

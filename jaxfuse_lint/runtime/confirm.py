@@ -94,7 +94,7 @@ def _confirm(d: Diagnostic, source: str | None, settings: Settings, echo) -> Dia
         return None
     # The same judgement as the calibration tables' (core/calibration.verdict).
     before, after = _figures(result.before.measurement), _figures(result.after.measurement)
-    judged = verdict(before, after)
+    judged = verdict(before, after, code=d.code)
     where = f"{d.filename}:{d.location.row}:{d.location.column}: {d.code}"
     shapes = ", ".join(result.args)
     compiled = f"compiling `{func}` for {shapes} ({resolved.origin}) on {result.backend_name}"
