@@ -13,7 +13,8 @@ CELL_DEFS = (
     "\n"
     "def f(x):\n"
     "    v = jnp.stack([x, 2 * x], axis=-1)\n"
-    "    return v * jnp.sum(v * v, axis=-1, keepdims=True)\n"  # broadcast back: JF101 by default
+    "    return v * jnp.sum(v * v, axis=-1)[..., None]\n"  # broadcast back: JF101 by default (test_server_off_loop
+    # imports this text and replaces `jnp.sum(v * v, axis=-1)` in it)
 )
 CELL_JIT = "%time y = 1\nf_jit = jax.jit(f)  # traces f, defined in the cell before\n!echo done\n"
 
