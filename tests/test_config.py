@@ -18,10 +18,10 @@ import jax.numpy as jnp
 
 
 @jax.jit
-def f(x):
-    v = jnp.stack([x, x, x, x, x, x], axis=-1)
-    return jnp.sum(v, axis=-1)
-"""
+def f(x, y, z):
+    v = jnp.stack([x, y, z], axis=-1)
+    return v * jnp.sum(v * v, axis=-1, keepdims=True)
+"""  # JF101 by default: the calibration tables show the harm of this form (stacked, broadcast back)
 
 
 def write(tmp_path, table: str) -> Path:
@@ -40,9 +40,19 @@ def codes(path: Path, cwd: Path, *extra):
 
 
 def test_found_upward_and_small_axis_max_applies(tmp_path):
-    m = write(tmp_path, "small-axis-max = 6\n")
+    m = write(tmp_path, "small-axis-max = 3\n")
     assert codes(m, m.parent) == ["JF101"]
-    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nsmall-axis-max = 5\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nsmall-axis-max = 2\n")
+    assert codes(m, m.parent) == []  # the default (4) would report the axis of 3
+
+
+def test_a_raised_small_axis_max_applies(tmp_path):
+    """An axis above the default limit is flagged once the tree raises it; no table calibrates a size
+    of 6, so the finding is in the preview tier."""
+    m = write(tmp_path, "small-axis-max = 6\npreview = true\n")
+    m.write_text(SRC.replace("[x, y, z]", "[x, y, z, x, y, z]"))
+    assert codes(m, m.parent) == ["JF101"]
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nsmall-axis-max = 5\npreview = true\n")
     assert codes(m, m.parent) == []
 
 

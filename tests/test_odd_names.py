@@ -15,7 +15,7 @@ import pytest
 from jaxfuse_lint.report.paths import printable
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.ones(3)\n"
+BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.eye(64)\n"  # JF201 by default
 FORMATS = ("concise", "full", "json", "json-lines", "sarif", "github", "gitlab", "rdjson", "junit", "pylint")
 
 

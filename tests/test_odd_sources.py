@@ -9,7 +9,7 @@ import pytest
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.engine.pipeline import check_source, fix_source
 
-FIXABLE = "    return x + np.ones(3)\n"
+FIXABLE = "    return x + np.eye(64)\n"  # JF201 by default (a folded constant of 16 KiB)
 
 
 @pytest.mark.parametrize("source", [
@@ -25,11 +25,11 @@ def test_a_lone_backslash_line_before_a_decorator_is_read_as_python_reads_it(sou
     (d,) = result.diagnostics
     assert d.fix is not None
     outcome = fix_source(source, "m.py", Settings())
-    assert "jnp.ones(3)" in outcome.source
+    assert "jnp.eye(64)" in outcome.source
     # Every line but the fixed one and the import it adds is kept, the backslash lines too.
     kept = [ln for ln in outcome.source.splitlines(keepends=True)
             if "jnp" not in ln and ln.strip()]
-    assert kept == [ln for ln in source.splitlines(keepends=True) if "np.ones" not in ln and ln.strip()]
+    assert kept == [ln for ln in source.splitlines(keepends=True) if "np.eye" not in ln and ln.strip()]
 
 
 def test_a_backslash_line_indented_unlike_the_line_it_continues_is_reported_not_misread():

@@ -13,7 +13,8 @@ CELL_DEFS = (
     "\n"
     "def f(x):\n"
     "    v = jnp.stack([x, 2 * x], axis=-1)\n"
-    "    return jnp.sum(v * v, axis=-1)\n"
+    "    return v * jnp.sum(v * v, axis=-1)[..., None]\n"  # broadcast back: JF101 by default (test_server_off_loop
+    # imports this text and replaces `jnp.sum(v * v, axis=-1)` in it)
 )
 CELL_JIT = "%time y = 1\nf_jit = jax.jit(f)  # traces f, defined in the cell before\n!echo done\n"
 
@@ -72,7 +73,7 @@ def test_notebook_session_over_stdio(client, tmp_path):
         ],
     })
     defs = client.diagnostics(cells[1])
-    assert [(d["code"], d["range"]["start"]) for d in defs] == [("JF101", {"line": 5, "character": 11})]
+    assert [(d["code"], d["range"]["start"]) for d in defs] == [("JF101", {"line": 5, "character": 15})]
     assert client.diagnostics(cells[2]) == []  # the magic and the shell escape are not errors
 
     # A quick fix on the cell edits that cell's document.

@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.run.runner import check_files
+from tests.fixture_harness import rule_settings
 
 
 def _shape_of(src: str, fn_name: str, var: str):
@@ -104,6 +104,7 @@ def test_helper_return_shapes_across_modules(tmp_path: Path):
     (pkg / "__init__.py").write_text("")
     (pkg / "helpers.py").write_text(HELPERS)
     (pkg / "step.py").write_text(STEP)
-    run = check_files(sorted(pkg.glob("*.py")), Settings(select=("JF101",)), jobs=1)
+    # The sizes are the subject, not the calibration: JF101's raw pattern, whatever its table says.
+    run = check_files(sorted(pkg.glob("*.py")), rule_settings("JF101"), jobs=1)
     rows = sorted(d.location.row for d in run.diagnostics if d.code == "JF101")
     assert rows == [15, 16, 17, 18]  # not the unknown helper's (row 19)

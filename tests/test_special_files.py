@@ -21,7 +21,7 @@ from jaxfuse_lint.discover.files import discover_files
 from jaxfuse_lint.discover.source_bytes import read_source
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.ones(3)\n"
+BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.eye(64)\n"  # JF201 by default
 
 
 def run_process(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:

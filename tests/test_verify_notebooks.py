@@ -30,6 +30,11 @@ STEP_CELLS = [
     code("@jax.jit", "def step(x: jax.Array):", "    y = jnp.sum(x[:, :2], axis=1)", "    return x * y[:, None]"),
     code("%timeit step(jnp.ones((4, 8)))"),
 ]
+# The same notebook with a form whose fix the default calibration tables offer: the stacked columns,
+# broadcast back against their sum (JF101's own example).
+STACK_ROWS = ["    v = jnp.stack([x[:, 0] * 2.0, x[:, 1] + 1.0], axis=-1)",
+              "    return v * jnp.sum(v * v, axis=-1, keepdims=True)"]
+FIXABLE_CELLS = [*STEP_CELLS[:2], code("@jax.jit", "def step(x: jax.Array):", *STACK_ROWS), STEP_CELLS[3]]
 
 
 def test_a_notebook_reads_as_the_module_its_code_cells_make(tmp_path):
@@ -73,20 +78,20 @@ jax = pytest.importorskip("jax")
 def test_verify_proves_a_fix_in_a_notebook_and_names_its_cell(tmp_path):
     from jaxfuse_lint.cli.verify import verify_command
 
-    path = write_notebook(tmp_path / "nb.ipynb", STEP_CELLS)
+    path = write_notebook(tmp_path / "nb.ipynb", FIXABLE_CELLS)
     result = CliRunner().invoke(verify_command, [f"{path}::step", "--arg", "f32[256,64]", "--unsafe-fixes",
                                                  "--output-format", "json"], catch_exceptions=False)
     data = json.loads(result.stdout)
     assert data["verdict"] == "proved", data
-    assert [(f["code"], f["cell"], f["row"]) for f in data["fixes"]] == [("JF101", 3, 3)]
+    assert [(f["code"], f["cell"], f["row"]) for f in data["fixes"]] == [("JF101", 3, 4)]
     kernels = [data[side]["measurement"]["kernels"]["total"] for side in ("before", "after")]
     assert kernels == [2, 1]
     assert any("3 Python code cells" in n and "2 IPython lines masked" in n for n in data["notes"])
     text = CliRunner().invoke(verify_command, [f"{path}::step", "--arg", "f32[256,64]", "--unsafe-fixes"],
                               catch_exceptions=False).output
-    assert "cell 3:3:9 JF101" in text
+    assert "cell 3:4:16 JF101" in text
     # The notebook file itself is left as it was.
-    assert json.loads(path.read_text())["cells"][2]["source"][2] == "    y = jnp.sum(x[:, :2], axis=1)\n"
+    assert json.loads(path.read_text())["cells"][2]["source"][3] == STACK_ROWS[1] + "\n"
 
 
 def test_an_error_while_tracing_names_the_cell_and_row(tmp_path):
@@ -94,7 +99,8 @@ def test_an_error_while_tracing_names_the_cell_and_row(tmp_path):
 
     path = write_notebook(tmp_path / "nb.ipynb", [
         code("import jax", "import jax.numpy as jnp"),
-        code("@jax.jit", "def step(x):", "    y = jnp.sum(x[:, :2], axis=1)", "    return x @ y"),
+        # A fix applies (the stacked columns broadcast back); the matmul then fails while tracing.
+        code("@jax.jit", "def step(x):", STACK_ROWS[0], "    return x @ (v * jnp.sum(v * v, axis=-1, keepdims=True))"),
     ])
     result = CliRunner().invoke(verify_command, [f"{path}::step", "--arg", "f32[8,5]", "--unsafe-fixes"],
                                 catch_exceptions=False)
