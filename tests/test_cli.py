@@ -19,9 +19,9 @@ BAD = textwrap.dedent(
 
 
     @jax.jit
-    def f(x):
-        v = jnp.stack([x, x], axis=-1)
-        return jnp.sum(v, axis=-1) + np.linspace(0.0, 1.0, 4096)
+    def f(x, y, z):
+        v = jnp.stack([x, y, z], axis=-1)
+        return v * jnp.sum(v * v, axis=-1, keepdims=True) + np.eye(64)
     """
 )
 
@@ -45,8 +45,8 @@ def test_exit_codes_and_concise_output(project):
     r = run("check", str(project), cwd=project)
     assert r.returncode == 1
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("bad.py:9:12: JF101 ")
-    assert lines[1].startswith("bad.py:9:34: JF201 ")
+    assert lines[0].startswith("bad.py:9:16: JF101 ")
+    assert lines[1].startswith("bad.py:9:57: JF201 ")
     assert "Found 2 diagnostics." in r.stdout
     clean = run("check", str(project / "clean.py"), cwd=project)
     assert clean.returncode == 0 and clean.stdout == "All checks passed!\n"
@@ -62,8 +62,8 @@ def test_json_is_ruff_schema(project):
     assert {d["code"] for d in data} == {"JF101", "JF201"}
     d = next(d for d in data if d["code"] == "JF101")
     assert set(d) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
-    assert d["location"] == {"row": 9, "column": 12}
-    assert d["end_location"] == {"row": 9, "column": 31}
+    assert d["location"] == {"row": 9, "column": 16}
+    assert d["end_location"] == {"row": 9, "column": 54}
     assert Path(d["filename"]).is_absolute()
     assert d["noqa_row"] == 9
     assert d["url"].endswith("small-axis-reduction.md")
@@ -89,7 +89,7 @@ def test_a_missing_path_is_a_diagnostic_and_the_other_paths_are_checked(project)
     r = run("check", "missing/", "bad.py", cwd=project)
     assert r.returncode == 1, r.stderr
     lines = r.stdout.splitlines()  # in file order, as every report is
-    assert lines[0].startswith("bad.py:9:12: JF101 ") and lines[1].startswith("bad.py:9:34: JF201 ")
+    assert lines[0].startswith("bad.py:9:16: JF101 ") and lines[1].startswith("bad.py:9:57: JF201 ")
     assert lines[2] == "missing:1:1: JF000 Could not read path: No such file or directory"
     assert "Found 3 diagnostics." in lines and r.stderr == ""
     data = json.loads(run("check", "--output-format", "json", "missing", "bad.py", cwd=project).stdout)
@@ -131,7 +131,7 @@ def test_exit_zero_and_statistics(project):
 def test_stdin_with_filename(project):
     r = run("check", "--stdin-filename", "editor.py", "-", cwd=project, stdin=BAD)
     assert r.returncode == 1
-    assert r.stdout.startswith("editor.py:9:12: JF101")
+    assert r.stdout.startswith("editor.py:9:16: JF101")
 
 
 def test_unparsable_file_is_reported_and_run_continues(project):

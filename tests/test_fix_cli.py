@@ -47,7 +47,7 @@ def corpus(tmp_path):
     target = tmp_path / "acceptance"
     target.mkdir()
     for f in ACCEPTANCE.glob("a*.py"):
-        shutil.copy(f, target / f.name)
+        shutil.copyfile(f, target / f.name)  # not its mode: the shared corpus may be stored read-only
     return target
 
 
@@ -56,12 +56,15 @@ def test_fix_rewrites_every_safe_core_finding_of_the_acceptance_corpus(corpus, t
     shutil.copytree(corpus, original)
     before = diagnostics(corpus, CORE)
     safe = [d for d in before if d["fix"] and d["fix"]["applicability"] == "safe"]
-    # f_filter_with_temp, f_cse_loop_expl, three jitted loops. f_sum_jax's fix is unsafe (x's dtype is not
-    # declared: a weakly typed x would give a weakly typed sum), and so is f_numpy's (`** 2.3` in float32).
-    assert len(safe) >= 5
+    # The three jitted loops of a02 (JF301). f_sum_jax's fix is unsafe (x's dtype is not declared: a weakly
+    # typed x would give a weakly typed sum), and so is f_numpy's (`** 2.3` in float32); the captured grids of
+    # f_filter_with_temp and f_cse_loop_expl (JF203) are in the preview tier, with no fix: their size is not
+    # known statically, and the default (h100) table shows the harm only from 4,096 elements.
+    assert len(safe) >= 3
+    assert [d["code"] for d in safe if d["filename"].endswith("a02_jit_docs.py")] == ["JF301"] * 3
 
     result = invoke(str(corpus), "--fix", "--select", CORE)
-    assert f"Fixed {len(safe)} diagnostic" in result.stderr
+    assert f"Fixed {len(safe)} diagnostic" in result.stdout, result.output
 
     after = diagnostics(corpus, CORE)
     assert not [d for d in after if d["fix"] and d["fix"]["applicability"] == "safe"]
@@ -85,17 +88,28 @@ def test_fix_rewrites_every_safe_core_finding_of_the_acceptance_corpus(corpus, t
     assert {f.name: f.read_bytes() for f in corpus.iterdir()} == snapshot
 
 
+# A form the default calibration tables report (the notebook's f_sum_jax: a `jnp.stack` broadcast back),
+# with its dtype declared (float32) so that the fix is safe.
 SOURCE = (
     "import jax\n"
     "import jax.numpy as jnp\n"
+    "from jaxtyping import Array, Float32\n"
     "\n"
     "\n"
     "@jax.jit\n"
-    "def f(x):\n"
-    "    v = jnp.stack([x, 2 * x], axis=-1).astype(jnp.float32)\n"
-    "    return jnp.sum(v, axis=-1)\n"
+    "def f(x: Float32[Array, 'n'], y: Float32[Array, 'n'], z: Float32[Array, 'n']):\n"
+    "    v = jnp.stack([x, y, z], axis=-1)\n"
+    "    return v * jnp.sum(v * v, axis=-1, keepdims=True)\n"
 )
-FIXED = SOURCE.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")
+REDUCTION = "v * jnp.sum(v * v, axis=-1, keepdims=True)"
+UNROLLED = (
+    "    v_sum = (\n"
+    "        v[..., 0] * v[..., 0]\n"
+    "        + v[..., 1] * v[..., 1]\n"
+    "        + v[..., 2] * v[..., 2]\n"
+    "    )[..., None]\n"
+)
+FIXED = SOURCE.replace(f"    return {REDUCTION}\n", UNROLLED + "    return v * v_sum\n")
 
 
 def test_diff_prints_the_fix_and_writes_nothing(tmp_path):
@@ -104,8 +118,8 @@ def test_diff_prints_the_fix_and_writes_nothing(tmp_path):
     mtime = path.stat().st_mtime_ns
     result = invoke(str(path), "--diff", "--select", "JF101")
     assert result.exit_code == 1
-    assert "-    return jnp.sum(v, axis=-1)" in result.stdout
-    assert "+    return v[..., 0] + v[..., 1]" in result.stdout
+    assert f"-    return {REDUCTION}" in result.stdout
+    assert "+        v[..., 0] * v[..., 0]" in result.stdout and "+    return v * v_sum" in result.stdout
     assert path.read_text() == SOURCE and path.stat().st_mtime_ns == mtime
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
 
@@ -136,7 +150,7 @@ def test_fix_keeps_a_latin1_coding_cookie(tmp_path):
     invoke(str(path), "--fix", "--select", "JF101")
     data = path.read_bytes()
     assert "café, naïve".encode("latin-1") in data
-    assert data.decode("latin-1") == text.replace("jnp.sum(v, axis=-1)", "v[..., 0] + v[..., 1]")
+    assert data.decode("latin-1") == text.replace(f"    return {REDUCTION}\n", UNROLLED + "    return v * v_sum\n")
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
 
@@ -156,22 +170,25 @@ def test_unparsable_files_are_left_alone(tmp_path):
 
 def test_noqa_suppresses_the_fix(tmp_path):
     path = tmp_path / "m.py"
-    path.write_text(SOURCE.replace("return jnp.sum(v, axis=-1)", "w = jnp.sum(v, axis=-1)  # noqa: JF101\n"
-                                   "    return w + jnp.sum(v, axis=-1)  # noqa\n"
-                                   "    return jnp.sum(v, axis=-1)"))
+    path.write_text(SOURCE.replace(f"    return {REDUCTION}\n", f"    w = {REDUCTION}  # noqa: JF101\n"
+                                   f"    u = w + {REDUCTION}  # noqa\n"
+                                   f"    return u + {REDUCTION}\n"))
     invoke(str(path), "--fix", "--select", "JF101")
     text = path.read_text()
-    assert "w = jnp.sum(v, axis=-1)  # noqa: JF101" in text
-    assert "return w + jnp.sum(v, axis=-1)  # noqa" in text
-    assert "    return v[..., 0] + v[..., 1]" in text
+    assert f"    w = {REDUCTION}  # noqa: JF101\n" in text
+    assert f"    u = w + {REDUCTION}  # noqa\n" in text
+    assert UNROLLED + "    return u + v * v_sum\n" in text
 
 
+# A reduction captured by a loop body, at a size the default tables report (JF203); not cheap to
+# recompute, so its fix is unsafe.
 UNSAFE = '''import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float32
 
 
 @jax.jit
-def f(x):
+def f(x: Float32[Array, "8 4096"]):
     energy = jnp.sum(x * x, axis=0)
 
     def step(i, c):

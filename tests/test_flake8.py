@@ -18,9 +18,10 @@ ACCEPTANCE = ROOT.parent / "shared" / "acceptance" / "a01_fusion_notebook.py"
 def test_flake8_reports_same_positions_as_cli(tmp_path):
     src = tmp_path / "m.py"
     src.write_text(
-        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
-        "    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)  # a comment\n"
-        "\n\n@jax.jit\ndef g(x):\n    v = jnp.stack([x, x], axis=-1)\n    return jnp.sum(v, axis=-1)  # noqa: JF101\n"
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x, y, z):\n"
+        "    v = jnp.stack([x, y, z], axis=-1)\n    return v * jnp.sum(v * v, axis=-1, keepdims=True)  # a comment\n"
+        "\n\n@jax.jit\ndef g(x, y, z):\n    v = jnp.stack([x, y, z], axis=-1)\n"
+        "    return v * jnp.sum(v * v, axis=-1, keepdims=True)  # noqa: JF101\n"
     )
     flake8 = Path(sys.executable).with_name("flake8")
     r = subprocess.run([str(flake8), "--select", "JF", str(src)], capture_output=True, text=True, cwd=tmp_path)
@@ -29,4 +30,4 @@ def test_flake8_reports_same_positions_as_cli(tmp_path):
     cli = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--output-format", "json", str(src)],
                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)})
     want = [[str(d["location"]["row"]), str(d["location"]["column"]), d["code"]] for d in json.loads(cli.stdout)]
-    assert got == want == [["8", "12", "JF101"]]
+    assert got == want == [["8", "16", "JF101"]]

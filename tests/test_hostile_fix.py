@@ -19,8 +19,9 @@ from click.testing import CliRunner
 from jaxfuse_lint.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.ones(3)\n"
-FIXED_MARK = "jnp.ones(3)"
+# One JF201 finding with a safe fix, in a form the default calibration table reports.
+BAD = "import jax\nimport numpy as np\n\n\n@jax.jit\ndef f(x):\n    return x + np.eye(64)\n"
+FIXED_MARK = "jnp.eye(64)"
 
 
 def run_cli(*args: str, input: bytes | None = None):
@@ -340,7 +341,7 @@ LATIN1 = ("# -*- coding: latin-1 -*-\n# café\n" + BAD).encode("latin-1")
 def test_stdin_fix_keeps_the_encoding_and_the_bom(data):
     result = run_cli("check", "--fix", "--unsafe-fixes", "--stdin-filename", "m.py", "-", input=data)
     out = result.stdout_bytes
-    if b"np.ones" in data:
+    if b"np.eye" in data:
         assert FIXED_MARK.encode() in out
         assert out.startswith(b"\xef\xbb\xbf") == data.startswith(b"\xef\xbb\xbf")
         if data.startswith(b"#"):

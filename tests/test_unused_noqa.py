@@ -9,10 +9,10 @@ from jaxfuse_lint.engine.noqa import add_noqa
 from jaxfuse_lint.rules import all_rules
 
 SRC = (
-    "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
-    "    v = jnp.stack([x, x], axis=-1)\n"
-    "    y = x + 1  # noqa: JF101, E501\n"
-    "    return jnp.sum(v, axis=-1)  # noqa: JF101\n"
+    "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x, y, z):\n"
+    "    v = jnp.stack([x, y, z], axis=-1)\n"
+    "    w = x + 1  # noqa: JF101, E501\n"
+    "    return w * v * jnp.sum(v * v, axis=-1, keepdims=True)  # noqa: JF101\n"
 )
 
 
@@ -39,8 +39,8 @@ def test_reports_the_unused_code_only_and_fixes_it():
     assert d.message == "Unused `noqa` directive (unused: `JF101`)"
     assert d.fix is not None and d.fix.applicability.value == "safe"
     fixed = fix_source(SRC, "t.py", on())
-    assert "    y = x + 1  # noqa: E501\n" in fixed.source
-    assert "return jnp.sum(v, axis=-1)  # noqa: JF101\n" in fixed.source
+    assert "    w = x + 1  # noqa: E501\n" in fixed.source
+    assert "return w * v * jnp.sum(v * v, axis=-1, keepdims=True)  # noqa: JF101\n" in fixed.source
     assert fixed.remaining == [] and [x.code for x in fixed.fixed] == ["JF901"]
 
 
