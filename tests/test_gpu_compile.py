@@ -220,7 +220,8 @@ def test_stand_in_evidence_never_rolls_back_a_fix_for_the_gpu(no_gpu_compiler):
     from jaxfuse_lint.core.config import Settings, VerifySpec
     from jaxfuse_lint.runtime.fix_rollback import _verify_functions
 
-    original = GPU_PROJECT["cccl.py"]
+    # The reduction_1m pair with its width stated (the stand-in compiles it, no rule decides it here).
+    original = CCCL.read_text().replace("def sum_last(x):\n", "def sum_last(x):\n    assert x.shape[-1] == 2\n")
     fixed = original.replace("return x.sum(-1) * 2.0 + 1.0", "return (x[..., 0] + x[..., 1]) * 2.0 + 1.0")
     messages: list[str] = []
     settings = Settings(target="gpu", verify=(("cccl:sum_last", VerifySpec(("f32[1000,2]",))),))
