@@ -154,7 +154,11 @@ def test_jf101_float16_sums_of_more_terms_compute_in_float32():
 
 
 def test_jf101_unknown_dtype_is_unsafe_and_says_what_to_declare():
-    result = check_source(HEADER + body("jnp.sum(v, axis=-1)"), "m.py", replace(Settings(), select=("JF101",)))
+    # With the default settings (its table decides): a form XLA:GPU shows the harm of, a sum over 3
+    # stacked columns; 2 columns of `jnp.sum(v, -1)` alone is a form the table keeps silent.
+    src = ("@jax.jit\ndef f(x, y, z):\n    v = jnp.stack([x, y, z], axis=-1)\n"
+           "    return v * jnp.sum(v, axis=-1, keepdims=True)\n")
+    result = check_source(HEADER + src, "m.py", replace(Settings(), select=("JF101",)))
     (d,) = result.diagnostics
     assert d.fix.applicability is Applicability.UNSAFE
     assert "dtype of `v` is unknown" in d.fix.detail and "Float[Array" in d.fix.detail
@@ -216,10 +220,18 @@ def test_jf203_carry_shadowing_is_safe_only_for_shape_reads_of_the_same_name():
 
 
 def test_jf203_no_fix_when_it_would_not_help_or_would_break():
-    # Reads x's values: XLA:CPU hoists it back out, one program either way (its table: no finding at all);
-    # XLA:GPU runs no such pass: there it is reported and fixed.
-    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="cpu") == []
-    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="gpu") not in ([], [None])
+    # Reads x's values: XLA:CPU hoists it back out, one program either way (its table: no finding at all,
+    # even in the preview tier); XLA:GPU runs no such pass: its table shows the harm in some of the forms
+    # (preview tier, no fix), and the raw pattern is reported and fixed.
+    def by_table(target: str, preview: bool = True) -> list:
+        settings = replace(Settings(), select=("JF203",), target=target, preview=preview)
+        result = check_source(HEADER + loop("g = jnp.exp(x)"), "m.py", settings)
+        assert not result.errors
+        return [("(preview: " in d.message, d.fix) for d in result.diagnostics if d.code == "JF203"]
+
+    assert by_table("cpu") == []
+    assert by_table("gpu") == [(True, None)] and by_table("gpu", preview=False) == []
+    assert fixes(loop("g = jnp.exp(x)"), "JF203", target="gpu") == [Applicability.SAFE]
     local = ("@jax.jit\ndef f(x):\n    g = jnp.arange(x.size).reshape(x.shape)\n\n    def step(i, c):\n"
              "        y = c + g\n        x = y\n        return x\n\n    return jax.lax.fori_loop(0, 3, step, x)\n")
     assert fixes(local, "JF203") == [None]  # `x` is a local of the body: reading it first would fail

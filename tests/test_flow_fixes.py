@@ -77,7 +77,7 @@ def _compile(source: str, name: str, *args):
 
 def test_jf203_chain_moves_the_kmesh_into_the_loop_and_drops_the_temporary():
     src = (FIXTURES / "JF203" / "fix_chain.py").read_text()
-    after = fixed(src, "JF203")
+    after = fixed(src, "JF203", raw=True)  # a fix fixture: the raw pattern (as tests/fixture_harness.py runs it)
     assert ("    def step(i, rho):\n        ix, iy, iz = jnp.indices(rho.shape)\n"
             "        k2 = ix**2 + iy**2 + iz**2\n") in after
     rho = probe(32, 32, 32)
@@ -89,7 +89,8 @@ def test_jf203_chain_moves_the_kmesh_into_the_loop_and_drops_the_temporary():
 
 def test_jf101_fixes_with_propagated_sizes_fuse():
     src = (FIXTURES / "JF101" / "fix_propagated_sizes.py").read_text()
-    after = fixed(src, "JF101", unsafe=True)  # unsafe: the operands' dtypes are unknown
+    # unsafe: the operands' dtypes are unknown; raw: a fix fixture (the pattern, as the fixture harness runs it)
+    after = fixed(src, "JF101", unsafe=True, raw=True)
     a, b = probe(65536, 2), probe(65536, 1, seed=1)
     assert (kernels(_compile(src, "joined", a, b)), kernels(_compile(after, "joined", a, b))) == (2, 1)
     x = probe(3, 65536)
