@@ -19,15 +19,16 @@ pytestmark = pytest.mark.skipif(os.name != "posix" or not hasattr(os, "fork"), r
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A form the h100 table reports (a 2-wide stack's sum, kept dims, broadcast back).
 SOURCE = """\
 import jax
 import jax.numpy as jnp
 
 
 @jax.jit
-def norm2(x):
+def scale_by_norm2(x):
     v = jnp.stack([x[:, 0], x[:, 1]], axis=-1)
-    return jnp.sum(v * v, axis=-1)
+    return v * jnp.sum(v * v, axis=-1, keepdims=True)
 """
 
 
@@ -171,7 +172,7 @@ def test_the_run_takes_the_clients_directory_environment_and_umask(running, sock
     colored = jaxfuse_lint(["check", "--no-cache", "pkg"], project, {**env, "FORCE_COLOR": "1"})
     assert "\x1b[" in colored.stdout
     plain = jaxfuse_lint(["check", "--no-cache", "pkg"], project, {**env, "NO_COLOR": "1"})
-    assert "\x1b[" not in plain.stdout and "pkg/model.py:8:12: JF101" in plain.stdout
+    assert "\x1b[" not in plain.stdout and "pkg/model.py:8:16: JF101" in plain.stdout
     # --fix writes in the client's folder; what it creates (the cache) has the client's umask.
     for args in ("--fix --unsafe-fixes --no-cache pkg", "pkg"):
         fixed = subprocess.run(["sh", "-c", f"umask 077 && exec {sys.executable} -m jaxfuse_lint check {args}"],

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from jaxfuse_lint.core.calibration import RAW
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Location
 from jaxfuse_lint.engine.pipeline import check_source
@@ -50,7 +51,9 @@ def case(tmp_path, monkeypatch):
     model.write_text(SOURCE, encoding="utf-8")
     broken = tmp_path / "pkg" / "broken, v2: draft.py"  # a name that needs escaping in workflow commands
     broken.write_text(BROKEN)
-    settings = dataclasses.replace(Settings(), select=("JF101",))
+    # The formats are the subject, not the calibration: JF101's raw pattern (the 2-wide sums the
+    # test fixer rewrites), as the calibration harness sees it.
+    settings = dataclasses.replace(Settings(), select=("JF101",), extra=Settings().extra + (RAW,))
     diags = []
     sources = {}
     for path, text in ((model, SOURCE), (broken, BROKEN)):

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 @jax.jit
 def old(x):
     v = jnp.stack([x, 2 * x], axis=-1)
-    return jnp.sum(v * v, axis=-1)
+    return v + jnp.sum(v * v, axis=-1, keepdims=True)
 '''
 HEAD_MODEL = BASE_MODEL + '''
 
@@ -37,8 +37,8 @@ HEAD_MODEL = BASE_MODEL + '''
 def new(x):
     v = jnp.stack([x, 3 * x], axis=-1)
     w = v + 1
-    return jnp.sum(
-        w * v, axis=-1
+    return v + jnp.sum(
+        w * v, axis=-1, keepdims=True
     )
 '''
 NEW_FILE = '''import jax
@@ -47,8 +47,8 @@ import jax.numpy as jnp
 
 @jax.jit
 def h(x):
-    u = jnp.stack([x, x], axis=0)
-    return jnp.sum(u, axis=0)
+    u = jnp.stack([x, x], axis=-1)
+    return u + jnp.sum(u, axis=-1, keepdims=True)
 '''
 PROOF = '''import jax
 import jax.numpy as jnp
@@ -154,11 +154,11 @@ def test_payload_comments_only_changed_lines_with_exact_suggestions(repo):
 
     # The suggestion replaces exactly the commented lines: committing it gives the fixed file.
     model = comments[0]
-    assert suggestion_of(model["body"]) == "    return (w * v)[..., 0] + (w * v)[..., 1]\n"
+    assert suggestion_of(model["body"]) == "    return v + (w * v)[..., 0:1] + (w * v)[..., 1:2]\n"
     assert apply_suggestion(HEAD_MODEL, model) == HEAD_MODEL.replace(
-        "jnp.sum(\n        w * v, axis=-1\n    )", "(w * v)[..., 0] + (w * v)[..., 1]")
+        "jnp.sum(\n        w * v, axis=-1, keepdims=True\n    )", "(w * v)[..., 0:1] + (w * v)[..., 1:2]")
     assert apply_suggestion(NEW_FILE, comments[1]) == NEW_FILE.replace(
-        "jnp.sum(u, axis=0)", "(u)[..., 0] + (u)[..., 1]")
+        "jnp.sum(u, axis=-1, keepdims=True)", "(u)[..., 0:1] + (u)[..., 1:2]")
 
     body = payload["body"]
     assert "jaxfuse-lint: 2 findings on the lines this pull request changes" in body
@@ -166,12 +166,12 @@ def test_payload_comments_only_changed_lines_with_exact_suggestions(repo):
                      body)
     assert "What `jaxfuse-lint --fix` would change:** 2 safe fixes" in body
     assert "- `pkg/model.py:15` JF101 (safe): " + FIX_MESSAGE in body
-    assert "+    return (w * v)[..., 0] + (w * v)[..., 1]" in body  # the safe-fix diff
+    assert "+    return v + (w * v)[..., 0:1] + (w * v)[..., 1:2]" in body  # the safe-fix diff
 
 
 def test_unchanged_findings_appear_once_their_line_changes(repo):
-    commit(repo, {"pkg/model.py": HEAD_MODEL.replace("2 * x], axis=-1)\n    return jnp.sum(v * v",
-                                                     "2 * x], axis=-1)\n    return 1 + jnp.sum(v * v")}, "touch old")
+    commit(repo, {"pkg/model.py": HEAD_MODEL.replace("2 * x], axis=-1)\n    return v + jnp.sum(v * v",
+                                                     "2 * x], axis=-1)\n    return 1 + v + jnp.sum(v * v")}, "touch old")
     _, payload, _ = run_review("--base", "main", "pkg/model.py")
     assert [(c["path"], c["line"]) for c in payload["comments"]] == [("pkg/model.py", 8), ("pkg/model.py", 17)]
 
@@ -184,7 +184,7 @@ def test_a_fix_reaching_outside_the_diff_is_described_not_suggested(repo, monkey
     assert suggestion_of(c["body"]) is None
     assert "outside this pull request's diff" in c["body"]
     assert "```diff\n--- a/pkg/model.py\n+++ b/pkg/model.py\n" in c["body"]
-    assert "\n+import math\n" in c["body"] and "\n+    return (w * v)[..., 0] + (w * v)[..., 1]\n" in c["body"]
+    assert "\n+import math\n" in c["body"] and "\n+    return v + (w * v)[..., 0:1] + (w * v)[..., 1:2]\n" in c["body"]
 
 
 def test_paths_summary_file_and_exit_codes(repo, tmp_path):

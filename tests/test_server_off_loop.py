@@ -22,9 +22,20 @@ from jaxfuse_lint.engine import pipeline  # noqa: E402
 from jaxfuse_lint.server import features, notebooks  # noqa: E402
 from jaxfuse_lint.server.server import create_server  # noqa: E402
 from tests.test_server_lsp import SOURCE, apply_text_edits  # noqa: E402
-from tests.test_server_notebooks import CELL_DEFS, CELL_JIT  # noqa: E402
 from tests.test_server_scheduling import until  # noqa: E402
 from tests.test_review_support import install_jf101_fixer  # noqa: E402
+
+# A notebook's cells: `f` defined in one, jitted in the next; its 2-wide sum, with kept dims and
+# added back, is a form the h100 table reports.
+CELL_DEFS = (
+    "import jax\n"
+    "import jax.numpy as jnp\n"
+    "\n"
+    "def f(x):\n"
+    "    v = jnp.stack([x, 2 * x], axis=-1)\n"
+    "    return v + jnp.sum(v * v, axis=-1, keepdims=True)\n"
+)
+CELL_JIT = "%time y = 1\nf_jit = jax.jit(f)  # traces f, defined in the cell before\n!echo done\n"
 
 WORKER = "jaxfuse-lint-analysis"
 WHOLE = types.Range(types.Position(0, 0), types.Position(100, 0))
@@ -114,7 +125,7 @@ def test_a_notebook_is_checked_off_the_loop_per_notebook_stale_results_dropped(s
             types.TextDocumentIdentifier(cells[1]), types.Position(5, 12)))
         assert hover is None
         # ... and takes an edit of cell 2: the held check's result is for an outdated text.
-        fixed_defs = CELL_DEFS.replace("jnp.sum(v * v, axis=-1)", "v[..., 0] + v[..., 1]")
+        fixed_defs = CELL_DEFS.replace("jnp.sum(v * v, axis=-1, keepdims=True)", "(v * v)[..., 0:1] + (v * v)[..., 1:2]")
         change = types.DidChangeNotebookDocumentParams(
             notebook_document=types.VersionedNotebookDocumentIdentifier(uri=nb_uri, version=2),
             change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
