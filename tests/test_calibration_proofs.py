@@ -63,16 +63,6 @@ def _function_rows(source: str, name: str) -> range:
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i32": "int32",
            "i64": "int64", "bool": "bool", "c64": "complex64"}
 
-# Proofs whose harm the rule can only put in the preview tier, even told the argument shapes: the size
-# of the flagged value is not one the model derives from them.
-PREVIEW_ONLY = {
-    # k2 = get_kmesh(rho, norm2=True): a helper whose two returns (selected by the static `norm2`) differ in
-    # shape, over `jnp.indices` of a tuple of shape arithmetic; its size class (64, 4096 or 262,144
-    # elements) is open, and XLA:GPU shows the harm at the two larger ones only.
-    "kmesh_filter:f_filter_with_temp": "size",
-}
-
-
 def _recorded(source: str, name: str, specs: list[str], static: dict[str, str]) -> RuntimeFacts:
     """What a recorded run of `name(*specs)` would tell the linter: the entry's signature."""
     node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
@@ -118,12 +108,5 @@ def test_the_rule_reports_a_proof_exactly_where_its_figures_show_harm(path, befo
     named = codes or sorted({d.code for d in findings(Settings(preview=True))})
     judged = verdict(_figures(result.before.measurement), _figures(result.after.measurement),
                      code=named[0] if len(named) == 1 else None)
-    depends = PREVIEW_ONLY.get(f"{path.stem}:{before}")
-    if depends is not None:
-        # Harm the rule cannot pin down: in the preview tier (never the default one), naming what it depends on.
-        assert judged == "harm" and not found, (judged, codes)
-        flagged = findings(Settings(preview=True))
-        assert any(f"(it depends on: {depends})" in d.message for d in flagged), [d.message for d in flagged]
-        return
     assert bool(found) == (judged == "harm"), (
         f"{path.name}: {before} -> {after} compiles to {result.summary()} ({judged}); default findings: {codes}")
