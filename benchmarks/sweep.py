@@ -463,9 +463,9 @@ def load_repos(path: Path = REPOS_FILE) -> list[Repo]:
     return [Repo(name=r["name"], github=r["github"], commit=r["commit"], note=r.get("note", "")) for r in data["repo"]]
 
 
-def lint_command(jobs: int) -> list[str]:
+def lint_command(jobs: int, preview: bool = False) -> list[str]:
     return [sys.executable, "-m", "jaxfuse_lint", "check", "--no-cache", "--exit-zero", "-j", str(jobs),
-            "--output-format", "json", "."]
+            "--output-format", "json", *(["--preview"] if preview else []), "."]
 
 
 def _env(code: Path) -> dict[str, str]:
@@ -475,14 +475,14 @@ def _env(code: Path) -> dict[str, str]:
     return env
 
 
-def run_repo(repo: Repo, tree: Path, jobs: int, code: Path = ROOT) -> dict:
+def run_repo(repo: Repo, tree: Path, jobs: int, code: Path = ROOT, preview: bool = False) -> dict:
     """Check TREE with the linter of checkout CODE; returns {"seconds", "files", "diagnostics"}."""
     env = _env(code)
     files = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--show-files", "."], cwd=tree, env=env,
                            capture_output=True, text=True)
     n_files = sum(1 for line in files.stdout.splitlines() if line.strip())
     start = time.perf_counter()
-    proc = subprocess.run(lint_command(jobs), cwd=tree, env=env, capture_output=True, text=True)
+    proc = subprocess.run(lint_command(jobs, preview), cwd=tree, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{repo.name}: jaxfuse-lint exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -568,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-doc", action="store_true", help=f"rewrite the tables in {DOC_FILE.relative_to(ROOT)}")
     ap.add_argument("--doc", type=Path, default=DOC_FILE)
     ap.add_argument("--strict", action="store_true", help="exit 1 when a reviewed true positive is gone")
+    ap.add_argument("--preview", action="store_true",
+                    help="run with the preview tier on (its findings judged apart: give their own --verdicts)")
     args = ap.parse_args(argv)
 
     repos = load_repos(args.repos)
@@ -599,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
             result = json.loads(stored.read_text(encoding="utf-8"))
         else:
             print(f"checking {repo.name} ...", file=sys.stderr, flush=True)
-            result = run_repo(repo, tree, args.jobs, args.code)
+            result = run_repo(repo, tree, args.jobs, args.code, args.preview)
             stored.write_text(json.dumps(result), encoding="utf-8")
         sources[repo.name] = SourceCache(tree)
         found = findings_from_json(repo.name, tree, result["diagnostics"], sources[repo.name])

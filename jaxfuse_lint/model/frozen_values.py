@@ -109,10 +109,20 @@ def compile_entries(model: "SemanticModel", fn: Function) -> frozenset:
     return frozenset(out)
 
 
-def compiled_callees(model: "SemanticModel", call: cst.Call, scope: "Scope") -> set[Function]:
+def compiled_callees(model: "SemanticModel", call: cst.Call, scope: "Scope") -> frozenset[Function]:
     """The module's functions a call runs through a compiled program: `f(x)` for a jit-decorated
     def or a name bound to `jax.jit(f)` (`f = jax.jit(f)` included), `jax.jit(f)(x)`,
-    `obj.method(x)` for a jit-decorated method, `self.step_jit(x)` set to `jax.jit(...)`."""
+    `obj.method(x)` for a jit-decorated method, `self.step_jit(x)` set to `jax.jit(...)`.
+    Computed once per call and scope: every subject's walk asks it of the same host calls."""
+    memo = model.__dict__.setdefault("_compiled_callees", {})
+    key = (id(call), id(scope))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = frozenset(_compiled_callees(model, call, scope))
+    return found
+
+
+def _compiled_callees(model: "SemanticModel", call: cst.Call, scope: "Scope") -> set[Function]:
     analysis = model.traced_analysis()
     func = call.func
     out: set[Function] = set()
@@ -319,11 +329,7 @@ class _Walker:
         here. A rebinding found inside is reported as happening through this call."""
         if len(self.active) >= MAX_INLINE:
             return st
-        func = call.func
-        if isinstance(func, cst.Call) and self.model.qn(func.func, scope) in _eager_transforms():
-            targets = [f for f, _ in self.analysis.callables(positional(func, 0), scope)]
-        else:
-            targets = [f for f, _ in self.analysis.callables(func, scope, direct_only=True)]
+        targets = self._inline_targets(call, scope)
         if len(targets) != 1:
             return st
         callee = targets[0]
@@ -341,6 +347,20 @@ class _Walker:
             self.active.pop()
             self.calls.pop()
         return out
+
+    def _inline_targets(self, call: cst.Call, scope: "Scope") -> list[Function]:
+        """The host functions a call runs, once per call and scope (the same for every subject)."""
+        memo = self.model.__dict__.setdefault("_inline_targets", {})
+        key = (id(call), id(scope))
+        found = memo.get(key)
+        if found is None:
+            func = call.func
+            if isinstance(func, cst.Call) and self.model.qn(func.func, scope) in _eager_transforms():
+                found = [f for f, _ in self.analysis.callables(positional(func, 0), scope)]
+            else:
+                found = [f for f, _ in self.analysis.callables(func, scope, direct_only=True)]
+            memo[key] = found
+        return found
 
     def _eager(self, fn: Function) -> bool:
         """Traced only by eager transforms applied in host code (`jax.grad(loss)(E)`): its
