@@ -110,7 +110,8 @@ def _broken(e: cst.BaseExpression, code, unit: str) -> str | None:
     if found is not None:
         terms, ops = found
         if len(terms) == 2 and isinstance(terms[0], cst.BinaryOperation) and terms[0].lpar \
-                and not isinstance(terms[1], cst.BinaryOperation):  # `(a + b + c) / 3`: break the sum
+                and not isinstance(terms[1], cst.BinaryOperation) \
+                and len(unit) + len(code(terms[0]).strip()) > _ARGS_ON_ONE_LINE:  # `(a + b + c) / 3`: break the sum
             inner = _broken(terms[0], code, unit)
             if inner is not None:
                 text = f"{inner} {ops[0]} {code(terms[1]).strip()}"
