@@ -179,6 +179,7 @@ DETECTION_VERIFY: dict[str, dict[str, object]] = {
     # The calibrated fixtures (the default tables decide): only `unit_vectors` is reported and fixed.
     "JF101/calibrated.py": {"unit_vectors": ["f32[8,3]"]},
     "JF101/calibrated_preview.py": {"unit_vectors": ["f32[8,3]"]},
+    "JF101/calibrated_cpu.py": {"weighted": ["f32[64]", "f32[3]"]},
     "JF101/aliases.py": {"jax_called_np": ["f32[8]"]},
     "JF101/positives_routes.py": {
         "decorated": ["f32[8]"], "decorated_partial": ["f32[8]", "py:2"], "from_import": ["f32[8]"],

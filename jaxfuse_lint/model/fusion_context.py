@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
+from jaxfuse_lint.core.calibration import OneOf
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.scopes import Function, Scope
 from jaxfuse_lint.model.view import ModelView
@@ -52,7 +53,7 @@ _RANK = {"stack": 0, "concatenate": 1, "broadcast": 2, "elementwise": 3, "arg": 
 _DEPTH = 4
 
 
-def producer(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -> str:
+def producer(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -> str | OneOf:
     """The producer kind, or "other" (a matmul, a gather, a call this module does not know: a form the
     tables do not cover, which is not the same as any of the ones they do)."""
     kinds = _leaves(model, expr, scope, 0)
@@ -61,7 +62,46 @@ def producer(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -
     best = min(kinds, key=_RANK.__getitem__)
     if best == "arg" and not _is_name_or_param(expr):
         return "elementwise"
+    if best == "broadcast" and "arg" in kinds:
+        # `x[:, None] * w` (the calibrated form: the small axis is a vector's, `x` broadcast along it) or
+        # `u / s[..., None]` (the axis is the full array `u`'s: elementwise work on it). The parameters'
+        # ranks tell them apart; unknown, the form is one of the two.
+        ranks = {r for r in _param_ranks(model, expr, scope)}
+        full = model.shape(expr, scope)
+        if full is not None and full.rank is not None and None not in ranks:
+            return "elementwise" if full.rank in ranks else "broadcast"
+        return OneOf(("broadcast", "elementwise"))
     return best
+
+
+def _param_ranks(model: FusionContextView, expr: cst.BaseExpression, scope: Scope) -> list[int | None]:
+    """The ranks of the parameters read directly in `expr` (None: unknown)."""
+    out: list[int | None] = []
+    for node in _names_in(expr):
+        found = model.bindings_at(node, scope)
+        if found is None or len(found[1]) != 1 or found[1][0].kind != "param":
+            continue
+        shape = model.shape(node, scope)
+        out.append(shape.rank if shape is not None else None)
+    return out
+
+
+def _names_in(expr: cst.BaseExpression):
+    """The names read in an arithmetic expression, subscripts' values included (not attributes' or
+    calls' function names)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, cst.Name):
+            yield e
+        elif isinstance(e, cst.BinaryOperation):
+            stack += [e.left, e.right]
+        elif isinstance(e, cst.UnaryOperation):
+            stack.append(e.expression)
+        elif isinstance(e, cst.Subscript):
+            stack.append(e.value)
+        elif isinstance(e, cst.Call):
+            stack += [a.value for a in e.args]
 
 
 def _is_name_or_param(expr: cst.BaseExpression) -> bool:
