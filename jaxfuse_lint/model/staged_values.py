@@ -278,8 +278,12 @@ class StagedValues(StagedParameters):
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
             callee = self.callee(e, scope)
             if callee is not None and callee.returns:
-                # `self.helper(x)`, `self.handler.flux(y)`: the module's method that runs, given
-                # these arguments.
+                # `self.helper(x)`, `self.handler.flux(y)`, `model.floating_base()`: the module's method
+                # that runs, given these arguments (its object included: a method of a traced pytree
+                # that reads a static field returns a Python value, so the object being traced says
+                # nothing by itself).
+                if not callee.is_lambda and (callee in self.model.traced.reasons or callee.cls is not None):
+                    return self._with_call_args(callee, e, scope, depth)
                 return super()._call_kind(e, scope, depth)
             # `a.is_traced()`, `model.apply(...)`: a traced pytree may be any object.
             base = super()._call_kind(e, scope, depth)
