@@ -397,17 +397,17 @@ def test_value_of_a_loop_input_gets_no_fix_for_cpu_because_recomputing_saves_not
     """`exp(-s * a0)` is no bigger than its input: XLA:CPU hoists the recomputation back out.
 
     For the default target (GPU, whose pipeline has no loop-invariant code motion) the fix is
-    offered where its table shows the harm (at every calibrated size: a temporary saved from 4,096
-    elements, the value's own kernel below), and writes exactly `f_recomputed`, whether `a0`'s size
-    is declared or not. tests/test_targets.py has the policy."""
+    offered where its table shows the harm, an `a0` of 4,096 elements or more (declared here), and
+    writes exactly `f_recomputed`; with the size unknown it is a preview finding without a fix.
+    tests/test_targets.py has the policy."""
     declared = LOOP_INPUT.replace("def f(x, a0, s):\n", "def f(x, a0, s):\n    assert a0.shape == (131072, 2)\n", 1)
     cpu = replace(Settings(), select=("JF203",), target="cpu")
     assert not fix_source(LOOP_INPUT, "notebook.py", cpu, unsafe=True).changed
     assert not fix_source(declared, "notebook.py", cpu, unsafe=True).changed
-    for source in (LOOP_INPUT, declared):
-        gpu = fix_source(source, "notebook.py", replace(Settings(), select=("JF203",)), unsafe=True)
-        assert gpu.changed and "    def step(i, c):\n        w = jnp.exp(-s * a0)\n        return c * w" in gpu.source
-        assert "    w = jnp.exp(-s * a0)\n\n" not in gpu.source  # the outer binding is gone
+    assert not fix_source(LOOP_INPUT, "notebook.py", replace(Settings(), select=("JF203",)), unsafe=True).changed
+    gpu = fix_source(declared, "notebook.py", replace(Settings(), select=("JF203",)), unsafe=True)
+    assert gpu.changed and "    def step(i, c):\n        w = jnp.exp(-s * a0)\n        return c * w" in gpu.source
+    assert "    w = jnp.exp(-s * a0)\n\n" not in gpu.source  # the outer binding is gone
     ns = load(LOOP_INPUT)
     args = (probe(131072, 2), probe(131072, 2, seed=1), 0.5)
     captured = jax.jit(ns["f"]).lower(*args).compile()

@@ -206,7 +206,7 @@ def test_diff_is_per_cell(fusion):
     assert proc.returncode == 1
     headers = [l for l in proc.stdout.splitlines() if l.startswith(("--- ", "+++ "))]
     assert headers[:2] == ["--- a/fusion.ipynb:cell 3", "+++ b/fusion.ipynb:cell 3"]
-    assert [h.rsplit(" ", 1)[1] for h in headers[::2]] == ["3", "7", "8"]
+    assert [h.rsplit(" ", 1)[1] for h in headers[::2]] == ["3", "7", "8", "9"]
     assert "-    return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)" in proc.stdout
     assert fusion.read_bytes() == FUSION.read_bytes()
 

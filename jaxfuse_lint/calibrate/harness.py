@@ -155,7 +155,7 @@ def _measure_batch(batch: dict, key: str, repeat: int) -> list[tuple]:
                 if change("seconds", again[0].seconds, again[1].seconds, again[2]) != \
                         change("seconds", before.seconds, after.seconds, noise):
                     noise = None
-        out.append((features, before, after, verdict(before, after, noise, batch["code"]), noise, spec_text))
+        out.append((features, before, after, verdict(before, after, noise, batch["code"], features), noise, spec_text))
     return out
 
 
@@ -280,7 +280,7 @@ def reverdict(path: str) -> dict[str, int]:
     rows = []
     for row in table.rows:
         if row.before is not None and row.after is not None:
-            new = verdict(row.before, row.after, row.noise, table.rule)
+            new = verdict(row.before, row.after, row.noise, table.rule, row.features)
             if new != row.verdict:
                 changed[new] = changed.get(new, 0) + 1
                 row = replace(row, verdict=new)

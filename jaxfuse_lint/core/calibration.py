@@ -89,18 +89,34 @@ def change(figure: str, before: Any, after: Any, noise: float | None = None) -> 
     return "better" if after < before else "worse"
 
 
-# Rules whose fix, where it saves exactly one kernel launch untimed, does the same arithmetic with an
-# intermediate neither written to nor read back from device memory: the launch saved is harm, not a
-# trade (the "launch" verdict's reason, strided loads replacing a reduction kernel, does not arise).
-ONE_LAUNCH_IS_HARM = {
-    "JF203": "the value is recomputed inside the loop body's own kernel instead of being computed by "
-             "a kernel of its own and read back from memory in every iteration",
-    "JF206": "without the barrier the two sides run as one kernel: the barrier's operand is no longer "
-             "written to device memory and read back",
+# Rules (and the forms of their pattern) whose fix, where it saves exactly one kernel launch untimed,
+# does the same work without a trade: the launch saved is harm (the "launch" verdict's reason, strided
+# loads replacing a reduction kernel, does not arise). Code -> (why, the feature values it holds for;
+# None: every form).
+ONE_LAUNCH_IS_HARM: dict[str, tuple[str, Mapping[str, tuple] | None]] = {
+    # Only a grid built from shapes (iota arithmetic): XLA's fusion duplicates such cheap ops into their
+    # consumers itself, so recomputed in the body it costs no reads. Values computed from data are not
+    # covered: in real code their pre-loop kernel is often shared with other work (sweep 4: recomputing
+    # a captured scalar in a while body left 35 kernels at 35), so one launch saved in the calibrated
+    # variant is no evidence for them.
+    "JF203": ("the grid is recomputed inside the loop body's own kernel, from the iteration space alone, "
+              "instead of by a kernel of its own and read back from memory in every iteration",
+              {"value": ("grid",)}),
+    "JF206": ("without the barrier the two sides run as one kernel: the barrier's operand is no longer "
+              "written to device memory and read back", None),
 }
 
 
-def verdict(before: Figures, after: Figures, noise: float | None = None, code: str | None = None) -> str:
+def _one_launch_is_harm(code: str | None, features: Mapping[str, Any] | None) -> bool:
+    policy = ONE_LAUNCH_IS_HARM.get(code or "")
+    if policy is None:
+        return False
+    forms = policy[1]
+    return forms is None or features is None or all(features.get(k) in v for k, v in forms.items())
+
+
+def verdict(before: Figures, after: Figures, noise: float | None = None, code: str | None = None,
+            features: Mapping[str, Any] | None = None) -> str:
     """One variant's verdict, from its figures before and after the fix:
 
     - "worse" / "mixed": the fixed form is worse on some figure (and better on none / on another);
@@ -110,7 +126,8 @@ def verdict(before: Figures, after: Figures, noise: float | None = None, code: s
       H200, such rewrites of small-axis reductions were slower in 9 of 48 forms (up to 2.7x for
       `sqrt(sum((x - 1) ** 2, -1))` over 2 columns: the reduction kernel's loads beat the fused
       strided ones), so a finding that rests on it is in the preview tier; except for the rules in
-      ONE_LAUNCH_IS_HARM (`code`), whose fix saves the launch without such a trade ("harm");
+      ONE_LAUNCH_IS_HARM (`code`, and the variant's `features` where given), whose fix saves the
+      launch without such a trade ("harm");
     - "none": nothing changed (or, timed, no faster).
     """
     changes = {f: change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
@@ -126,7 +143,7 @@ def verdict(before: Figures, after: Figures, noise: float | None = None, code: s
     if saved >= 2:
         return "harm"
     if saved >= 1 or changes["kernels"] == "better":
-        return "harm" if code in ONE_LAUNCH_IS_HARM else "launch"
+        return "harm" if _one_launch_is_harm(code, features) else "launch"
     return "none"
 
 
