@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from jaxfuse_lint.model.scopes import walk
+
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.view import ModelView
@@ -140,6 +142,9 @@ def compiled_once_per_key(model: "ModelView", call: cst.Call | cst.FunctionDef, 
         if isinstance(s, Function) and memoised_function(model, s):
             return True
         s = s.parent
+    # if step is None: step = jax.jit(...)   (built on the first pass only, then reused)
+    if isinstance(call, cst.Call) and _built_once_under_none_guard(model, call):
+        return True
     # if key not in cache: cache[key] = jax.jit(...)   (directly, or through a local name)
     stored = _stored_in(model, call)
     if not stored:
@@ -156,6 +161,40 @@ def compiled_once_per_key(model: "ModelView", call: cst.Call | cst.FunctionDef, 
                     container, key = pair
                 if any(_same(model, container, c) and _same(model, key, k) for c, k in stored):
                     return True
+    return False
+
+
+def _built_once_under_none_guard(model: "ModelView", call: cst.Call) -> bool:
+    """`name = jax.jit(...)` inside `if name is None:` (or `if not name:`) in a loop body: the wrapper
+    is built on the first iteration and the name holds it for the others (a lazily built step in an
+    evaluation loop)."""
+    parent = model.parent(call)
+    if not isinstance(parent, cst.Assign) or parent.value is not call or len(parent.targets) != 1 \
+            or not isinstance(parent.targets[0].target, cst.Name):
+        return False
+    name = parent.targets[0].target.value
+    guarded = False
+    for anc in model.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False  # a local of the function: unset again on its next call
+        if isinstance(anc, (cst.For, cst.While)):
+            # The name outlives the loop's iterations: set on the first, kept by the others (unless the
+            # loop body unsets it again).
+            return guarded and not any(
+                isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
+                and n is not parent.targets[0] for n in walk(anc.body))
+        if isinstance(anc, cst.If) and _tests_unset(anc.test, name):
+            guarded = True
+    return False
+
+
+def _tests_unset(test: cst.BaseExpression, name: str) -> bool:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value == name
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        return isinstance(c.operator, cst.Is) and isinstance(test.left, cst.Name) and test.left.value == name \
+            and isinstance(c.comparator, cst.Name) and c.comparator.value == "None"
     return False
 
 

@@ -299,8 +299,10 @@ class JitInLoop(Rule):
             if _ahead_of_time(model, site.call):
                 continue  # `jax.jit(f).lower(x)`: lowered explicitly, no cached dispatch to lose
             what, fresh = describe_callable(model, target, site.scope, site.loop)
-            if fresh is False and transform not in _JAX_COMPILING:
-                fresh = None  # another library's wrapper: whether it caches per function is its own affair
+            if transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
+                # Another library's wrapper: whether it caches per function, or compares a wrapper object
+                # it is given by its contents (`eqx.filter_jit(eqx.filter_vmap(f))`), is its own affair.
+                fresh = None
             yield self._violation(site.call, transform, what, fresh, site.loop, {"site": site, "target": target})
         for fn in model.index.functions:
             if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
@@ -327,13 +329,21 @@ class JitInLoop(Rule):
         elif fresh is None:
             cost = (f"every iteration builds a new wrapper of what {what} returns: compiled again each time if "
                     "that is a new function, found in the cache after a slower lookup if it is the same one")
+        elif isinstance(data.get("target"), cst.Attribute):
+            cost = ("if it is a method, every read makes a new bound-method object and JAX traces and compiles "
+                    "again each time; if not, the compiled program is cached, but every iteration builds a new "
+                    "wrapper and re-hashes its arguments to find it")
         else:
             cost = ("the compiled program is cached, but every iteration builds a new wrapper and re-hashes "
                     "its arguments to find it")
+        # Whether another library's wrapper compiles again is not shown by the code: the preview tier.
+        preview = (f"whether `{transform}` compiles again for a new wrapper depends on how it caches"
+                   if fresh is None else None)
         return Violation(
             node,
             message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
             data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
+            preview=preview, no_fix=preview,
         )
 
 
