@@ -247,7 +247,10 @@ class ValueAnalysis:
                     return TRACED
                 return combine(self.kind(a, scope, depth) for a in args)
             if qn.startswith("numpy.") or qn.startswith("math."):
-                return combine(self.kind(a, scope, depth) for a in args)
+                kinds = [self.kind(a, scope, depth) for a in args]
+                # A NumPy (or math) result is never a tracer: given one, the call itself raises (JF406
+                # reports that call), so a value computed from its result is no evidence of another.
+                return UNKNOWN if TRACED in kinds else combine(kinds)
             if qn.startswith("builtins."):
                 return UNKNOWN
         # A method call: `x.sum()` is traced when x is; `x.item()` forces a Python value.
