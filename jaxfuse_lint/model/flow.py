@@ -305,6 +305,7 @@ class FunctionFlow:
     def _expr(self, e: cst.CSTNode, state: "_State | None") -> None:
         if state is None:
             return
+        short = self._short_circuit_facts(e)
         for n in _walk_no_scopes(e):
             t = type(n)
             if t is cst.Name:
@@ -312,12 +313,28 @@ class FunctionFlow:
                     ids = state.reach.get(n.value)
                     if ids:
                         self.reaching[n] = tuple(self._ids[i] for i in ids)
-                    fact = state.facts.get(n.value)
+                    fact = short.get(n) or state.facts.get(n.value)
                     if fact is not None:
                         self.narrowed[n] = fact
             elif t is cst.NamedExpr:
                 # Evaluated where it stands; later reads in the statement may or may not see it.
                 self._gen(n, state, join=True)
+
+    def _short_circuit_facts(self, e: cst.CSTNode) -> dict:
+        """Reads on the right of `and` / `or` narrowed by the left: in `isinstance(c, numbers.Real)
+        and c < 0`, the comparison runs only when `c` is a Python number."""
+        out: dict = {}
+        if not any(isinstance(n, cst.BooleanOperation) for n in _walk_no_scopes(e)):
+            return out
+        for n in _walk_no_scopes(e):
+            if isinstance(n, cst.BooleanOperation):
+                yes, no = narrowing(self.model, self.fn, n.left)
+                facts = yes if isinstance(n.operator, cst.And) else no
+                if facts:
+                    for r in _walk_no_scopes(n.right):
+                        if isinstance(r, cst.Name) and r.value in facts:
+                            out.setdefault(r, facts[r.value])
+        return out
 
     # -- branches and loops -----------------------------------------------------------------------
     def _if(self, s: cst.If, state: "_State") -> "_State | None":
