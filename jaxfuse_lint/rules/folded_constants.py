@@ -43,7 +43,15 @@ def features(model, node: cst.CSTNode, scope, values: Iterable[tuple[cst.BaseExp
 
 
 def judge(code: str, settings, found: dict[str, Any]) -> Decision:
-    return decide(code, settings, **found)
+    decision = decide(code, settings, **found)
+    if decision.fires and found.get("use") is None:
+        # How the program reads the array is not shown (a comparison, a host-side NumPy index, a call this
+        # module cannot see into): it may never reach the program at all (`np.arange(n) != i` as a NumPy
+        # mask), so the table's harm for every use is no evidence for this one.
+        return Decision("some", decision.table, decision.rows,
+                        "how the compiled program reads this array is not shown here (it may be host-side "
+                        "NumPy work that never reaches the program)")
+    return decision
 
 
 def evidence(decision: Decision, form: str, fixed: str, size: int | None = None) -> str:
