@@ -18,9 +18,9 @@ import jax.numpy as jnp
 
 
 @jax.jit
-def f(x):
-    v = jnp.stack([x, 2 * x], axis=-1)
-    return jnp.sum(v, axis=-1)
+def f(x, y, z):
+    v = jnp.stack([x, y, z], axis=-1)
+    return v * jnp.sum(v * v, axis=-1, keepdims=True)
 """
 
 
