@@ -248,7 +248,11 @@ class Evidence:
     # -- branches no traced route takes ------------------------------------------------------------
     def _dead_branch(self, branch: cst.If, child: cst.CSTNode, fn: "Function") -> bool:
         """`if p is None:` (its body) or `if p is not None: ... else:` (its else) where p is a
-        parameter of fn that no traced route leaves None."""
+        parameter of fn that no traced route leaves None; `if not skip_checks:` (its body, also as the
+        first operand of `and`) where every traced route passes `skip_checks=True` (and the same for
+        `if flag:` with False)."""
+        if child is branch.body and self._flag_false_on_routes(branch.test, fn):
+            return True
         test = branch.test
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
             return False
@@ -267,6 +271,55 @@ class Evidence:
         if found is None or found[0] is not fn or not found[1] or any(b.kind != "param" for b in found[1]):
             return False
         return not self.none_on_route(fn, test.left.value)
+
+    def _flag_false_on_routes(self, test: cst.BaseExpression, fn: "Function") -> bool:
+        """Whether `test` is False on every traced route: `not p` / `p` (or the first operand of an
+        `and`) for a parameter p that every route passes as the literal True / False."""
+        while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            test = test.left
+        want = True
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, want = test.expression, True  # `not p` is False when p is True
+        else:
+            want = False  # `p` is False when p is False
+        if not isinstance(test, cst.Name):
+            return False
+        found = self.model.bindings_at(test, fn)
+        if found is None or found[0] is not fn or not found[1] or any(b.kind != "param" for b in found[1]):
+            return False
+        values = self.flag_values_on_route(fn, test.value)
+        return values == {want}
+
+    def flag_values_on_route(self, fn: "Function", name: str) -> set | None:
+        """The literal True / False values traced routes pass for parameter `name` of fn (its default
+        where a route leaves it out); None when some route passes anything else or is unknown."""
+        out: set = set()
+        reasons = self.model.traced.reasons.get(fn, ())
+        if not reasons:
+            return None
+        for r in reasons:
+            if r.kind == "called" and isinstance(r.node, cst.Call) and r.caller is not None and r.partial is None:
+                calls = [r.node]
+            elif r.kind in ("decorator", "transform"):
+                uses = self._uses(fn, r)
+                if not uses:
+                    return None  # an entry point: its callers may pass anything
+                calls = [c for c, _, _ in uses]
+            else:
+                return None
+            for call in calls:
+                if any(a.star for a in call.args):
+                    return None
+                if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
+                    continue
+                arg = self.model.argument_for(call, fn, name)
+                if arg is None:
+                    p = fn.param_nodes.get(name)
+                    arg = p.default if p is not None else None
+                if not (isinstance(arg, cst.Name) and arg.value in ("True", "False")):
+                    return None
+                out.add(arg.value == "True")
+        return out or None
 
     def none_on_route(self, fn: "Function", name: str) -> bool:
         """Whether some traced route may leave parameter `name` of fn None (True when unknown)."""

@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import staged_values
@@ -148,6 +149,7 @@ class NumpyOnTracedValue(Rule):
         st = staging(model)
         values = staged_values(model)
         host = model.host_code
+        proof = evidence(model)
         for site in model.index.calls:
             scope = site.scope
             if not isinstance(scope, Function) or not model.is_traced(scope):
@@ -161,6 +163,12 @@ class NumpyOnTracedValue(Rule):
                       if not a.star and (a.keyword is None or a.keyword.value not in _OPTIONS)
                       and values.kind(a.value, scope) is Kind.TRACED]
             if not traced:
+                continue
+            # The code runs under a trace on a route that runs (model/evidence.py, as for JF402): not host
+            # code behind a tracer guard, not a branch no traced route takes (`if not skip_checks:` where
+            # every traced caller passes True), not a demonstration of the error.
+            route = proof.finding(scope, site.call, raises=True)
+            if route is None:
                 continue
             written = code_of(model, site.call.func, 40)
             jnp_name = qn[len("numpy."):]
@@ -189,7 +197,7 @@ class NumpyOnTracedValue(Rule):
                 message(*parts),
                 data={"call": site.call, "func": site.call.func, "scope": scope, "qualified": qn,
                       "jnp": jnp_name, "fixable": no_fix is None},
-                no_fix=no_fix,
+                no_fix=no_fix or route.preview, preview=route.preview,
             )
 
 
