@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from jaxfuse_lint.model.staging import StagingView
     from jaxfuse_lint.model.traced import TraceReason
 
+# An annotation that admits None (or says nothing): `Optional[X]`, `X | None`, `Any`, `object`.
+_ADMITS_NONE = re.compile(r"\b(None|Optional|Any|object)\b")
+
 SHOWN, ASSUMED, CAUGHT, DEAD = "shown", "assumed", "caught", "dead"
 _RANK = {SHOWN: 3, ASSUMED: 2, CAUGHT: 1, DEAD: 0}
 
@@ -351,6 +354,8 @@ class Evidence:
                 return True
             if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
                 continue  # not a route that runs
+            if r.kind == "called" and r.caller is not None and not self.runs_traced(call, r.caller, raises=False):
+                continue  # the call sits in a branch of its caller that no traced route takes
             arg = m.argument_for(call, fn, name)
             if arg is None:
                 p = fn.param_nodes.get(name)
@@ -373,6 +378,8 @@ class Evidence:
             return False
         if staged_values(m).kind(e, scope) is Kind.TRACED:
             return False  # a tracer is never None
+        if isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape":
+            return False  # `x.shape[0]`: an int
         if isinstance(e, cst.Call):
             qn = m.qn(e.func, scope) or ""
             return not qn.startswith(("jax.numpy.", "jax.random.", "jax.lax.", "numpy.", "jax.nn."))
@@ -382,6 +389,10 @@ class Evidence:
                 return True
             owner, bindings = found
             if all(b.kind == "param" for b in bindings) and isinstance(owner, Function):
+                p = owner.param_nodes.get(e.value)
+                if p is not None and p.annotation is not None and (p.default is None or not _none(p.default)) \
+                        and not _ADMITS_NONE.search(m.module.code_for_node(p.annotation.annotation)):
+                    return False  # `neighbors: NeighborList`: declared never None
                 return self.none_on_route(owner, e.value) if m.is_traced(owner) else True
             return any(b.kind not in ("assign", "annassign") or b.index is not None or b.value is None
                        or self._may_be_none(b.value, owner, depth + 1) for b in bindings)
