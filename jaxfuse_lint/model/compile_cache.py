@@ -165,9 +165,9 @@ def compiled_once_per_key(model: "ModelView", call: cst.Call | cst.FunctionDef, 
 
 
 def _built_once_under_none_guard(model: "ModelView", call: cst.Call) -> bool:
-    """`name = jax.jit(...)` inside `if name is None:` (or `if not name:`) in a loop body: the wrapper
-    is built on the first iteration and the name holds it for the others (a lazily built step in an
-    evaluation loop)."""
+    """`name = jax.jit(...)` inside `if name is None:` (or `if not name:`), or under a flag the branch
+    clears (`if need_compile: ...; need_compile = False`), in a loop body: the wrapper is built on the
+    first iteration (or when the flag asks for a new program) and the name holds it for the others."""
     parent = model.parent(call)
     if not isinstance(parent, cst.Assign) or parent.value is not call or len(parent.targets) != 1 \
             or not isinstance(parent.targets[0].target, cst.Name):
@@ -183,8 +183,25 @@ def _built_once_under_none_guard(model: "ModelView", call: cst.Call) -> bool:
             return guarded and not any(
                 isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
                 and n is not parent.targets[0] for n in walk(anc.body))
-        if isinstance(anc, cst.If) and _tests_unset(anc.test, name):
+        if isinstance(anc, cst.If) and (_tests_unset(anc.test, name) or _clears_its_flag(anc)):
             guarded = True
+    return False
+
+
+def _clears_its_flag(branch: cst.If) -> bool:
+    """`if need_compile: step = jax.jit(...); need_compile = False`: the branch runs when its flag asks for
+    a new program (the static values it closes over changed) and clears the flag, so the wrapper is
+    rebuilt only when a new compilation is due anyway."""
+    if not isinstance(branch.test, cst.Name) or not isinstance(branch.body, cst.IndentedBlock):
+        return False
+    flag = branch.test.value
+    for stmt in branch.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == flag \
+                        and isinstance(small.value, cst.Name) and small.value.value == "False":
+                    return True
     return False
 
 
