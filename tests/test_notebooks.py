@@ -510,7 +510,7 @@ def test_a_cell_that_cannot_be_parsed_is_one_error_in_its_cell(tmp_path):
     (tmp_path / "indent.ipynb").write_text(notebook([("code", "import jax\n"), ("code", "  y = 1\n z = 2\n")]))
     proc = run("check", "--no-cache", ".", cwd=tmp_path)
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse file")
+    assert lines[0].startswith("deep.ipynb:cell 2:1:5: JF000 Could not parse this cell (the other cells are checked)")
     assert lines[1].startswith("indent.ipynb:cell 2:2:") and "JF000" in lines[1]
     assert lines[2:] == ["Found 2 diagnostics."] and proc.returncode == 1
 
@@ -617,3 +617,29 @@ def test_an_empty_source_list_gets_lines_in_the_files_layout():
     assert raw[start:end] == "[]"
     assert string_list_like(raw, start, end, ["a = 1\n", "é/"]) == \
         '[\r\n        "a = 1\\n",\r\n        "é/"\r\n      ]'
+
+
+# A cell of HTML (Colab's `#@markdown` form line before `%%html`, or the magic missing): the parser guard
+# judges each cell on its own, like the engine, so the other cells are still checked (sweep 8's first look:
+# one HTML cell left a whole notebook unchecked).
+HTML_CELL = "<style>\n  p, ol {\n    font-size: 16px;\n  }\n</style>\n"
+LOOPED_JIT = ("import jax\nimport jax.numpy as jnp\n\n\ndef run(xs):\n    for x in xs:\n"
+              "        x = jax.jit(lambda v: v + 1)(x)\n    return xs\n")
+
+
+def test_a_colab_form_line_before_a_cell_magic_keeps_the_magic(tmp_path):
+    path = tmp_path / "colab.ipynb"
+    path.write_text(notebook([("code", "#@markdown\n%%html\n" + HTML_CELL), ("code", LOOPED_JIT)]))
+    proc = run("check", "--no-cache", "--select", "JF000,JF301", str(path))
+    assert "JF000" not in proc.stdout and ":cell 2:7:" in proc.stdout and "JF301" in proc.stdout, proc.stdout
+
+
+def test_a_cell_the_parser_guard_refuses_is_left_out_alone(tmp_path):
+    path = tmp_path / "html.ipynb"
+    path.write_text(notebook([("code", HTML_CELL), ("code", LOOPED_JIT)]))
+    proc = run("check", "--no-cache", "--select", "JF000,JF301", str(path))
+    assert ":cell 1:3:17: JF000 Could not parse this cell (the other cells are checked)" in proc.stdout, proc.stdout
+    assert ":cell 2:7:" in proc.stdout and "JF301" in proc.stdout, proc.stdout
+    # --fix too: the other cell's fix is built (here unsafe, so listed), the refused cell left as it is.
+    proc = run("check", "--no-cache", "--select", "JF000,JF301", "--fix", "--diff", str(path))
+    assert "html.ipynb:cell 2:7:13: JF301" in proc.stderr, proc.stdout + proc.stderr

@@ -609,13 +609,16 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     if not nb.python or not nb.module:
         result.skipped = True
         return result
+    # A cell the parser guard refuses (CPython rejects it, shaped to hurt libcst's parser: HTML after a
+    # Colab form line) is left out alone, before any parse of the joined cells.
+    cells: list[Diagnostic] = [d for d in nb.isolate_unparsable(_guard_verdict(filename, settings))
+                               if not isinstance(d, str)]
     inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
-    cells: list[Diagnostic] = []
     if _unparsed(inner.diagnostics, inner.errors):
         # IPython compiles cell by cell: a cell that does not parse is reported and left out alone.
         said = nb.isolate_unparsable(_cell_verdict(filename, settings, inner.skipped))
         if said:
-            cells = [d for d in said if not isinstance(d, str)]
+            cells += [d for d in said if not isinstance(d, str)]
             inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
             inner.errors[:0] = [d for d in said if isinstance(d, str)]
     result.diagnostics = cells + [nb.to_cells(d) for d in inner.diagnostics]
@@ -629,6 +632,14 @@ def _unparsed(diagnostics: list[Diagnostic], errors: list[str]) -> bool:
     """Whether the engine gave up on a text because it does not parse (JF000, or the notice)."""
     return any(d.code == SYNTAX_ERROR and d.message.startswith("Could not parse") for d in diagnostics) or any(
         ": not checked:" in e for e in errors)
+
+
+def _guard_verdict(filename: str, settings: Settings) -> Callable[[str], Diagnostic | None]:
+    """The parser guard (parse/parser_guard.py) on one cell's text, where CPython reads the project's grammar."""
+    def verdict(text: str) -> Diagnostic | None:
+        return parse_guard_text(text, filename) if cpython_reads(settings) else None
+
+    return verdict
 
 
 def _cell_verdict(filename: str, settings: Settings, syntax_only: bool) -> Callable[[str], Diagnostic | str | None]:
@@ -664,12 +675,13 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     outcome = FixOutcome(filename, raw, raw, encoding=encoding)
     if not nb.python or not nb.module:
         return outcome
+    cells: list[Diagnostic] = [d for d in nb.isolate_unparsable(_guard_verdict(filename, settings))
+                               if not isinstance(d, str)]
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
-    cells: list[Diagnostic] = []
     if inner.source == nb.module and _unparsed(inner.remaining, inner.errors):
         said = nb.isolate_unparsable(_cell_verdict(filename, settings, not mentions_jax(nb.module, settings)))
         if said:
-            cells = [d for d in said if not isinstance(d, str)]
+            cells += [d for d in said if not isinstance(d, str)]
             inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
             inner.errors[:0] = [d for d in said if isinstance(d, str)]
     outcome.errors = inner.errors

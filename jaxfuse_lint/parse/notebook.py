@@ -347,8 +347,9 @@ def _join(nb: Notebook) -> None:
             continue
         text = source_text(cell)
         lines = split_lines(text)
-        # IPython drops leading blank lines and the cell's indentation before it looks for `%%`.
-        first = next((ln.strip() for ln in lines if ln.strip()), "")
+        # IPython drops leading blank lines and the cell's indentation before it looks for `%%`; Colab
+        # also reads its form lines (`#@title`, `#@markdown`) before a cell magic.
+        first = next((ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#@")), "")
         if first.startswith("%%"):
             name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
             if name not in PYTHON_CELL_MAGICS:
@@ -415,14 +416,3 @@ def python_text(raw: str) -> str | None:
         return read(raw).module
     except NotebookError:
         return None
-
-
-def guard_cells(raw: str, filename: str, guard: Callable[[str, str], Diagnostic | None]) -> Diagnostic | None:
-    """The parser guard (parser_guard.parse_guard_text, given as `guard`) on a notebook's
-    joined cells, located in its cell."""
-    try:
-        nb = read(raw)
-    except NotebookError:
-        return None  # the engine reports it
-    found = guard(nb.module, filename) if nb.module else None
-    return nb.to_cells(found) if found is not None else None

@@ -30,10 +30,8 @@ def parse_guard(data: bytes | str, filename: str, settings: Settings | None = No
         text = decode(data)[0] if isinstance(data, bytes) else data
     except Exception:
         return None  # the engine reports undecodable files itself
-    if filename.lower().endswith(".ipynb"):  # the cells' code, not the JSON (and its outputs)
-        from jaxfuse_lint.parse.notebook import guard_cells
-
-        return guard_cells(text, filename, parse_guard_text)
+    if filename.lower().endswith(".ipynb"):
+        return None  # the engine guards each cell on its own (IPython compiles cell by cell)
     return parse_guard_text(text, filename)
 
 
