@@ -611,8 +611,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
         return result
     # A cell the parser guard refuses (CPython rejects it, shaped to hurt libcst's parser: HTML after a
     # Colab form line) is left out alone, before any parse of the joined cells.
-    cells: list[Diagnostic] = [d for d in nb.isolate_unparsable(_guard_verdict(filename, settings))
-                               if not isinstance(d, str)]
+    cells = _guarded_cells(nb, filename, settings)
     inner = check_source(nb.module, filename, settings, as_python=True, **kwargs)
     if _unparsed(inner.diagnostics, inner.errors):
         # IPython compiles cell by cell: a cell that does not parse is reported and left out alone.
@@ -634,12 +633,13 @@ def _unparsed(diagnostics: list[Diagnostic], errors: list[str]) -> bool:
         ": not checked:" in e for e in errors)
 
 
-def _guard_verdict(filename: str, settings: Settings) -> Callable[[str], Diagnostic | None]:
-    """The parser guard (parse/parser_guard.py) on one cell's text, where CPython reads the project's grammar."""
-    def verdict(text: str) -> Diagnostic | None:
-        return parse_guard_text(text, filename) if cpython_reads(settings) else None
-
-    return verdict
+def _guarded_cells(nb, filename: str, settings: Settings) -> list[Diagnostic]:
+    """The parser guard (parse/parser_guard.py) on the joined cells and, where it refuses them, on each
+    cell: the cells it refuses are reported and left out alone (IPython compiles cell by cell)."""
+    if not cpython_reads(settings) or parse_guard_text(nb.module, filename) is None:
+        return []
+    said = nb.isolate_unparsable(lambda text: parse_guard_text(text, filename))
+    return [d for d in said if not isinstance(d, str)]
 
 
 def _cell_verdict(filename: str, settings: Settings, syntax_only: bool) -> Callable[[str], Diagnostic | str | None]:
@@ -675,8 +675,7 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     outcome = FixOutcome(filename, raw, raw, encoding=encoding)
     if not nb.python or not nb.module:
         return outcome
-    cells: list[Diagnostic] = [d for d in nb.isolate_unparsable(_guard_verdict(filename, settings))
-                               if not isinstance(d, str)]
+    cells = _guarded_cells(nb, filename, settings)
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)
     if inner.source == nb.module and _unparsed(inner.remaining, inner.errors):
         said = nb.isolate_unparsable(_cell_verdict(filename, settings, not mentions_jax(nb.module, settings)))

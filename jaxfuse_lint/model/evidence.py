@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 _ADMITS_NONE = re.compile(r"\b(None|Optional|Any|object)\b")
 
 SHOWN, ASSUMED, CAUGHT, DEAD = "shown", "assumed", "caught", "dead"
+_UNKNOWN = object()  # _route_arguments: a route whose calls are not known
 _RANK = {SHOWN: 3, ASSUMED: 2, CAUGHT: 1, DEAD: 0}
 
 # Transforms whose result takes the arguments the function takes (a call of it can be checked
@@ -116,6 +117,7 @@ class Evidence:
         self._calls: dict[int, list[tuple[cst.Call, "Scope", bool]]] | None = None
         self._refusing: dict[int, bool] = {}
         self._none: dict[tuple[int, str], bool] = {}
+        self._flags: dict[tuple[int, str], set | None] = {}
         self._cycles = 0  # cycles met while judging routes (their results are not final)
 
     # -- what rules ask -----------------------------------------------------------------------------
@@ -296,33 +298,18 @@ class Evidence:
     def flag_values_on_route(self, fn: "Function", name: str) -> set | None:
         """The literal True / False values traced routes pass for parameter `name` of fn (its default
         where a route leaves it out); None when some route passes anything else or is unknown."""
-        out: set = set()
-        reasons = self.model.traced.reasons.get(fn, ())
-        if not reasons:
-            return None
-        for r in reasons:
-            if r.kind == "called" and isinstance(r.node, cst.Call) and r.caller is not None and r.partial is None:
-                calls = [r.node]
-            elif r.kind in ("decorator", "transform"):
-                uses = self._uses(fn, r)
-                if not uses:
-                    return None  # an entry point: its callers may pass anything
-                calls = [c for c, _, _ in uses]
-            else:
-                return None
-            for call in calls:
-                if any(a.star for a in call.args):
-                    return None
-                if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
-                    continue
-                arg = self.model.argument_for(call, fn, name)
-                if arg is None:
-                    p = fn.param_nodes.get(name)
-                    arg = p.default if p is not None else None
-                if not (isinstance(arg, cst.Name) and arg.value in ("True", "False")):
-                    return None
-                out.add(arg.value == "True")
-        return out or None
+        key = (id(fn), name)
+        if key in self._flags:
+            return self._flags[key]
+        self._flags[key] = None  # cycles: unknown
+        out: set | None = set()
+        for arg, _, _ in self._route_arguments(fn, name):
+            if not (isinstance(arg, cst.Name) and arg.value in ("True", "False")):
+                out = None
+                break
+            out.add(arg.value == "True")
+        self._flags[key] = out or None
+        return self._flags[key]
 
     def none_on_route(self, fn: "Function", name: str) -> bool:
         """Whether some traced route may leave parameter `name` of fn None (True when unknown)."""
@@ -331,40 +318,40 @@ class Evidence:
             return self._none[key]
         self._none[key] = True  # cycles: unknown
         result = False
-        for r in self.model.traced.reasons.get(fn, ()):
-            if self._reason_may_pass_none(fn, name, r):
+        for arg, scope, default in self._route_arguments(fn, name):
+            if arg is _UNKNOWN or arg is None or _none(arg) or (not default and self._may_be_none(arg, scope)):
                 result = True
                 break
         self._none[key] = result
         return result
 
-    def _reason_may_pass_none(self, fn: "Function", name: str, r: "TraceReason") -> bool:
-        m = self.model
-        if r.kind == "called" and isinstance(r.node, cst.Call) and r.caller is not None and r.partial is None:
-            calls = [(r.node, r.caller)]
-        elif r.kind in ("decorator", "transform"):
-            uses = self._uses(fn, r)
-            if not uses:
-                return True  # an entry point: its callers may pass anything
-            calls = [(c, s) for c, s, _ in uses]
-        else:
-            return True
-        for call, scope in calls:
-            if any(a.star for a in call.args):
-                return True
-            if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
-                continue  # not a route that runs
-            if r.kind == "called" and r.caller is not None and not self.runs_traced(call, r.caller, raises=False):
-                continue  # the call sits in a branch of its caller that no traced route takes
-            arg = m.argument_for(call, fn, name)
-            if arg is None:
-                p = fn.param_nodes.get(name)
-                if p is None or p.default is None or _none(p.default):
-                    return True
-                continue
-            if self._may_be_none(arg, scope):
-                return True
-        return False
+    def _route_arguments(self, fn: "Function", name: str):
+        """(argument, the caller's scope, whether it is the parameter's default) for parameter `name`
+        on every traced call of fn that runs: the expression passed, or the default where the call
+        leaves it out (None: there is none). `_UNKNOWN` where a route's calls are not known (an
+        entry point, a `*args` call, a route of another kind), and nothing after it."""
+        for r in self.model.traced.reasons.get(fn, ()):
+            if r.kind == "called" and isinstance(r.node, cst.Call) and r.caller is not None and r.partial is None:
+                calls = [(r.node, r.caller)]
+            elif r.kind in ("decorator", "transform") and (uses := self._uses(fn, r)):
+                calls = [(c, s) for c, s, _ in uses]
+            else:
+                yield _UNKNOWN, None, False  # an entry point (its callers may pass anything), or unknown calls
+                return
+            for call, scope in calls:
+                if any(a.star for a in call.args):
+                    yield _UNKNOWN, None, False
+                    return
+                if self.matches(fn, call, _bound_call(fn, call) or r.bound_method) is False:
+                    continue  # not a route that runs
+                if r.kind == "called" and not self.runs_traced(call, r.caller, raises=False):
+                    continue  # the call sits in a branch of its caller that no traced route takes
+                arg = self.model.argument_for(call, fn, name)
+                if arg is not None:
+                    yield arg, scope, False
+                else:
+                    p = fn.param_nodes.get(name)
+                    yield (p.default if p is not None else None), scope, True
 
     def _may_be_none(self, e: cst.BaseExpression, scope: "Scope", depth: int = 0) -> bool:
         from jaxfuse_lint.model.scopes import Function

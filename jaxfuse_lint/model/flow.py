@@ -305,10 +305,12 @@ class FunctionFlow:
     def _expr(self, e: cst.CSTNode, state: "_State | None") -> None:
         if state is None:
             return
-        short = self._short_circuit_facts(e)
+        short: dict = {}  # reads on the right of `and` / `or`, narrowed by the left (pre-order: set first)
         for n in _walk_no_scopes(e):
             t = type(n)
-            if t is cst.Name:
+            if t is cst.BooleanOperation:
+                self._short_circuit(n, short)
+            elif t is cst.Name:
                 if n in self._reads:
                     ids = state.reach.get(n.value)
                     if ids:
@@ -320,21 +322,15 @@ class FunctionFlow:
                 # Evaluated where it stands; later reads in the statement may or may not see it.
                 self._gen(n, state, join=True)
 
-    def _short_circuit_facts(self, e: cst.CSTNode) -> dict:
-        """Reads on the right of `and` / `or` narrowed by the left: in `isinstance(c, numbers.Real)
-        and c < 0`, the comparison runs only when `c` is a Python number."""
-        out: dict = {}
-        if not any(isinstance(n, cst.BooleanOperation) for n in _walk_no_scopes(e)):
-            return out
-        for n in _walk_no_scopes(e):
-            if isinstance(n, cst.BooleanOperation):
-                yes, no = narrowing(self.model, self.fn, n.left)
-                facts = yes if isinstance(n.operator, cst.And) else no
-                if facts:
-                    for r in _walk_no_scopes(n.right):
-                        if isinstance(r, cst.Name) and r.value in facts:
-                            out.setdefault(r, facts[r.value])
-        return out
+    def _short_circuit(self, op: cst.BooleanOperation, out: dict) -> None:
+        """In `isinstance(c, numbers.Real) and c < 0` the comparison runs only when `c` is a Python
+        number: the reads on the right get the left's facts (`or`: its facts when false)."""
+        yes, no = narrowing(self.model, self.fn, op.left)
+        facts = yes if isinstance(op.operator, cst.And) else no
+        if facts:
+            for r in _walk_no_scopes(op.right):
+                if isinstance(r, cst.Name) and r.value in facts:
+                    out.setdefault(r, facts[r.value])
 
     # -- branches and loops -----------------------------------------------------------------------
     def _if(self, s: cst.If, state: "_State") -> "_State | None":
