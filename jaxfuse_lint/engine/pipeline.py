@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import Settings
-from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location, PremiseRecord
 from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
@@ -137,8 +137,8 @@ def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, 
 
 def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settings, errors: list[str],
                 filename: str) -> FixPlan | None:
-    if rule.fixable == "never" or v.no_fix is not None:
-        return None
+    if rule.fixable == "never" or v.no_fix is not None or v.preview is not None:
+        return None  # (a finding that assumes a premise never carries a fix)
     from jaxfuse_lint.codemods import fixer_for
 
     build = fixer_for(rule.code)
@@ -181,6 +181,7 @@ class Analysis:
         `should_stop`: see AnalysisStopped."""
         from jaxfuse_lint.parse.locate import Locator
         from jaxfuse_lint.model import SemanticModel
+        from jaxfuse_lint.model.premises import PREVIEW, SILENT
         from jaxfuse_lint.engine.noqa import parse_suppressions
 
         self.module = module
@@ -196,9 +197,18 @@ class Analysis:
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
         self.should_stop = should_stop
-        self.violations = _run_rules(self.model, rules, settings, filename, self.errors, should_stop)
-        if not settings.preview:  # findings with an assumed link in their evidence: the preview tier
-            self.violations = [(r, v) for r, v in self.violations if v.preview is None]
+        self.violations: list[tuple[Rule, Violation]] = []
+        # Findings in the preview tier that this run does not report (preview is off): patterns seen
+        # but not decided, each with the premise it assumes (model/premises.py).
+        self.undecided: list[tuple[Rule, Violation]] = []
+        for r, v in _run_rules(self.model, rules, settings, filename, self.errors, should_stop):
+            t = v.tier  # the one decision, for every rule: from the finding's premises
+            if t == SILENT:
+                continue
+            if t == PREVIEW and not settings.preview:
+                self.undecided.append((r, v))
+                continue
+            self.violations.append((r, v))
         if runtime is not None:
             from jaxfuse_lint.model.runtime_facts import cite_evidence
 
@@ -281,11 +291,16 @@ class Analysis:
                     self._plans[id(v)] = None
                     _fix_error(self.errors, self.filename, rule.code, exc)
         text = v.render(self.locator.line)
-        if v.preview is not None:
-            text += f" (preview: {v.preview})"
+        line = self.locator.line
+        preview = v.preview
+        if preview is not None:
+            text += " (preview: " + "".join(p if isinstance(p, str) else str(line(p.node)) for p in preview) + ")"
+        premises = tuple(
+            PremiseRecord(p.name, p.status, ": ".join(x for x in (p.inference, p.render_source(line)) if x))
+            for p in v.premises)
         return Diagnostic(
             code=rule.code, name=rule.name, message=text, filename=self.filename,
-            location=start, end_location=end, fix=fix, noqa_row=start.row,
+            location=start, end_location=end, fix=fix, noqa_row=start.row, premises=premises,
         )
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:

@@ -114,6 +114,8 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
             "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                                 "region": _region(d.location, d.end_location)}}],
         }
+        if d.premises:  # what the finding rests on (model/premises.py)
+            result["properties"] = {"premises": [p.to_json() for p in d.premises]}
         fixes = _fixes(d, artifact, context.sources.get(d.filename))
         if fixes:
             result["fixes"] = fixes

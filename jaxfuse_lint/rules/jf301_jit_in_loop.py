@@ -12,6 +12,7 @@ from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_t
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
+from jaxfuse_lint.model.premises import assumed, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
@@ -170,6 +171,7 @@ def _ahead_of_time(model: SemanticModel, call: cst.Call) -> bool:
 
 class JitInLoop(Rule):
     code = "JF301"
+    premises = ("fresh-callable", "called-repeatedly")
     name = "jit-in-loop"
     summary = "`jax.jit`/`jax.pmap` applied inside a Python loop or comprehension"
     fixable = "sometimes"
@@ -336,14 +338,22 @@ class JitInLoop(Rule):
         else:
             cost = ("the compiled program is cached, but every iteration builds a new wrapper and re-hashes "
                     "its arguments to find it")
-        # Whether another library's wrapper compiles again is not shown by the code: the preview tier.
-        preview = (f"whether `{transform}` compiles again for a new wrapper depends on how it caches"
-                   if fresh is None else None)
+        # Whether another library's wrapper compiles again is not shown by the code: assumed.
+        subject = f"`{transform}` of {what}"
+        if fresh is None:
+            new = assumed("fresh-callable", subject, f"whether `{transform}` compiles again for a new wrapper depends "
+                          "on how it caches")
+        elif fresh:
+            new = proven("fresh-callable", subject, "built-in-loop", f"a new object on every iteration of the {kind}")
+        else:
+            new = proven("fresh-callable", subject, "new-wrapper", f"a new `{transform}` wrapper on every iteration of "
+                         f"the {kind}, which re-hashes its arguments to find the cached program")
+        repeated = proven("called-repeatedly", subject, kind, f"inside the {kind} on line ", LineOf(loop))
         return Violation(
             node,
             message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
             data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
-            preview=preview, no_fix=preview,
+            premises=(new, repeated),
         )
 
 

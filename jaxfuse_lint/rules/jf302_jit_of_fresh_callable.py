@@ -15,6 +15,7 @@ from jaxfuse_lint.model.call_frequency import (
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
 from jaxfuse_lint.model.fresh_callables import describe_callable
 from jaxfuse_lint.model.names import as_written
+from jaxfuse_lint.model.premises import assumed, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
     _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call,
@@ -24,6 +25,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 class JitOfFreshCallable(Rule):
     code = "JF302"
+    premises = ("fresh-callable", "called-repeatedly")
     name = "jit-of-fresh-callable"
     summary = "`jax.jit` of a lambda/partial/inner def inside a function, called or returned (recompiles per call)"
     fixable = "sometimes"
@@ -169,7 +171,7 @@ class JitOfFreshCallable(Rule):
                 continue
             found_use = self._harm(model, _use_of_call(model, site.call, scope), scope, target, site.call)
             if found_use is not None:
-                yield self._violation(site.call, transform, what, scope, *found_use, preview=_library(model, scope, found_use))
+                yield self._violation(site.call, transform, what, scope, *found_use, assumes=_library(model, scope, found_use))
         for fn in model.index.functions:
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
@@ -184,7 +186,7 @@ class JitOfFreshCallable(Rule):
                 found_use = self._harm(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node)
                 if found_use is not None:
                     yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside `{parent.display_name}`",
-                                          parent, *found_use, preview=_library(model, parent, found_use))
+                                          parent, *found_use, assumes=_library(model, parent, found_use))
 
     @staticmethod
     def _harm(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
@@ -227,7 +229,7 @@ class JitOfFreshCallable(Rule):
             return None if freq is None else (use, freq)
         return None
 
-    def _violation(self, node, qualified, what, scope, use, freq, preview=None) -> Violation:
+    def _violation(self, node, qualified, what, scope, use, freq, assumes=None) -> Violation:
         transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
         name = scope.display_name
         if use == "returned":
@@ -245,7 +247,17 @@ class JitOfFreshCallable(Rule):
                                                            if freq.node is not None else ())
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
-        return Violation(node, parts, data={"transform": qualified, "scope": scope}, preview=preview)
+        subject = f"`{transform}` of {what}"
+        fresh = proven("fresh-callable", subject, "built-per-call", f"built anew on every call of `{name}`")
+        if assumes is not None:
+            repeated = assumed("called-repeatedly", f"`{name}`", f"assumes {assumes}")
+        elif freq.kind == MANY:
+            repeated = proven("called-repeatedly", f"`{name}`", "call-frequency", f"called {freq.how}",
+                              *((" (line ", LineOf(freq.node), ")") if freq.node is not None else ()))
+        else:
+            repeated = proven("called-repeatedly", f"`{name}`", "entry-point", f"a function of a script that the "
+                              "script does not call runs as often as its users call it")
+        return Violation(node, parts, data={"transform": qualified, "scope": scope}, premises=(fresh, repeated))
 
 
 def _library(model: SemanticModel, scope: Function, found_use) -> str | None:

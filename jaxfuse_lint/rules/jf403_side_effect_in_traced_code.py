@@ -13,6 +13,7 @@ from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.premises import Premise, assumed, proven
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -37,6 +38,7 @@ _CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__", "setup", "__s
 
 class SideEffectInTracedCode(Rule):
     code = "JF403"
+    premises = ("runs-traced", "outside-trace")
     name = "side-effect-in-traced-code"
     summary = "traced code mutates state outside the function (happens only while tracing)"
     fixable = "never"
@@ -187,8 +189,8 @@ class SideEffectInTracedCode(Rule):
                 continue
             for node, target, owner_desc, verb in finder.writes(fn):
                 # The write runs under a trace on a route that runs (model/evidence.py).
-                route = shown.finding(fn, node, raises=False)
-                if route is None:
+                runs = shown.premise(fn, node, raises=False)
+                if runs is None:
                     continue
                 # For `self`, say the route by which the instance comes from outside.
                 reason = finder.self_reason.get(fn) if fn.params and target == fn.params[0] else None
@@ -201,11 +203,20 @@ class SideEffectInTracedCode(Rule):
                         "never does it; return the value instead (or use `jax.debug.callback` for logging)",
                     ),
                     data={"target": target},
-                    preview=route.preview or finder.assumed.get(node),
+                    premises=(runs, finder.outside(node, target)),
                 )
 
 
 class _Writes:
+    def outside(self, node: cst.CSTNode, target: str) -> Premise:
+        """`outside-trace(target)`: the state written lives outside the traced function (the finder
+        proved it, or assumed what `assumed` says)."""
+        why = self.assumed.get(node)
+        if why is not None:
+            return assumed("outside-trace", f"`{target}`", why)
+        return proven("outside-trace", f"`{target}`", "write-target", f"`{code_of(self.model, node, 40)}` writes state "
+                      "that outlives the trace")
+
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.staging = staging(model)

@@ -15,6 +15,8 @@ from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, Function, walk
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import Premise, assumed, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -23,6 +25,7 @@ _LOOPS = (cst.For, cst.While)
 
 class MutableGlobalInTracedCode(Rule):
     code = "JF404"
+    premises = ("runs-traced", "rebound-after-trace")
     name = "mutable-global-in-traced-code"
     summary = "traced code reads a value the program rebinds between compiled calls (frozen at first trace)"
     fixable = "never"
@@ -142,6 +145,7 @@ class MutableGlobalInTracedCode(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
+        shown = evidence(model)
         module_scope = model.index.scope
         roots: list[Function] | None = None
         for fn in model.traced.reasons:
@@ -162,9 +166,9 @@ class MutableGlobalInTracedCode(Rule):
                     roots = host_roots(model)
                 if isinstance(found[0], Function) and found[0] is not fn:
                     violation = _frozen_local(model, fn, read, found[0], found[1], entries)
-                    if violation is not None:
+                    if violation is not None and (runs := shown.premise(fn, read.name, raises=False)) is not None:
                         seen.add(name)
-                        yield violation
+                        yield violation.with_premises(runs)
                     continue
                 if found[0] is not module_scope:
                     continue
@@ -172,15 +176,18 @@ class MutableGlobalInTracedCode(Rule):
                 if name in fn.globals and any(model.scope_of(b.node) is fn for b in bindings):
                     continue  # fn writes it itself: JF403
                 violation = _frozen_global(model, fn, read, bindings, entries, roots)
-                if violation is not None:
+                if violation is not None and (runs := shown.premise(fn, read.name, raises=False)) is not None:
                     seen.add(name)
-                    yield violation
+                    yield violation.with_premises(runs)
             if fn.cls is not None and _self_static(model, fn):
                 if entries is None:
                     entries = compile_entries(model, fn)
                 if roots is None:
                     roots = host_roots(model)
-                yield from _frozen_attributes(model, fn, entries, roots)
+                for violation in _frozen_attributes(model, fn, entries, roots):
+                    runs = shown.premise(fn, violation.node, raises=False)
+                    if runs is not None:
+                        yield violation.with_premises(runs)
 
 
 def _first_value(model: SemanticModel, t: Timeline) -> tuple:
@@ -205,6 +212,13 @@ def _rebind_parts(model: SemanticModel, e) -> tuple:
     if e.via is not None:
         parts += (", run by the call on line ", LineOf(e.via))
     return parts + (")",)
+
+
+def _rebound(subject: str, fn: Function, t: Timeline) -> Premise:
+    """`rebound-after-trace`, as the timeline of host code shows it (model/frozen_values.py)."""
+    return proven("rebound-after-trace", subject, "timeline", "rebound on line ", LineOf(t.rebind.node),
+                  " after the call on line ", LineOf(t.first_use), f" traced `{fn.display_name}`, and the call on line ",
+                  LineOf(t.stale_use), " reuses the program")
 
 
 def _timeline_message(model: SemanticModel, fn: Function, what: str, t: Timeline) -> tuple:
@@ -244,7 +258,8 @@ def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Bind
         t = run_timeline(subject, root.node.body.body, root)
     if t is not None:
         return Violation(read.name, _timeline_message(model, fn, f"module-level `{name}`", t),
-                         data={"name": name, "rebinding": t.rebind.node, "timeline": t})
+                         data={"name": name, "rebinding": t.rebind.node, "timeline": t},
+                         premises=(_rebound(f"`{name}`", fn, t),))
     # A writer nothing in the module calls: it can run at any time, after the first trace too.
     for b in bindings:
         writer = model.function_of(b.node)
@@ -254,12 +269,17 @@ def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Bind
         host_sites = [s for s in sites if not model.is_traced_scope(s.scope)]
         if host_sites:
             continue  # where it is called, the timeline above decided
-        preview = None
         if escapes and not sites:
-            preview = f"that `{writer.display_name}`, handed elsewhere, runs after `{fn.display_name}` is first traced"
+            rebound = assumed("rebound-after-trace", f"`{name}`", f"assumes that `{writer.display_name}`, handed "
+                              f"elsewhere, runs after `{fn.display_name}` is first traced")
         elif not sites and _documented_setting(model, writer, b):
-            preview = (f"that the setting `{writer.display_name}` is called after `{fn.display_name}` is first "
-                       "traced (a documented setter is meant to be called before)")
+            rebound = assumed("rebound-after-trace", f"`{name}`", f"assumes that the setting `{writer.display_name}` "
+                              f"is called after `{fn.display_name}` is first traced (a documented setter is meant to "
+                              "be called before)")
+        else:
+            rebound = proven("rebound-after-trace", f"`{name}`", "public-writer", f"`{writer.display_name}` rebinds it "
+                             "on line ", LineOf(b.node), "; nothing in the module calls it, so its callers may at any "
+                             "time, and it is no documented setter")
         return Violation(
             read.name,
             message(
@@ -270,7 +290,7 @@ def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Bind
                 "retrace; pass it as an argument",
             ),
             data={"name": name, "rebinding": b.node},
-            preview=preview,
+            premises=(rebound,),
         )
     return None
 
@@ -325,6 +345,7 @@ def _frozen_local(model: SemanticModel, fn: Function, read, owner: Function,
             ")", *_first_value(model, t), *_stale_parts(t), "; pass it as an argument",
         ),
         data={"name": name, "rebinding": t.rebind.node, "timeline": t},
+        premises=(_rebound(f"`{name}`", fn, t),),
     )
 
 
@@ -392,6 +413,7 @@ def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[
                     f" (a gradient through `{attr}` comes back 0); pass it as an argument",
                 ),
                 data={"name": attr, "rebinding": t.rebind.node, "timeline": t},
+                premises=(_rebound(f"`{me}.{attr}`", fn, t),),
             )
             break
 
