@@ -58,6 +58,9 @@ class FileResult:
     # Internal errors (a rule or codemod that crashed): reported, never fatal.
     errors: list[str] = field(default_factory=list)
     skipped: bool = False  # no reference to JAX at all: not parsed
+    # Patterns seen but not decided: findings in the preview tier this run does not report (each
+    # names the premise it assumes; `--show-undecided`, the summary's "N not decided").
+    undecided: list[Diagnostic] = field(default_factory=list)
 
 
 @dataclass
@@ -214,7 +217,7 @@ class Analysis:
 
             cite_evidence(self.model, [v for _, v in self.violations])
         nodes = set()
-        for _, v in self.violations:
+        for _, v in self.violations + self.undecided:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
         self.locator = Locator(module, nodes, source=self._source, parent=self.model.parent)
@@ -225,6 +228,10 @@ class Analysis:
                 (r, v) for r, v in self.violations
                 if not suppress.suppressed(r.code, self.locator.line(v.range_node or v.node))
             ]
+        if self.undecided and apply_noqa and "noqa" in self.source.lower():
+            found = suppress if suppress is not None else parse_suppressions(self.source)
+            self.undecided = [(r, v) for r, v in self.undecided
+                              if not found.suppressed(r.code, self.locator.line(v.range_node or v.node))]
         self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
         self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
         self._plans: dict[int, FixPlan | None] = {}
@@ -302,6 +309,12 @@ class Analysis:
             code=rule.code, name=rule.name, message=text, filename=self.filename,
             location=start, end_location=end, fix=fix, noqa_row=start.row, premises=premises,
         )
+
+    def undecided_diagnostics(self) -> list[Diagnostic]:
+        """The patterns seen but not decided (see `undecided`), located, without fixes."""
+        out = [self.diagnostic(r, v, with_fix=False) for r, v in self.undecided]
+        out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
+        return out
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
         out = []
@@ -405,8 +418,10 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        result.undecided = analysis.undecided_diagnostics()
         if masked is not text:
             result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
+            result.undecided = [_with_backslash_lines(d) for d in result.undecided]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -637,6 +652,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
             inner.errors[:0] = [d for d in said if isinstance(d, str)]
     result.diagnostics = cells + [nb.to_cells(d) for d in inner.diagnostics]
     result.diagnostics.sort(key=lambda d: (d.cell or 0, d.location.row, d.location.column, d.code))
+    result.undecided = [nb.to_cells(d) for d in inner.undecided]
     result.errors = inner.errors
     result.skipped = inner.skipped
     return result

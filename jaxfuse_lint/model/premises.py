@@ -25,33 +25,15 @@ from typing import TYPE_CHECKING, Iterable, Union
 
 import libcst as cst
 
+# The claims rules state (core/claims.py: what a finding that assumes one lacks, in a user's words).
+from jaxfuse_lint.core.claims import CLAIMS
+
 if TYPE_CHECKING:
     from jaxfuse_lint.core.calibration import Decision
 
 PROVEN, RECORDED, ASSUMED, DISPROVED = "proven", "recorded", "assumed", "disproved"
 STATUSES = (PROVEN, RECORDED, ASSUMED, DISPROVED)
 DEFAULT, PREVIEW, SILENT = "default", "preview", "silent"
-
-# The claims rules state, and what a finding that assumes one lacks, in a user's words (the
-# summary's "not decided: 7 sizes unknown, ..."; `--show-undecided`).
-CLAIMS: dict[str, str] = {
-    "runs-traced": "not shown to run under a trace",
-    "traced": "not shown to be traced",
-    "size": "sizes unknown",
-    "harm": "harm not measured",
-    "fresh-callable": "not shown to be a new callable each time",
-    "same-program": "not shown to compile the same program each time",
-    "called-repeatedly": "call counts unknown",
-    "outside-trace": "not shown to run outside a trace",
-    "rebound-after-trace": "not shown to change after tracing",
-    "no-retrace-between": "not shown to reuse the compiled program",
-    "program-reads-it": "not shown to be read by the compiled program",
-    "read-per-call": "not shown to be read per call",
-    "needs-static": "not shown to need a Python value",
-    "measured": "not measured",
-    "unparsable": "not shown to be unparsable",
-}
-
 
 @dataclass(frozen=True)
 class LineOf:

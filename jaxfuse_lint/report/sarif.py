@@ -116,6 +116,9 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
         }
         if d.premises:  # what the finding rests on (model/premises.py)
             result["properties"] = {"premises": [p.to_json() for p in d.premises]}
+        if d.extra.get("undecided"):  # `--show-undecided`: a pattern seen but not decided is a note
+            result["level"] = "note"
+            result.setdefault("properties", {})["undecided"] = True
         fixes = _fixes(d, artifact, context.sources.get(d.filename))
         if fixes:
             result["fixes"] = fixes
