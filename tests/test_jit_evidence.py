@@ -213,3 +213,12 @@ def test_jf302_what_a_lambda_reads_of_the_call_through_shapes_is_the_same_progra
     per_call = src.replace("[split(w, heads) for w in ws]", "[split(w, h) for w, h in zip(ws, heads)]")
     (p,) = premises(per_call, "JF302")
     assert p["same-program"] == ("disproved", "program-per-call")
+
+
+def test_jf301_a_while_loop_against_a_literal_bound_is_not_a_stepping_loop():
+    src = HEAD + "def g(x):\n    i = 0\n    while i < 3:\n        x = jax.jit(loss)(x)\n        i += 1\n    return x\n"
+    (p,) = premises(src, "JF301")
+    assert p["called-repeatedly"][0] == "assumed"
+    fresh = src.replace("jax.jit(loss)", "jax.jit(lambda v: loss(v))")
+    (p,) = premises(fresh, "JF301")
+    assert p["called-repeatedly"] == ("proven", "loop")

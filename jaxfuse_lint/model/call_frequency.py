@@ -344,8 +344,9 @@ class Iterations:
     # The count where the code shows it: a literal collection, `range` of literals, a literal
     # tuple bound to a name once (`for dtype in DTYPES`); None otherwise.
     count: int | None = None
-    # A loop that steps a number of times the code does not bound: `while`, `range(n)` of a
-    # variable, `itertools.count()`: written to repeat, as many times as its data says.
+    # A loop that steps a number of times the code does not bound: `while` (not against a literal:
+    # `while i < 3`), `range(n)` of a variable, `itertools.count()`: written to repeat, as many times
+    # as its data says.
     stepping: bool = False
     # What it iterates, as a message quotes it: "over `range(n)`", "over `xs`", "while `i < n` holds".
     what: str = ""
@@ -354,7 +355,12 @@ class Iterations:
 def iterations(model: "SemanticModel", loop: cst.CSTNode, scope) -> Iterations:
     """How many times the body of `loop` (a `for`, `while` or comprehension) runs."""
     if isinstance(loop, cst.While):
-        return Iterations(loop, None, True, f"while `{' '.join(_text(model, loop.test).split())[:40]}` holds")
+        what = f"while `{' '.join(_text(model, loop.test).split())[:40]}` holds"
+        test = loop.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and any(
+                _int_literal(e) is not None for e in (test.left, test.comparisons[0].comparator)):
+            return Iterations(loop, None, False, what)  # `while i < 3`: a bound the code writes, its count not shown
+        return Iterations(loop, None, True, what)
     if isinstance(loop, cst.For):
         return _iterating(model, loop, loop.iter, scope)
     if isinstance(loop, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):

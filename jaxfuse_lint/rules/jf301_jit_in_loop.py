@@ -227,9 +227,10 @@ class JitInLoop(Rule):
       proven: an argument would carry them.)
     - `called-repeatedly`: for a recompiling callable, any loop the code does
       not show to run at most once. For one function's new wrapper (a cache
-      lookup per iteration), many iterations: proven by a `while` loop or
-      `range(n)` of a variable (steps the code does not bound: the JIT
-      documentation's `while i < n:`), a literal count of 100 or more, or a
+      lookup per iteration), many iterations: proven by a `while` loop whose
+      test is not against a literal, or `range(n)` of a variable (steps the
+      code does not bound: the JIT documentation's `while i < n:`), a literal
+      count of 100 or more, or a
       loop inside a function the project calls many times; disproved by a loop
       over a few literal items (`for dtype in (f32, bf16)`, `range(3)`);
       assumed for a loop over items whose number is not shown (`for x in
