@@ -12,6 +12,7 @@ from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, 
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
 from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, combine
 
@@ -307,10 +308,15 @@ class StagedValues(StagedParameters):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
-        if isinstance(e.func, cst.Call) and self.model.qn(e.func.func, scope) in TRANSFORMS:
+        if isinstance(e.func, cst.Call) and (transform := self.model.qn(e.func.func, scope)) in TRANSFORMS:
             # `jax.value_and_grad(loss)(params, batch)`, `jax.vmap(f)(x)`: traced in, traced out.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
-            return TRACED if TRACED in kinds else UNKNOWN
+            if TRACED in kinds:
+                return TRACED
+            if transform in DIFFERENTIATING and isinstance(scope, Function) and staging(self.model).omnistaged(scope) \
+                    and not staging(self.model).compile_time_eval(e, scope):
+                return TRACED  # a derivative computed in staged code is staged out, whatever its inputs
+            return UNKNOWN
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
             callee = self.callee(e, scope)
             if callee is not None and callee.returns:

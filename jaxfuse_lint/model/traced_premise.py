@@ -21,6 +21,7 @@ from jaxfuse_lint.model.premises import LineOf, Premise, assumed, proven
 from jaxfuse_lint.model.scopes import Function, iter_children
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import StagedValues, staged_values
+from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 from jaxfuse_lint.model.traced import reason_parts
 from jaxfuse_lint.model.values import Kind
 
@@ -77,8 +78,9 @@ class TracedPremise:
             node, sc, depth = stack.pop()
             if isinstance(node, cst.BaseExpression) and values.kind(node, sc) is not Kind.TRACED:
                 continue
-            if isinstance(node, cst.Call) and omnistaged_function(self.model.qn(node.func, sc)):
-                return node
+            if isinstance(node, cst.Call) and (omnistaged_function(self.model.qn(node.func, sc)) or (
+                    isinstance(node.func, cst.Call) and self.model.qn(node.func.func, sc) in DIFFERENTIATING)):
+                return node  # (`jax.grad(loss)(params)` in staged code: a derivative is staged out too)
             if values._operates_on_captured_array(node, sc):
                 return node  # `K[0]` of a jax array bound outside: staged out too
             if isinstance(node, cst.Name) and node in self.read_names:
