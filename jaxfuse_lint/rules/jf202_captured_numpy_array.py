@@ -14,7 +14,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CapturedNumpyArray(Rule):
     code = "JF202"
-    premises = ("runs-traced", "harm")
+    premises = ("runs-traced", "size", "harm")
     name = "captured-numpy-array"
     summary = "Traced function reads a module-level or enclosing NumPy array (baked in as a constant)"
     fixable = "sometimes"
@@ -23,6 +23,11 @@ class CapturedNumpyArray(Rule):
     Flags a read, inside a traced function, of a name bound outside any traced
     code — at module level or in an enclosing function that is not traced — to
     a NumPy array (`K = np.fft.fftfreq(256)`, `W = np.load("w.npy")`).
+
+    ## Premises
+    `runs-traced`; `size(the captured array)`: its elements, proven from the
+    expression that builds it (line cited) or assumed with the table's
+    threshold where not shown (preview); `harm(read)` from the table.
 
     ## Why is this bad?
     A traced function cannot take a closed-over NumPy array as an input: JAX
