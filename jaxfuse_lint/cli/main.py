@@ -448,7 +448,7 @@ def _add_noqa(files, settings, jobs, out, checked) -> None:
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            data, identity = read_identified_source(filename, settings.max_file_size)
+            data, identity = read_identified_source(filename, settings.size_limit(filename))
             if identity != run.identities.get(filename):
                 out.warn(f"{filename}: no `# noqa` added: changed since it was checked (run again)")
                 continue

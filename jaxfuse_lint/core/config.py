@@ -33,6 +33,9 @@ OPT_IN_PREFIXES = ("JF9",)
 # How far a configuration may raise `max-file-size`: memory per file stays bounded whatever the
 # linted tree's pyproject.toml says (a file of this size takes ~2.5 GB to fix).
 MAX_FILE_SIZE_CEILING = 2 << 20
+# A notebook's JSON is mostly its outputs (pictures as base64), which are stepped over, never built
+# (parse/notebook.py): its own limit, `max-notebook-size`, bounds only what reading the file holds.
+MAX_NOTEBOOK_SIZE_CEILING = 1 << 30
 # Test code runs once: its recompilation, constant and memory findings are rarely worth a change.
 # Performance rules (JF1xx, JF2xx, JF3xx, JF5xx) are off there by default; correctness rules
 # (JF4xx) stay on. `per-file-ignores` replaces this table, `extend-per-file-ignores` adds to it.
@@ -95,6 +98,9 @@ class Settings:
     # take a run down). Checking costs ~0.6 KB of memory per byte of source, fixing ~1.2 KB, and
     # about 16 s of CPU per MiB (benchmarks/bench_fix_scaling.py): 10 MiB took a worker to 9 GB.
     max_file_size: int = 1 << 20
+    # A notebook's `max-file-size` applies to its code (the joined code cells); its file, mostly
+    # outputs, is read up to this many bytes (50 MiB: notebooks with pictures are a few MB).
+    max_notebook_size: int = 50 << 20
     # The preview tier (ruff's meaning): rules and findings whose evidence is not yet good enough for
     # the default output are reported only when this is on (`preview = true`, `--preview`).
     preview: bool = False
@@ -111,11 +117,16 @@ class Settings:
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max, self.assume_traced,
-            self.max_file_size, self.preview, self.target_version,
+            self.max_file_size, self.max_notebook_size, self.preview, self.target_version,
         )
         if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
             fields += (self.fixable, self.unfixable)
         return repr(fields)
+
+    def size_limit(self, filename: str | os.PathLike) -> int:
+        """How many bytes of this file are read: `max-notebook-size` for a notebook (the limit on
+        its code is `max-file-size`), else `max-file-size`."""
+        return self.max_notebook_size if os.fspath(filename).lower().endswith(".ipynb") else self.max_file_size
 
     def is_fixable(self, code: str) -> bool:
         """In `fixable` and not in `unfixable` (ruff: `unfixable` removes from `fixable`)."""
@@ -173,7 +184,7 @@ _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
     "cache-dir", "target", "gpu", "max-compilations", "constant-bytes-max", "temporary-bytes-max", "assume-traced",
-    "max-file-size", "preview", "target-version",
+    "max-file-size", "max-notebook-size", "preview", "target-version",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
 _NOT_KEYS = {"config_path", "project_root", "cache_dir_root", "extra"}
@@ -452,12 +463,15 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
         kw["small_axis_max"] = pos_int("small-axis-max")
     if "unroll-max" in table:
         kw["unroll_max"] = pos_int("unroll-max")
-    for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max", "max-file-size"):
+    for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max", "max-file-size", "max-notebook-size"):
         if key in table:
             kw[key.replace("-", "_")] = pos_int(key)
     if kw.get("max_file_size", 0) > MAX_FILE_SIZE_CEILING:
         raise ConfigError(f"{where}: `max-file-size` must be at most {MAX_FILE_SIZE_CEILING:,} bytes (a larger file "
                           f"takes gigabytes of memory to analyse), got {kw['max_file_size']:,}")
+    if kw.get("max_notebook_size", 0) > MAX_NOTEBOOK_SIZE_CEILING:
+        raise ConfigError(f"{where}: `max-notebook-size` must be at most {MAX_NOTEBOOK_SIZE_CEILING:,} bytes, "
+                          f"got {kw['max_notebook_size']:,}")
     if "jax-modules" in table:
         mods = str_list("jax-modules")
         if not mods:

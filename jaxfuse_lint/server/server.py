@@ -31,7 +31,7 @@ from jaxfuse_lint.server import features, notebooks, transport
 from jaxfuse_lint.server.positions import UTF16, document_lines
 from jaxfuse_lint.server.scheduling import LARGE, LintScheduler
 
-# A document or notebook larger than this (UTF-8 bytes) is not analysed in the editor, nor
+# A document, or the code of a notebook, larger than this (UTF-8 bytes) is not analysed in the editor, nor
 # `max-file-size` if lower: one JF000 says so (a 1 MB document kept the server busy for minutes).
 MAX_DOCUMENT = 1 << 20
 
@@ -136,11 +136,14 @@ class JaxFuseLanguageServer(LanguageServer):
             return doc.source
         from jaxfuse_lint.discover.source_bytes import read_source
 
+        # A notebook's file is mostly outputs: it is read up to `max-notebook-size` (its code is
+        # bounded when it is analysed).
+        limit = self.settings_for(doc.path).max_notebook_size if doc.path.lower().endswith(".ipynb") else MAX_DOCUMENT
         try:
-            data = read_source(doc.path, MAX_DOCUMENT)
+            data = read_source(doc.path, limit)
         except OSError:
             return ""
-        return data.decode("utf-8", "replace") if len(data) <= MAX_DOCUMENT else ""
+        return data.decode("utf-8", "replace") if len(data) <= limit else ""
 
     @staticmethod
     def _limited(settings: Settings) -> Settings:
@@ -159,17 +162,18 @@ class JaxFuseLanguageServer(LanguageServer):
         path = doc.path if uri.startswith("file:") else None
         settings = self._limited(self.settings_for(path))
         size = len(text.encode("utf-8", "surrogatepass"))
-        if size > settings.max_file_size:
+        name = path or doc.filename or "untitled.py"
+        if size > settings.size_limit(name):  # a notebook's code is bounded by `max-file-size` when it is read
             from jaxfuse_lint.engine.pipeline import too_large
 
-            return Linted(version, text, [too_large(size, path or doc.filename or "untitled.py", settings)])
+            return Linted(version, text, [too_large(size, name, settings)])
         parser = self.parsers.get(uri)
         if parser is None:
             from jaxfuse_lint.parse.reparse import IncrementalParser
 
             parser = self.parsers[uri] = IncrementalParser()
         try:
-            result = check_source(text, path or doc.filename or "untitled.py", settings, parse=parser.parse,
+            result = check_source(text, name, settings, parse=parser.parse,
                                   should_stop=should_stop)
         except Exception as exc:  # check_source reports what it expects; never lose the server
             if _stopped(exc):
