@@ -44,6 +44,11 @@ DEFAULT_PER_FILE_IGNORES = tuple(
     (pattern, PERFORMANCE_CODES) for pattern in ("**/tests/**", "**/test/**", "test_*.py", "*_test.py", "conftest.py"))
 
 
+# `--ignore-noqa` (the command line's only; ruff's): `# noqa` comments and file-level exemptions
+# suppress nothing. An internal switch (Settings.extra): part of the cache key.
+IGNORE_NOQA = ("noqa", "ignore")
+
+
 class ConfigError(Exception):
     """A usage or configuration error: reported on one line, exit code 2."""
 
@@ -567,6 +572,39 @@ def _cache_dir(value: Any, where: str, root: str) -> str:
     return rel
 
 
+def isolated_settings(start: str | os.PathLike = ".") -> Settings:
+    """`--isolated`: the built-in defaults, no configuration file read (not even `requires-python`)."""
+    p = Path(start).resolve()
+    return Settings(project_root=str(p if p.is_dir() else p.parent))
+
+
+def config_override(text: str) -> dict[str, Any]:
+    """One `--config KEY=VALUE` (ruff's): a TOML setting of [tool.jaxfuse-lint], such as
+    `select = ["JF1"]`, `preview=true`, `per-file-ignores = {"x.py" = ["JF2"]}`."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {text!r}: not a config file, and not a valid `KEY = VALUE` TOML setting "
+                          f"({exc})") from None
+    if "extend" in table:
+        raise ConfigError(f"--config {text!r}: `extend` names a config file: give it with --config PATH")
+    return table
+
+
+def with_config_overrides(settings: Settings, overrides: Iterable[str]) -> Settings:
+    """The settings with each `--config KEY=VALUE` applied over the configuration file's (ruff: an
+    inline setting wins over the file's; `extend-select` and the other `extend-*` keys add to it).
+    Unknown keys and wrongly typed values are errors, as in a file."""
+    table: dict[str, Any] = {}
+    for text in overrides:
+        table.update(config_override(text))
+    if not table:
+        return settings
+    root = settings.project_root or os.getcwd()
+    updated = settings_from_table(table, "--config", root, base=settings)
+    return replace(updated, config_path=settings.config_path, project_root=settings.project_root)
+
+
 def with_cli_overrides(
     settings: Settings,
     *,
@@ -577,9 +615,22 @@ def with_cli_overrides(
     target: str | None = None,
     gpu: str | None = None,
     preview: bool | None = None,
+    fixable: Iterable[str] | None = None,
+    extend_fixable: Iterable[str] | None = None,
+    unfixable: Iterable[str] | None = None,
+    ignore_noqa: bool = False,
 ) -> Settings:
-    """Command-line selectors replace (select) or extend (extend-select, ignore) the file's."""
+    """Command-line selectors replace (select, fixable) or extend (extend-select, ignore,
+    extend-fixable, unfixable) the file's."""
     kw: dict[str, Any] = {}
+    if fixable:
+        kw["fixable"] = validate_codes(_split(fixable), "--fixable")
+    if extend_fixable:
+        kw["fixable"] = kw.get("fixable", settings.fixable) + validate_codes(_split(extend_fixable), "--extend-fixable")
+    if unfixable:
+        kw["unfixable"] = settings.unfixable + validate_codes(_split(unfixable), "--unfixable")
+    if ignore_noqa and IGNORE_NOQA not in settings.extra:
+        kw["extra"] = settings.extra + (IGNORE_NOQA,)
     if preview is not None:
         kw["preview"] = preview
     if target:

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.config import IGNORE_NOQA, Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
 from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
@@ -187,6 +187,7 @@ class Analysis:
         self._source = source
         self.filename = filename
         self.settings = settings
+        apply_noqa = apply_noqa and IGNORE_NOQA not in settings.extra  # `--ignore-noqa`
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
         # The file's dotted module name, asked for only when a rule needs it (a package's module is a
