@@ -286,10 +286,10 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
         if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
-            _emit(render(output_format, [], ReportContext()), output_file, out)
+            _emit(render(output_format, [], ReportContext(severity=settings.severity)), output_file, out)
         sys.exit(EXIT_CLEAN)
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
-    context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
+    context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes, severity=settings.severity)
     if add_noqa:
         _add_noqa(files, settings, jobs, out, checked)
         return
@@ -582,7 +582,7 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
     result = check_source(data, filename, settings)
     for err in result.errors:
         click.echo(f"jaxfuse-lint: {err}", err=True)
-    context = ReportContext(sources={filename: result.source or ""}, unsafe_fixes=unsafe)
+    context = ReportContext(sources={filename: result.source or ""}, unsafe_fixes=unsafe, severity=settings.severity)
     out = render(output_format, result.diagnostics, context)
     sys.stdout.write(out)
     sys.exit(EXIT_FINDINGS if result.diagnostics and not exit_zero else EXIT_CLEAN)

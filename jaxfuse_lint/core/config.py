@@ -113,6 +113,9 @@ class Settings:
     # is a syntax error (parse/grammar.py). None: `requires-python` of the project's pyproject.toml
     # gave none either; the running Python's grammar.
     target_version: str | None = None
+    # `[tool.jaxfuse-lint.severity]`: (code or prefix, "error" | "warning" | "note") over the default
+    # levels of core/severity.py (output formats only: not part of what `check` finds).
+    severity: tuple[tuple[str, str], ...] = ()
     # Internal-only switches that change analysis results (part of the cache key).
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -515,7 +518,27 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
                               f'qualified-name patterns like "pkg.kernels.*", got {value!r}')
     if "verify" in table:
         kw["verify"] = _verify_specs(table["verify"], where)
+    if "severity" in table:
+        kw["severity"] = _severity(table["severity"], where)
     return replace(s, **kw)
+
+
+def _severity(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """[tool.jaxfuse-lint.severity]: code or prefix = "error" | "warning" | "note"."""
+    from jaxfuse_lint.core.severity import LEVELS
+
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: [tool.jaxfuse-lint.severity] must map codes to a level, e.g. JF401 = "error"')
+    out = []
+    for code, level in value.items():
+        (selector,) = validate_codes([code], f"{where}: severity") or ("",)
+        if not selector:
+            raise ConfigError(f"{where}: severity: an empty rule selector")
+        if level not in LEVELS:
+            raise ConfigError(f"{where}: severity of `{code}` must be one of {', '.join(repr(x) for x in LEVELS)}, "
+                              f"got {level!r}")
+        out.append((selector, level))
+    return tuple(out)
 
 
 def _per_file_ignores(table: dict[str, Any], key: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

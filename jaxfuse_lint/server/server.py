@@ -47,6 +47,7 @@ class Linted:
     text: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    severity: tuple[tuple[str, str], ...] = ()  # the project's `[tool.jaxfuse-lint.severity]`
 
 
 @dataclass
@@ -55,6 +56,7 @@ class LintedNotebook:
     cells: list[notebooks.CellText]
     diagnostics: dict[str, list[Diagnostic]]
     errors: list[str] = field(default_factory=list)
+    severity: tuple[tuple[str, str], ...] = ()
 
 
 class JaxFuseLanguageServer(LanguageServer):
@@ -179,7 +181,7 @@ class JaxFuseLanguageServer(LanguageServer):
             if _stopped(exc):
                 raise
             return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
-        return Linted(version, text, result.diagnostics, list(result.errors))
+        return Linted(version, text, result.diagnostics, list(result.errors), settings.severity)
 
     def publish(self, uri: str, linted: Linted | LintedNotebook) -> None:
         if isinstance(linted, LintedNotebook):
@@ -191,7 +193,8 @@ class JaxFuseLanguageServer(LanguageServer):
         lines = document_lines(linted.text)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=linted.version,
-            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics],
+            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding, linted.severity)
+                         for d in linted.diagnostics],
         ))
 
     def current(self, uri: str) -> Linted:
@@ -231,15 +234,17 @@ class JaxFuseLanguageServer(LanguageServer):
         from jaxfuse_lint.engine.pipeline import check_source
 
         path = self.notebook_path(notebook_uri)
+        settings = self._limited(self.settings_for(path))
         try:
-            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb",
-                                  self._limited(self.settings_for(path)), should_stop=should_stop)
+            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", settings,
+                                  should_stop=should_stop)
         except Exception as exc:  # as for a document: never lose the server, say so
             if _stopped(exc):
                 raise
             return LintedNotebook(cells, notebooks.by_cell(cells, []),
                                   errors=[f"{notebook_uri}: internal error: {type(exc).__name__}: {exc}"])
-        return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors))
+        return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors),
+                              settings.severity)
 
     def publish_notebook(self, notebook_uri: str, checked: LintedNotebook) -> None:
         """Publish each cell's diagnostics (on the event loop), clearing those of cells gone since
@@ -249,13 +254,14 @@ class JaxFuseLanguageServer(LanguageServer):
         out: dict[str, Linted] = {}
         grouped, cells = checked.diagnostics, checked.cells
         for cell in cells:
-            linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []))
+            linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []), severity=checked.severity)
             out[cell.uri] = self.linted[cell.uri] = linted
             if cell.code:
                 lines = document_lines(cell.text)
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                     uri=cell.uri, version=cell.version,
-                    diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics]))
+                    diagnostics=[features.lsp_diagnostic(d, lines, self.encoding, linted.severity)
+                                 for d in linted.diagnostics]))
         # Cells deleted since the last check lose their diagnostics.
         for gone in set(self.published_cells.get(notebook_uri, ())) - set(out):
             self.forget_cell(gone)
