@@ -11,8 +11,26 @@ import sys
 import time
 
 import pytest
+from click.testing import CliRunner
 
-from tests.test_cli import BAD, ROOT, project, run  # noqa: F401
+from tests.test_cli import BAD, ROOT, project  # noqa: F401
+
+
+class Ran:
+    def __init__(self, result) -> None:
+        self.returncode, self.stdout, self.stderr = result.exit_code, result.stdout, result.stderr
+
+
+def run(*args: str, cwd, stdin: str | None = None) -> Ran:
+    """The command line in this process (click's runner): what `jaxfuse-lint ARGS` prints and exits with."""
+    from jaxfuse_lint.cli.main import cli
+
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return Ran(CliRunner().invoke(cli, list(args), input=stdin, prog_name="jaxfuse-lint"))
+    finally:
+        os.chdir(here)
 
 
 def codes(result) -> list[str]:
