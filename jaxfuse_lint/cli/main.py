@@ -167,6 +167,8 @@ def _fail(message: str) -> None:
 @click.option("--confirm", is_flag=True,
               help="Confirm findings about kernels, temporaries and constants by compiling their functions where "
                    "argument shapes are known (imports and runs your code; docs/verify.md#confirm).")
+@click.option("--show-undecided", is_flag=True,
+              help="List the patterns seen but not decided (their findings assume a premise), with what each assumes.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
@@ -186,7 +188,7 @@ def _fail(message: str) -> None:
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, isolated, stdin_filename, fix, unsafe_fixes, diff, show_fixes, fixable, extend_fixable,
                   unfixable, ignore_noqa, target, gpu, verify_fixes,
-                  profile_path, no_profile, force_exclude, preview, confirm,
+                  profile_path, no_profile, force_exclude, preview, confirm, show_undecided,
                   show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
                   no_fix, exit_non_zero_on_fix, add_noqa, no_daemon, watch) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
@@ -342,6 +344,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         diagnostics = confirm_findings(diagnostics, settings, echo=lambda m: click.echo(m, err=True),
                                        keep_preview=keep_preview)
     hidden_from = diagnostics  # what is left, before --fix-only drops it from the report
+    # Patterns seen but not decided (preview-tier findings, preview off): counted, listed on request.
+    undecided = [] if keep_preview or fix else run.undecided
     fixed = [d for o in changed for d in o.fixed] if fix else []
     if fix_only:
         diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
@@ -357,7 +361,15 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         report = render_statistics(diagnostics, context, json_format=output_format == "json")
     elif not fix_only or not text_format:
         context.color = text_format and not output_file and _color()
-        report = render(output_format, diagnostics, context)
+        shown = diagnostics
+        if show_undecided and output_format in ("json", "json-lines", "sarif"):  # as notes, not findings
+            from dataclasses import replace
+
+            from jaxfuse_lint.core.diagnostics import Diagnostic
+
+            shown = sorted(diagnostics + [replace(d, extra={**d.extra, "undecided": True}) for d in undecided],
+                           key=Diagnostic.sort_key)
+        report = render(output_format, shown, context)
     # The closing lines follow a text report (ruff's; machine formats carry none).
     closing: list[str] = []
     if text_format:
@@ -374,9 +386,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                                f"{len(diagnostics)} remaining.")
             closing += _hidden_fixes_lines(hidden_from, unsafe_fixes)
         elif not statistics:  # the statistics table ends with these lines itself
-            from jaxfuse_lint.report.summary import summary_text
+            from jaxfuse_lint.report.summary import summary_text, undecided_lines
 
-            closing.append(summary_text(diagnostics, unsafe_fixes))
+            if show_undecided:
+                closing += undecided_lines(undecided)
+            closing.append(summary_text(diagnostics, unsafe_fixes, undecided, listed=show_undecided))
     _emit(report + out.closing(closing), output_file, out)
     if profile is not None and text_format and not fix and not statistics:
         from jaxfuse_lint.runtime.use import stale_note

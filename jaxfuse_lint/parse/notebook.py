@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from typing import Any, Callable
 
 from jaxfuse_lint.core.diagnostics import Diagnostic, Edit, Fix, Location
@@ -153,9 +153,10 @@ class Notebook:
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits), fix.detail)
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
+        premises = tuple(replace(p, source=self._lines_in_cells(p.source, cell)) for p in d.premises)
         return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell),
                           filename=d.filename, location=start, end_location=end, fix=fix, noqa_row=noqa,
-                          extra=dict(d.extra), cell=cell)
+                          extra=dict(d.extra), cell=cell, premises=premises)
 
     def _lines_in_cells(self, message: str, cell: int) -> str:
         """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the

@@ -114,6 +114,11 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
             "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                                 "region": _region(d.location, d.end_location)}}],
         }
+        if d.premises:  # what the finding rests on (model/premises.py)
+            result["properties"] = {"premises": [p.to_json() for p in d.premises]}
+        if d.extra.get("undecided"):  # `--show-undecided`: a pattern seen but not decided is a note
+            result["level"] = "note"
+            result.setdefault("properties", {})["undecided"] = True
         fixes = _fixes(d, artifact, context.sources.get(d.filename))
         if fixes:
             result["fixes"] = fixes

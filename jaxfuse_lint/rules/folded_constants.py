@@ -14,6 +14,9 @@ import libcst as cst
 
 from jaxfuse_lint.core.calibration import Decision, Row, decide, evidence_text
 from jaxfuse_lint.model import constant_context, fusion_context
+from jaxfuse_lint.model.evidence import evidence as model_evidence
+from jaxfuse_lint.model.premises import harm
+from jaxfuse_lint.model.source_text import code_of
 
 
 def features(model, node: cst.CSTNode, scope, values: Iterable[tuple[cst.BaseExpression, Any]] | None = None,
@@ -89,12 +92,16 @@ def judged_capture(code: str, model, settings, v, node: cst.CSTNode, scope,
 
     if raw(settings):
         return v  # the calibration harness: the pattern, whatever the table says
+    runs = model_evidence(model).premise(scope, node, raises=False)
+    if runs is None:
+        return None  # not traced on a route that runs
     found = features(model, node, scope, values, bound=bound)
     decision = judge(code, settings, found)
     if decision.outcome == "none":
         return None  # a few bytes, or a constant XLA rebuilds in place
+    v = replace(v, premises=(*v.premises, runs, harm(decision, f"`{code_of(model, node, 40)}`")))
     if not decision.fires:
-        return replace(v, preview=decision.preview, no_fix=decision.preview)
+        return v
     data = found["builder"] in DATA
     fixed = "passed as an argument" if data else "built inside with `jax.numpy`"
     cited = evidence(decision, "this read", fixed, found["size"])

@@ -10,6 +10,9 @@ from jaxfuse_lint.model import fusion_context
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import REDUCTION_METHODS, REDUCTIONS
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import assumed, harm
+from jaxfuse_lint.model.premises import size as premise_size
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.shapes import Shape
 from jaxfuse_lint.model.source_text import code_of
@@ -27,6 +30,7 @@ def _int(e: cst.BaseExpression | None) -> int | None:
 
 class SmallAxisReduction(Rule):
     code = "JF101"
+    premises = ("runs-traced", "size", "harm")
     name = "small-axis-reduction"
     summary = "Reduction (sum/mean/prod/max/min/norm/dot/einsum) over a small, statically known axis in traced code"
     fixable = "sometimes"
@@ -178,17 +182,20 @@ class SmallAxisReduction(Rule):
                 yield found
                 continue
             judged = self._judge(model, found, scope, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(scope, call, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this form (the calibration table) ---------------------------
     def _judge(self, model, v: Violation, scope, settings) -> Violation | None:
         data = v.data
         kind = data.get("kind")
+        subject = f"`{code_of(model, v.node, 40)}`"
         if kind not in _CALIBRATED:
-            v.preview = f"`{kind}` contractions are not calibrated: what XLA fuses around them is not measured"
-            v.no_fix = v.preview
-            return v
+            return v.with_premises(premise_size(model, scope, f"the contracted axis of {subject}", data["size"]), assumed(
+                "harm", subject, f"`{kind}` contractions are not calibrated: what XLA fuses around them is not measured"))
         call, operand, size = v.node, data["operand"], data["size"]
         keepdims = keyword(call, "keepdims")
         producer = fusion_context.producer(model, operand, scope)
@@ -196,16 +203,16 @@ class SmallAxisReduction(Rule):
         decision = decide(self.code, settings, reduction=kind, producer=producer, consumer=consumer, size=size,
                           rows=fusion_context.rows(data["shape"], data["axis"]),
                           dtype=fusion_context.dtype_name(model, operand, scope), loop=fusion_context.loop(model, scope))
-        if decision.outcome == "none":
-            return None  # the compiler fuses it: no extra kernel, no temporary, nothing to win
         where = "the only axis" if data["axis"] is None else f"axis {data['axis']}"
         form = _FORMS.get(producer, "")
+        premises = (premise_size(model, scope, f"{where} of `{code_of(model, operand, 40)}`", size, form),
+                    harm(decision, subject))
         head = f"`{data['short']}` reduces {where} of `{code_of(model, operand, 40)}` (size {size}{form})"
         if not decision.fires:
-            return Violation(call, message(f"{head}: write it as {size} explicit terms"), data=data,
-                             preview=decision.preview, no_fix=decision.preview)
-        evidence = evidence_text(decision, "this form", f"{size} explicit terms")
-        return Violation(call, message(f"{head}: {evidence}; write it as {size} explicit terms"), data=data)
+            return Violation(call, message(f"{head}: write it as {size} explicit terms"), data=data, premises=premises)
+        cited = evidence_text(decision, "this form", f"{size} explicit terms")
+        return Violation(call, message(f"{head}: {cited}; write it as {size} explicit terms"), data=data,
+                         premises=premises)
 
     # -- sum / mean / prod / max / min / norm ----------------------------------------------------
     def _function_form(self, model, call, scope, kind, qn, limit):

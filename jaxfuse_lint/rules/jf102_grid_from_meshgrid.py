@@ -10,6 +10,8 @@ from jaxfuse_lint.core.calibration import decide, evidence_text, raw
 from jaxfuse_lint.model import Function, SemanticModel, grid_context, keyword
 from jaxfuse_lint.model.fusion import reaching_binding, reaching_value
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import harm
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -115,6 +117,7 @@ def indexing_of(call: cst.Call) -> str | None:
 
 class GridFromMeshgrid(Rule):
     code = "JF102"
+    premises = ('runs-traced', 'harm')
     name = "grid-from-meshgrid"
     summary = "`jnp.meshgrid` of `fftfreq`/`linspace` vectors in traced code (build the grid from `jnp.indices`)"
     fixable = "sometimes"
@@ -276,8 +279,11 @@ class GridFromMeshgrid(Rule):
                                 data=data)
                 continue
             judged = self._judge(model, call, scope, sources, head, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(scope, call, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this grid (the calibration table) ---------------------------
     def _judge(self, model, call, scope, sources, head, data, settings) -> Violation | None:
@@ -297,13 +303,14 @@ class GridFromMeshgrid(Rule):
                           consumer=grid_context.consumer(model, call, scope))
         if decision.outcome == "none":
             return None  # the compiler builds this grid as well as the `jnp.indices` form: nothing to win
+        premises = (harm(decision, f"`{code_of(model, call, 40)}`"),)
         if not decision.fires:
             return Violation(call, message(f"{head}: built from `jnp.indices` with index arithmetic, the grid "
                                            "may fuse into its consumers"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         evidence = evidence_text(decision, "the calibrated meshgrid", "the `jnp.indices` form")
         return Violation(call, message(f"{head}: {evidence}; build the grid from `jnp.indices` with index "
-                                       "arithmetic"), data=data)
+                                       "arithmetic"), data=data, premises=premises)
 
 
 RULE = GridFromMeshgrid

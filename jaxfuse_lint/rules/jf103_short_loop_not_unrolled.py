@@ -8,6 +8,9 @@ import libcst as cst
 from jaxfuse_lint.core.calibration import decide, evidence_text, raw
 from jaxfuse_lint.model import Function, Kind, SemanticModel, fusion_context, keyword, loop_context, positional, walk
 from jaxfuse_lint.model.fusion import expression_names, static_int
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import harm
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -102,6 +105,7 @@ def _computes(body: Function) -> bool:
 
 class ShortLoopNotUnrolled(Rule):
     code = "JF103"
+    premises = ('runs-traced', 'harm')
     name = "short-loop-not-unrolled"
     summary = "`lax.fori_loop`/`lax.scan` with a small literal trip count, not unrolled"
     fixable = "sometimes"
@@ -247,8 +251,15 @@ class ShortLoopNotUnrolled(Rule):
                                               "unroll it (`unroll=True`)"), data=data)
                 continue
             judged = self._judge(model, site, n, kind, head, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            # The loop compiles where it runs: in its traced function, or by itself (lax traces the body).
+            if isinstance(site.scope, Function) and model.is_traced(site.scope):
+                runs = evidence(model).premise(site.scope, call, raises=False)
+            else:
+                runs = evidence(model).premise(body, body.node, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this loop (the calibration table) ---------------------------
     def _judge(self, model, site, n, kind, head, data, settings) -> Violation | None:
@@ -260,12 +271,13 @@ class ShortLoopNotUnrolled(Rule):
                           context=loop_context.context(model, call, qn, scope))
         if decision.outcome == "none":
             return None  # unrolled, the compiler does no better: nothing to win
+        premises = (harm(decision, f"`{code_of(model, call, 40)}`"),)
         if not decision.fires:
             return Violation(call, message(f"{head}: unrolled (`unroll=True`), the iterations may fuse"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         steps = decision.evidence.features.get("steps") if decision.evidence is not None else n
         evidence = evidence_text(decision, f"the calibrated {steps}-step loop", "unrolled")
-        return Violation(call, message(f"{head}: {evidence}; add `unroll=True`"), data=data)
+        return Violation(call, message(f"{head}: {evidence}; add `unroll=True`"), data=data, premises=premises)
 
 
 # How a message names the heaviest work of the body (model/loop_context.py).

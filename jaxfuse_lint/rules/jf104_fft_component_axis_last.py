@@ -10,6 +10,9 @@ from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import Function, SemanticModel, Shape, fft_context, keyword, positional
 from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_value
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import harm
+from jaxfuse_lint.model.premises import size as premise_size
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -65,6 +68,7 @@ def transforms_last_axis(axes: tuple[int, ...], rank: int | None) -> bool | None
 
 class FftComponentAxisLast(Rule):
     code = "JF104"
+    premises = ('runs-traced', 'size', 'harm')
     name = "fft-component-axis-last"
     summary = "FFT over the leading axes of an array whose trailing axis is a small component axis"
     fixable = "never"
@@ -223,8 +227,11 @@ class FftComponentAxisLast(Rule):
                 yield Violation(call, message(f"{head}: XLA transforms trailing axes only; {advice}"), data=data)
                 continue
             judged = self._judge(model, call, qn, scope, axes, shape, size, head, advice, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(scope, call, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this layout (the calibration table) -------------------------
     def _judge(self, model, call, qn, scope, axes, shape, size, head, advice, data, settings) -> Violation | None:
@@ -240,12 +247,13 @@ class FftComponentAxisLast(Rule):
                           consumer=fft_context.consumer(model, call, qn, scope))
         if decision.outcome == "none":
             return None  # the compiler does as well with this layout: nothing to win
+        premises = (premise_size(model, scope, f"the trailing axis of `{code_of(model, call, 40)}`", size), harm(decision, f"`{code_of(model, call, 40)}`"),)
         if not decision.fires:
             return Violation(call, message(f"{head}: XLA transforms trailing axes only, and it may transpose the "
                                            f"array before and after the FFT; {advice}"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         evidence = evidence_text(decision, "the calibrated component-last layout", "the components-first layout")
-        return Violation(call, message(f"{head}: {evidence}; {advice}"), data=data)
+        return Violation(call, message(f"{head}: {evidence}; {advice}"), data=data, premises=premises)
 
 
 _FORWARD = frozenset({"jax.numpy.fft.rfftn", "jax.numpy.fft.rfft2"})

@@ -11,12 +11,16 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules import folded_constants
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import harm
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
 
 
 class NumpyConstantInTracedCode(Rule):
     code = "JF201"
+    premises = ("runs-traced", "harm")
     name = "numpy-constant-in-traced-code"
     summary = "NumPy call that builds an array inside traced code (folded into the program as a constant)"
     fixable = "sometimes"
@@ -237,8 +241,11 @@ class NumpyConstantInTracedCode(Rule):
                 yield Violation(node, message(*head, *advice), data={"qualified_name": qn})
                 continue
             judged = self._judge(model, node, fn, settings, head, advice, qn)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(fn, node, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this constant (the calibration table) ------------------------
     def _judge(self, model, node, fn, settings, head, advice, qn) -> Violation | None:
@@ -252,11 +259,11 @@ class NumpyConstantInTracedCode(Rule):
             fixed = "with the values passed as an argument"
         else:
             fixed = "with `jax.numpy`"
+        premises = (harm(decision, f"`{code_of(model, node, 40)}`"),)
         if not decision.fires:
-            return Violation(node, message(*head, *advice), data=data, preview=decision.preview,
-                             no_fix=decision.preview)
+            return Violation(node, message(*head, *advice), data=data, premises=premises)
         cited = folded_constants.evidence(decision, "this form", fixed, found["size"])
-        return Violation(node, message(*head, f" ({cited})" if cited else "", *advice), data=data)
+        return Violation(node, message(*head, f" ({cited})" if cited else "", *advice), data=data, premises=premises)
 
 
 def _numpy_nodes(model: SemanticModel):

@@ -14,6 +14,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CapturedNumpyArray(Rule):
     code = "JF202"
+    premises = ("runs-traced", "harm")
     name = "captured-numpy-array"
     summary = "Traced function reads a module-level or enclosing NumPy array (baked in as a constant)"
     fixable = "sometimes"

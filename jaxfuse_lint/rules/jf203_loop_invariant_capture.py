@@ -8,6 +8,8 @@ import libcst as cst
 from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, raw
 from jaxfuse_lint.model import Kind, SemanticModel, capture_context
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import harm
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
 from jaxfuse_lint.model.computed_arrays import computed_array, known_scalar
@@ -16,6 +18,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LIC
 
 class LoopInvariantCapture(Rule):
     code = "JF203"
+    premises = ("runs-traced", "harm")
     name = "loop-invariant-capture"
     summary = "lax loop body reads an array computed outside the loop (kept alive as a temporary)"
     fixable = "sometimes"
@@ -206,8 +209,11 @@ class LoopInvariantCapture(Rule):
                             "recomputed in the fused loop kernel"), data=data)
                         continue
                     judged = _judge(model, settings, read, bindings, owner, body, site, head, data)
-                    if judged is not None:
-                        yield judged
+                    if judged is None:
+                        continue
+                    runs = evidence(model).premise(body, read.name, raises=False)
+                    if runs is not None:
+                        yield judged.with_premises(runs)
 
 
 # -- what the compiler does with this capture (the calibration table) -----------------------------------
@@ -238,12 +244,14 @@ def _judge(model: SemanticModel, settings, read, bindings, owner: Function, body
     if decision.outcome == "none":
         return None  # the compiler shows no saving from recomputing it in the body
     what = f" ({_VALUES[kind]})" if kind in _VALUES else ""
+    premises = (harm(decision, f"`{read.name.value}`"),)
     if not decision.fires:
         return Violation(read.name, message(
             *head, f"{what}: it may be kept alive as a temporary across all iterations; recompute it in the body"),
-            data=data, preview=decision.preview, no_fix=decision.preview)
-    evidence = evidence_text(decision, "the capture", "the recomputation in the body")
-    return Violation(read.name, message(*head, f"{what}: {evidence}; recompute it in the body"), data=data)
+            data=data, premises=premises)
+    cited = evidence_text(decision, "the capture", "the recomputation in the body")
+    return Violation(read.name, message(*head, f"{what}: {cited}; recompute it in the body"), data=data,
+                     premises=premises)
 
 
 def _size(model: SemanticModel, bindings, owner: Function):

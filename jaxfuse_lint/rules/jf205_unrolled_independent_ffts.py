@@ -10,6 +10,8 @@ from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_
 from jaxfuse_lint.model import Function, SemanticModel, capture_context, positional, walk
 from jaxfuse_lint.model.accumulation import Accumulation, accumulation, small_statements
 from jaxfuse_lint.model.fusion import CONTRACTIONS, FFT_MULTI_AXIS, FFT_ONE_AXIS, large_op_deep, static_int
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import assumed, harm
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
@@ -99,6 +101,7 @@ def loop_facts(model: SemanticModel, loop: cst.For, scope) -> LoopFacts | None:
 
 class UnrolledIndependentFfts(Rule):
     code = "JF205"
+    premises = ("runs-traced", "harm")
     name = "unrolled-independent-ffts"
     summary = "Python `for` over a range in traced code whose iterations run independent FFTs/matmuls and accumulate"
     fixable = "sometimes"
@@ -226,8 +229,11 @@ class UnrolledIndependentFfts(Rule):
                     yield found
                     continue
                 judged = _judge(model, settings, found, loop, scope)
-                if judged is not None:
-                    yield judged
+                if judged is None:
+                    continue
+                runs = evidence(model).premise(scope, loop, raises=False)
+                if runs is not None:
+                    yield judged.with_premises(runs)
 
     def _check_loop(self, model: SemanticModel, loop: cst.For, scope: Function) -> Violation | None:
         it = loop.iter
@@ -319,15 +325,20 @@ def _judge(model: SemanticModel, settings, v: Violation, loop: cst.For, scope: F
                 and target in _reads(n.right) for acc in facts.accumulations for n in walk(acc.term))
     decision = decide("JF205", settings, call=call, iterations=iterations, size=size,
                       epilogue="power" if power else "none")
+    subject = f"the loop over `{model.module.code_for_node(loop.iter)}`"
     if decision.fires:
-        evidence = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
-        return Violation(v.node, (*v.message, f" ({evidence})"), data=v.data, range_node=v.range_node)
+        cited = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
+        return Violation(v.node, (*v.message, f" ({cited})"), data=v.data, range_node=v.range_node,
+                         premises=(harm(decision, subject),))
     trade = _trade(decision)
     if decision.outcome == "none" and trade is None:
         return None  # the fori_loop is no better here on any figure
-    note = decision.preview or "the table shows a trade of launches for temporaries, not a gain: no fix"
+    if decision.outcome == "none":  # a trade: better on one figure, worse on another
+        premise = assumed("harm", subject, "the table shows a trade of launches for temporaries, not a gain")
+    else:
+        premise = harm(decision, subject)
     return Violation(v.node, (*v.message, f" ({trade})" if trade else ""), data=v.data, range_node=v.range_node,
-                     preview=note, no_fix=note)
+                     premises=(premise,))
 
 
 def _trade(decision) -> str | None:

@@ -10,6 +10,9 @@ from jaxfuse_lint.model import Function, SemanticModel, capture_context, keyword
 from jaxfuse_lint.model.accumulation import accumulation, small_statements
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.fusion import CONTRACTIONS
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import assumed, harm, proven
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import (
     CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, tracing,
@@ -61,6 +64,7 @@ def uses_pallas(model: SemanticModel) -> bool:
 
 class FusionBlockingBarrier(Rule):
     code = "JF206"
+    premises = ("runs-traced", "harm")
     name = "fusion-blocking-barrier"
     summary = "`lax.optimization_barrier` in traced code, or `checkpoint(prevent_cse=True)` used to force recomputation"
     fixable = "never"
@@ -185,8 +189,11 @@ class FusionBlockingBarrier(Rule):
                         data={"kind": "barrier"})
                     continue
                 judged = _judge_barrier(model, settings, call, scope, head)
-                if judged is not None:
-                    yield judged
+                if judged is None:
+                    continue
+                runs = evidence(model).premise(scope, call, raises=False)
+                if runs is not None:
+                    yield judged.with_premises(runs)
                 continue
             target = None
             if qn in CHECKPOINTS and _is_true(keyword(call, "prevent_cse")):
@@ -212,7 +219,9 @@ class FusionBlockingBarrier(Rule):
                 continue
             judged = _judge_checkpoint(model, settings, call, scope, where, target, head)
             if judged is not None:
-                yield judged
+                # (`_forward_use`: the checkpointed function runs in traced code)
+                yield judged.with_premises(proven("runs-traced", f"`{code_of(model, call, 40)}`", "forward-use",
+                                                  "the checkpointed function runs in traced code, forward only"))
 
     @staticmethod
     def _forward_use(model: SemanticModel, site, where: str, target) -> bool:
@@ -287,23 +296,24 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
                       size=total if total is not None else _ARRAY_CLASSES, collectives=collectives)
     if decision.outcome == "none":
         return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
+    subject = f"`{code_of(model, call, 40)}`"
     if not decision.fires:
-        note = decision.preview
+        premise = harm(decision, subject)
         if collectives and decision.outcome == "unknown" and decision.table is not None:
-            note = ("this module runs collectives or shards its arrays: the barrier may order communication "
-                    "against compute on purpose, an overlap of devices one compiled device cannot show (not "
-                    "calibrated)")
+            premise = assumed("harm", subject,
+                              "this module runs collectives or shards its arrays: the barrier may order communication "
+                              "against compute on purpose, an overlap of devices one compiled device cannot show (not "
+                              "calibrated)")
         return Violation(call, message(
             *head, ": it may block fusion across it, so its operands are materialised in device memory and "
-            "the code before and after runs as separate kernels"), data={"kind": "barrier"},
-            preview=note, no_fix=note)
+            "the code before and after runs as separate kernels"), data={"kind": "barrier"}, premises=(premise,))
     loop = context == "python_loop"
-    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
+    cited = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
                              else "the same code without the barrier")
     advice = "run the iterations in a `lax.fori_loop` instead" if loop else \
         "drop it (to force recomputation, call the function again)"
-    return Violation(call, message(*head, f": it blocks fusion across it: {evidence}; {advice}"),
-                     data={"kind": "barrier"})
+    return Violation(call, message(*head, f": it blocks fusion across it: {cited}; {advice}"),
+                     data={"kind": "barrier"}, premises=(harm(decision, subject),))
 
 
 def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):
@@ -316,6 +326,7 @@ def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, whe
         kinds = {_BEFORE.get(capture_context.value_kind(model, r, fn)) for r in fn.returns}
         before = kinds.pop() if len(kinds) == 1 else None
     decision = decide("JF206", settings, kind="prevent_cse", before=before)
+    subject = f"`{code_of(model, call, 40)}`"
     if decision.outcome == "none":
         # The table confirms the claim: one compiled program with and without it. Nothing costs, so this is
         # information for the preview tier, not a default finding.
@@ -324,12 +335,13 @@ def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, whe
         same = (f"on {decision.table.compiler}, the checkpointed function{at} compiles to "
                 f"{figures_text(row.before)} with it and {figures_text(row.after)} without the checkpoint")
         note = "the compiled program is the same with and without it: nothing to gain, reported as information"
-        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"}, preview=note, no_fix=note)
+        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"},
+                         premises=(assumed("harm", subject, note),))
     if decision.fires:
-        evidence = evidence_text(decision, "the checkpointed form", "the plain call")
-        return Violation(call, message(*head, f"; here it costs: {evidence}"), data={"kind": "checkpoint"})
-    return Violation(call, message(*head), data={"kind": "checkpoint"}, preview=decision.preview,
-                     no_fix=decision.preview)
+        cited = evidence_text(decision, "the checkpointed form", "the plain call")
+        return Violation(call, message(*head, f"; here it costs: {cited}"), data={"kind": "checkpoint"},
+                         premises=(harm(decision, subject),))
+    return Violation(call, message(*head), data={"kind": "checkpoint"}, premises=(harm(decision, subject),))
 
 
 def _enclosing_for(model: SemanticModel, node: cst.CSTNode, scope: Function) -> cst.For | None:

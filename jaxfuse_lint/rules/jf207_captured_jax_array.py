@@ -14,6 +14,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CapturedJaxArray(Rule):
     code = "JF207"
+    premises = ("runs-traced", "harm")
     name = "captured-jax-array"
     summary = "Traced function reads a module-level or enclosing jax array (folded in as a constant)"
     fixable = "never"

@@ -5,6 +5,7 @@ from collections import Counter
 from typing import Any, Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.premises import recorded
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import matched_entries, name_node
 from jaxfuse_lint.core.targets import recorded_claim
@@ -48,6 +49,7 @@ def _test_case(where: Any) -> str | None:
 
 class RecompiledAtRunTime(Rule):
     code = "JF501"
+    premises = ("measured",)
     name = "recompiled-at-run-time"
     summary = "A jit entry point compiled more than `max-compilations` times in one recorded process (measured)"
     fixable = "never"
@@ -133,7 +135,7 @@ class RecompiledAtRunTime(Rule):
             yield Violation(name_node(fn), message(
                 f"`{fn.display_name}` was compiled {len(worst)} times in one recorded run"
                 f"{f' ({where})' if where else ''}, more than `max-compilations` = {limit}: {causes}; {advice}"),
-                data={"compilations": len(worst)})
+                data={"compilations": len(worst)}, premises=(recorded("measured", f"`{fn.display_name}`", f"{len(worst)} compilations in one recorded run ({model.runtime.profile_path or 'profile'})"),))
 
 
 RULE = RecompiledAtRunTime

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.premises import recorded
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import nbytes
 from jaxfuse_lint.core.targets import recorded_claim
@@ -11,6 +12,7 @@ from jaxfuse_lint.core.targets import recorded_claim
 
 class LargeCapturedConstant(Rule):
     code = "JF502"
+    premises = ("measured",)
     name = "large-captured-constant"
     summary = "A traced program captured a constant larger than `constant-bytes-max` on this line (measured)"
     fixable = "never"
@@ -91,7 +93,7 @@ class LargeCapturedConstant(Rule):
             yield Violation(node, message(
                 f"the program of `{const.get('api', 'jax.jit')}({entry})` captured a {nbytes(size)} constant "
                 f"({const.get('shape', '?')}) here, above `constant-bytes-max` = {nbytes(limit)}: pass the array "
-                f"as an argument instead of closing over it"), data={"bytes": size})
+                f"as an argument instead of closing over it"), data={"bytes": size}, premises=(recorded("measured", f"{nbytes(size)} constant", f"captured by `{entry}` in a recorded run ({runtime.profile_path or 'profile'})"),))
 
 
 RULE = LargeCapturedConstant

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.premises import recorded
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import entry_names, nbytes
 from jaxfuse_lint.core.targets import recorded_claim
@@ -11,6 +12,7 @@ from jaxfuse_lint.core.targets import recorded_claim
 
 class LargeTemporary(Rule):
     code = "JF503"
+    premises = ("measured",)
     name = "large-temporary"
     summary = "A compiled program materialises a temporary larger than `temporary-bytes-max` for this line (measured)"
     fixable = "never"
@@ -99,7 +101,7 @@ class LargeTemporary(Rule):
                 f"this line writes {nbytes(size)} of temporaries in the program of {entry} "
                 f"({kernels} kernel{'s' if kernels != 1 else ''}), above `temporary-bytes-max` = {nbytes(limit)}: "
                 f"its values go to device memory and back instead of staying in one fused kernel"),
-                data={"bytes": size})
+                data={"bytes": size}, premises=(recorded("measured", f"{nbytes(size)} of temporaries", f"in the program of {entry}, in a recorded run ({runtime.profile_path or 'profile'})"),))
 
 
 RULE = LargeTemporary
