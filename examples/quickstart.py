@@ -18,7 +18,7 @@ KERNEL = np.exp(-np.linspace(0.0, 4.0, 4096) ** 2)
 
 
 @jax.jit
-def invert(x: Float32[Array, "n"], y: Float32[Array, "n"]):
+def invert(x: Float32[Array, "65536"], y: Float32[Array, "65536"]):
     """The points (x, y) inverted in the unit circle."""
     p = jnp.stack([x, y], axis=-1)
     return p / jnp.sum(p * p, axis=-1, keepdims=True)
