@@ -235,14 +235,20 @@ def test_the_rule_decides_as_the_compiler_did(code, key):
 
 
 def test_the_committed_tables_are_what_this_compiler_says():
-    """A sample of each XLA:GPU table, compiled again (only where this jax made the table)."""
+    """A sample of each rule's XLA:GPU tables, compiled again (only where this jax made the table).
+    One GPU model per rule, the H100 and the A100 in turn, two variants each: the two tables of a rule
+    come from one compiler, and a table made by another compiler differs in most of its rows (each
+    variant costs about a second to compile twice: four of every table took a minute)."""
     jax = pytest.importorskip("jax")
     from jaxfuse_lint.calibrate.harness import _measure_batch, fixed_batches
 
+    gpu_keys = ("h100", "a100")
     checked = 0
     for code, key in TABLES:
         table = calibration.load_table(code, key)
         if key == "cpu" or table.meta.get("jax") != jax.__version__:
+            continue
+        if key != gpu_keys[sorted(GENERATORS).index(code) % len(gpu_keys)]:
             continue
         try:
             from jaxfuse_lint.calibrate.harness import _target
@@ -250,7 +256,7 @@ def test_the_committed_tables_are_what_this_compiler_says():
             _target(key)
         except Exception as exc:  # noqa: BLE001
             pytest.skip(f"no XLA:GPU compiler here: {exc}")
-        sample = random.Random(1).sample([r for r in table.rows if r.verdict in ("harm", "none")], 4)
+        sample = random.Random(1).sample([r for r in table.rows if r.verdict in ("harm", "none")], 2)
         (batch,) = fixed_batches(code, [r.features for r in sample])
         for (features, before, after, v, _, _), row in zip(_measure_batch(batch, key, 0), sample):
             assert (before, after, v) == (row.before, row.after, row.verdict), (code, key, features)

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.config import IGNORE_NOQA, Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location, PremiseRecord
 from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
@@ -191,6 +191,7 @@ class Analysis:
         self._source = source
         self.filename = filename
         self.settings = settings
+        apply_noqa = apply_noqa and IGNORE_NOQA not in settings.extra  # `--ignore-noqa`
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
         # The file's dotted module name, asked for only when a rule needs it (a package's module is a
@@ -352,13 +353,21 @@ def parse_verdict(text: str, filename: str, settings: Settings,
         return None, syntax_error_diagnostic(filename, exc, text, cpython=cpython_reads(settings))
 
 
-def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None:
-    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB)."""
-    if size <= settings.max_file_size:
+def too_large(size: int, filename: str, settings: Settings, *, notebook_code: bool = False) -> Diagnostic | None:
+    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB).
+    A notebook's file is bounded by `max-notebook-size` (it is mostly outputs, which are never
+    decoded), and its code, the joined code cells (`notebook_code`), by `max-file-size`."""
+    notebook = filename.lower().endswith(".ipynb")
+    limit = settings.max_notebook_size if notebook and not notebook_code else settings.max_file_size
+    if size <= limit:
         return None
     loc = Location(1, 1)
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"File not checked: {size:,} bytes is over `max-file-size` "
-                      f"({settings.max_file_size:,} bytes)", filename, loc, loc, noqa_row=1)
+    if notebook and notebook_code:
+        text = f"Notebook not checked: its code cells hold {size:,} bytes, over `max-file-size` ({limit:,} bytes)"
+    else:
+        key = "max-notebook-size" if notebook else "max-file-size"
+        text = f"File not checked: {size:,} bytes is over `{key}` ({limit:,} bytes)"
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", text, filename, loc, loc, noqa_row=1)
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
@@ -379,7 +388,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
                               apply_noqa=apply_noqa, model_hook=model_hook, should_stop=should_stop)
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -447,7 +456,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     if filename.lower().endswith(".ipynb") and not as_python:
         return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
                             model_hook=model_hook)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
         outcome.remaining = [big]
@@ -625,7 +634,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)  # as for a .py file: not read, one JF000
+    big = too_large(len(source), filename, settings)  # `max-notebook-size`: not read, one JF000
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -638,6 +647,10 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     result.source = raw
     if not nb.python or not nb.module:
         result.skipped = True
+        return result
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        result.diagnostics.append(big)
         return result
     # A cell the parser guard refuses (CPython rejects it, shaped to hurt libcst's parser: HTML after a
     # Colab form line) is left out alone, before any parse of the joined cells.
@@ -705,6 +718,10 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
     outcome = FixOutcome(filename, raw, raw, encoding=encoding)
     if not nb.python or not nb.module:
+        return outcome
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        outcome.remaining = [big]
         return outcome
     cells = _guarded_cells(nb, filename, settings)
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)

@@ -477,9 +477,9 @@ def _random_elements(model: ConstantContextView, e: cst.Call, qn: str | None, sc
             total *= v
         return total
     arg = keyword(e, "size")
-    if arg is None and qn is not None:
+    if arg is None:  # the module's functions and a Generator's methods take `size` at the same place
         arg = positional(e, 0 if name in ("random", "random_sample", "ranf", "sample")
-                         else _RANDOM_SIZE_POSITION.get(name, 2))
+                         else 1 if name == "choice" else _RANDOM_SIZE_POSITION.get(name, 2))
     if arg is None or _is_none(arg):
         return None
     s = shapes.literal_shape(arg, scope)

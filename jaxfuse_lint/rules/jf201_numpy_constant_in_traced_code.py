@@ -28,8 +28,10 @@ class NumpyConstantInTracedCode(Rule):
     ## What it does
     Flags, in traced code, a NumPy call that builds an array from static
     arguments: `np.arange`, `linspace`, `ones`, `zeros`, `full`, `eye`,
-    `meshgrid`, `indices`, `fft.fftfreq`, `random.*`, and NumPy array math on
-    such results (`np.sin(np.arange(n))`, reported once, at the outermost call).
+    `meshgrid`, `indices`, `fft.fftfreq`, `random.*` (and the draws of a
+    `np.random.default_rng(...)` Generator: `rng.normal(0, 1, (512, 512))`),
+    and NumPy array math on such results (`np.sin(np.arange(n))`, reported
+    once, at the outermost call).
 
     ## Premises
     `runs-traced`; `size(the constant)`: its elements in 4-byte units, proven

@@ -68,7 +68,11 @@ class CapturedNumpyArray(Rule):
     to give a scalar, dtype, shape, bool or None: whole-array reductions
     (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
     (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
-    `np.isscalar`, `np.random.seed`, a draw without `size=`. An array read as
+    `np.isscalar`, `np.random.seed`, a draw without a size. A draw of NumPy's
+    Generator API (`rng = np.random.default_rng(0)`, then `rng.normal(0, 1,
+    (512, 512))`, or `np.random.default_rng(0).standard_normal((512, 512))`)
+    is data like the legacy `np.random.standard_normal((512, 512))`, and is
+    decided the same way. An array read as
     a shape, axis or split point (`jnp.split(x, SPLITS)`, `x.reshape(SHAPE)`,
     `axis=AXES`) becomes Python numbers at trace time and is not flagged. A jax
     array captured the same way is JF207's.

@@ -10,7 +10,9 @@ calibration harness applies it), and:
 - the compiler shows the harm, judged as the calibration tables judge it (`core/calibration.verdict`:
   memory saved, or two or more launches, and nothing worse): the finding is reported with the
   function's own figures, in the default output (also a preview finding: it is now shown);
-- it shows no change, or the fix worse: the finding is dropped, and the run says so on stderr;
+- it shows no change, the fix worse, or a trade-off (better on one figure, worse on another: the
+  calibration's "mixed"): the finding is dropped, and the run says which on stderr, with the figures
+  that got better and those that got worse;
 - it cannot be compiled here (or only with XLA:CPU standing in for another target), the shapes are
   not known, or only one kernel launch is saved: the finding keeps the table's decision.
 
@@ -23,7 +25,7 @@ import ast
 import dataclasses
 from typing import Callable, Iterable
 
-from jaxfuse_lint.core.calibration import Figures, figures_text, verdict
+from jaxfuse_lint.core.calibration import FIGURES, LABELS, Figures, change, figures_text, size_text, verdict
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 
@@ -103,10 +105,33 @@ def _confirm(d: Diagnostic, source: str | None, settings: Settings, echo) -> Dia
         return dataclasses.replace(d, message=f"{message}; confirmed by {compiled}: {figures_text(before)} → "
                                               f"{figures_text(after)}")
     if judged in ("none", "worse", "mixed"):
-        echo(f"jaxfuse-lint: {where}: dropped: {compiled} shows no harm "
-             f"({figures_text(before)} → {figures_text(after)})")
+        echo(f"jaxfuse-lint: {where}: dropped: {compiled} {outcome_text(judged, before, after)}")
         return False
     return None  # one launch saved and nothing else, or the fix changed results: the table's decision stands
+
+
+def outcome_text(judged: str, before: Figures, after: Figures) -> str:
+    """What a compile that does not confirm a finding shows, in words: "shows no harm (...)", "shows
+    the fix makes it worse (...)", "shows a trade-off, not a gain: better on ..., worse on ..."."""
+    if judged == "none":
+        return f"shows no harm ({figures_text(before)} → {figures_text(after)})"
+    better, worse = [], []
+    for name in FIGURES:
+        b, a = getattr(before, name), getattr(after, name)
+        side = {"better": better, "worse": worse}.get(change(name, b, a))
+        if side is not None:
+            side.append(f"{LABELS[name]} {_figure(name, b)} → {_figure(name, a)}")
+    if judged == "worse":
+        return f"shows the fix makes it worse ({', '.join(worse)})"
+    return f"shows a trade-off, not a gain: better on {', '.join(better)}; worse on {', '.join(worse)}"
+
+
+def _figure(name: str, value) -> str:
+    if name in ("temp_bytes", "constant_bytes"):
+        return size_text(value)
+    if name == "seconds":
+        return f"{value * 1e6:.0f} µs"
+    return str(value)
 
 
 def _figures(measurement) -> Figures:
