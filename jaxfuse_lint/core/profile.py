@@ -48,6 +48,10 @@ from typing import Any, Iterable, Iterator
 PROFILE_KEY = "profile"
 PROFILE_DIGEST_KEY = "profile-digest"
 
+# What a traced function's parameter held in one call (the recorder's `traced` facts): a tracer
+# (or a container holding one), a concrete Python value, or an object that may hold tracers.
+TRACER, PYTHON, OTHER = "tracer", "python", "other"
+
 FORMAT = "jaxfuse-lint-profile"
 VERSION = 1
 # Where recording processes leave their parts, next to the profile, until `record` merges them.
@@ -111,9 +115,11 @@ class FileFacts:
     lines: list[dict[str, Any]] = field(default_factory=list)  # per-line costs of compiled programs
     # Constants captured by a trace on one of this text's lines: {bytes, shape, line, entry, entry_qualname}.
     constants: list[dict[str, Any]] = field(default_factory=list)
+    # What each function's parameters held when it was called under any trace (see `traced` above).
+    traced: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.entries or self.functions or self.lines or self.constants)
+        return bool(self.entries or self.functions or self.lines or self.constants or self.traced)
 
     def entries_named(self, qualname: str) -> list[dict[str, Any]]:
         return [e for e in self.entries if e.get("qualname") == qualname]
@@ -143,6 +149,9 @@ class Profile:
         self.lines: list[dict[str, Any]] = list(data.get("lines", []))
         for item in self.lines:
             self._facts(item.get("sha256")).lines.append(item)
+        self.traced: list[dict[str, Any]] = [t for t in data.get("traced", []) if isinstance(t, dict)]
+        for item in self.traced:
+            self._facts(item.get("sha256")).traced.append(item)
 
     def _facts(self, digest: str | None) -> FileFacts:
         key = digest or ""
@@ -158,7 +167,7 @@ class Profile:
     def files(self) -> dict[str, str]:
         """{recorded path: digest} of every file with facts."""
         out: dict[str, str] = {}
-        for item in (*self.entries, *self.functions):
+        for item in (*self.entries, *self.functions, *self.traced):
             if item.get("file") and item.get("sha256"):
                 out.setdefault(item["file"], item["sha256"])
         return out
@@ -186,7 +195,7 @@ def validate(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(version, int) or version > VERSION:
         raise ProfileError(f"{where}: profile version {version!r} is newer than this jaxfuse-lint reads "
                            f"({VERSION}); record it again or upgrade jaxfuse-lint")
-    for key in ("entries", "functions", "lines"):
+    for key in ("entries", "functions", "lines", "traced"):
         if not isinstance(data.get(key, []), list):
             raise ProfileError(f"{where}: `{key}` must be a list")
     return data
@@ -223,7 +232,7 @@ def profile_digest(path: str | os.PathLike) -> str:
 
 def empty_profile(**meta: Any) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, **meta, "processes": [], "entries": [], "functions": [],
-            "lines": []}
+            "lines": [], "traced": []}
 
 
 def _function_key(f: dict[str, Any]) -> tuple:
@@ -241,6 +250,7 @@ def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
     entries: dict[str, dict[str, Any]] = {}
     seen_functions: set[tuple] = set()
     lines: dict[tuple, dict[str, Any]] = {}
+    traced: dict[tuple, dict[str, Any]] = {}
     for part in parts:
         out["processes"].extend(part.get("processes", []))
         for key in ("jax_version",):
@@ -283,10 +293,58 @@ def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
             else:
                 for field_name in ("temp_bytes", "constant_bytes", "kernels", "copies"):
                     have[field_name] = max(have.get(field_name, 0), item.get(field_name, 0))
+        for item in part.get("traced", []):
+            k = (item.get("sha256"), item.get("qualname"), item.get("line"))
+            have = traced.get(k)
+            if have is None:
+                traced[k] = json.loads(json.dumps(item))  # a copy: merged into below
+            else:
+                _merge_traced(have, item)
+    out["traced"] = sorted(traced.values(), key=lambda t: (t.get("file", ""), t.get("line", 0), t.get("qualname", "")))
     out["entries"] = sorted(entries.values(), key=lambda e: (e.get("file", ""), e.get("line", 0), e["id"]))
     out["functions"].sort(key=lambda f: (f.get("file", ""), f.get("line", 0), f.get("qualname", "")))
     out["lines"] = sorted(lines.values(), key=lambda x: (x.get("file", ""), x.get("line", 0)))
     return out
+
+
+def _merge_traced(have: dict[str, Any], item: dict[str, Any]) -> None:
+    """One function's parameter facts from two processes: counts added, examples kept (a few)."""
+    have["calls"] = int(have.get("calls", 0)) + int(item.get("calls", 0))
+    params = have.setdefault("params", {})
+    for name, p in (item.get("params") or {}).items():
+        mine = params.get(name)
+        if mine is None:
+            params[name] = json.loads(json.dumps(p))
+            continue
+        for kind in (TRACER, PYTHON, OTHER):
+            mine[kind] = int(mine.get(kind, 0)) + int(p.get(kind, 0))
+        for key in ("types", "values"):
+            kept = mine.setdefault(key, [])
+            for v in p.get(key, []):
+                if v not in kept and len(kept) < 4:
+                    kept.append(v)
+        where = mine.setdefault("where", {})
+        for kind, w in (p.get("where") or {}).items():
+            where.setdefault(kind, w)
+
+
+def param_kinds(records: Iterable[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """What parameter `name` held over the `traced` records of one function: counts per kind,
+    the Python values seen and where each kind was first seen (None: never recorded)."""
+    out: dict[str, Any] = {TRACER: 0, PYTHON: 0, OTHER: 0, "values": [], "types": [], "where": {}}
+    found = False
+    for record in records:
+        p = (record.get("params") or {}).get(name)
+        if not isinstance(p, dict):
+            continue
+        found = True
+        for kind in (TRACER, PYTHON, OTHER):
+            out[kind] += int(p.get(kind, 0) or 0)
+        for key in ("values", "types"):
+            out[key] += [v for v in p.get(key, []) if v not in out[key]]
+        for kind, w in (p.get("where") or {}).items():
+            out["where"].setdefault(kind, w)
+    return out if found else None
 
 
 def _sig_key(sig: dict[str, Any]) -> str:

@@ -44,6 +44,7 @@ callers traced, and counts bodies handed to eager `lax.scan`/`vmap` as traced.
 from __future__ import annotations
 
 import atexit
+import enum
 import functools
 import inspect
 import json
@@ -52,9 +53,13 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 import uuid
 import weakref
 from typing import Any
+
+# What a parameter held when a traced function was called (core/profile.py reads them back).
+from jaxfuse_lint.core.profile import OTHER, PYTHON, TRACER
 
 ENV_PARTS = "JAXFUSE_LINT_RECORD_PARTS"
 ENV_ROOT = "JAXFUSE_LINT_RECORD_ROOT"
@@ -62,6 +67,12 @@ ENV_COSTS = "JAXFUSE_LINT_RECORD_COSTS"
 # Constants captured by a trace smaller than this are not worth a profile entry.
 MIN_CONSTANT_BYTES = 1024
 _MAX_REPR = 80
+
+# Values, types and abstract values kept per parameter.
+_MAX_KEPT = 4
+# Python values whose repr is longer than this are recorded by type only.
+_MAX_VALUE_REPR = 40
+_PYTHON_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 _TRANSFORM_NAMES = ("vmap", "jvp", "transpose", "grad", "vjp", "remat", "checkpoint", "pmap", "shard_map",
                     "xmap", "custom_jvp_call", "custom_vjp_call", "while", "scan", "cond", "switch")
@@ -98,6 +109,11 @@ class Recorder:
         self.param_avals: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
         self._code_memo: dict[Any, tuple | None] = {}
         self._tracer_type = None
+        self._trace_ctx = None
+        # {(file, qualname, first line): {"calls": n, "where": ..., "params": {name: kinds}}}: what
+        # each user function's parameters held when it was called under a trace (`watch_calls`).
+        self.calls: dict[tuple, dict[str, Any]] = {}
+        self._flags = threading.local()  # .jit: inside a jit's trace (parameter shapes are kept then)
         excluded = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         import jax
         import jaxlib
@@ -343,18 +359,24 @@ class Recorder:
                 out.append((fname, fr.function_name, fr.function_start_line, fr.line_num))
         return out
 
-    # -- parameter shapes of the functions a trace calls ---------------------------------------------------
+    # -- what the parameters of the functions a trace calls were -------------------------------------
     def watch_calls(self):
-        """A `sys.setprofile` function recording the abstract values of the parameters of
-        every user function called while a top-level trace runs (tracing happens once per
-        signature, so this costs nothing per step)."""
+        """A `sys.setprofile` function, armed while any trace runs (a jit's, `eval_shape`'s, a
+        `vmap`, `grad`, a lax loop body's, a Flax lifted transform's: see `install`), recording
+        for every user function called then which parameters were tracers (with their abstract
+        values) and which were Python values (type, and the value where small and hashable).
+        Tracing happens once per signature under jit, so this costs nothing per step there."""
         if self._tracer_type is None:
             from jax._src import core
 
             self._tracer_type = core.Tracer
+            self._trace_ctx = core.trace_ctx
         tracer = self._tracer_type
+        ctx = self._trace_ctx
         memo = self._code_memo
         avals = self.param_avals
+        calls = self.calls
+        flags = self._flags
 
         def on_event(frame, event, arg):
             if event != "call":
@@ -371,21 +393,54 @@ class Recorder:
             if key is None:
                 return
             local = frame.f_locals
+            seen = []
+            traced_now = False
             for name in key[3]:
-                value = local.get(name)
-                if isinstance(value, tracer):
-                    aval = value.aval
-                    shape = getattr(aval, "shape", None)
+                if name not in local:
+                    continue
+                value = local[name]
+                kind = _kind(value, tracer)
+                traced_now = traced_now or kind == TRACER
+                seen.append((name, value, kind))
+            if not traced_now and ctx.is_top_level():
+                return  # called outside any trace (eagerly, or under `ensure_compile_time_eval`)
+            with self.lock:
+                item = calls.get(key[:3])
+                if item is None:
+                    item = calls[key[:3]] = {"calls": 0, "where": self.where(), "params": {}}
+                item["calls"] += 1
+                for name, value, kind in seen:
+                    self._note_param(item["params"], name, value, kind)
+            if getattr(flags, "jit", False):
+                for name, value, kind in seen:
+                    if kind != TRACER or not isinstance(value, tracer):
+                        continue
+                    shape = getattr(value.aval, "shape", None)
                     if shape is None:
                         continue
-                    item = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
-                            "dtype": str(getattr(aval, "dtype", "")),
-                            "weak_type": bool(getattr(aval, "weak_type", False))}
-                    seen = avals.setdefault(key[:3], {}).setdefault(name, [])
-                    if item not in seen and len(seen) < 16:
-                        seen.append(item)
+                    spec = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
+                            "dtype": str(getattr(value.aval, "dtype", "")),
+                            "weak_type": bool(getattr(value.aval, "weak_type", False))}
+                    have = avals.setdefault(key[:3], {}).setdefault(name, [])
+                    if spec not in have and len(have) < 16:
+                        have.append(spec)
 
         return on_event
+
+    def _note_param(self, params: dict[str, Any], name: str, value: Any, kind: str) -> None:
+        p = params.get(name)
+        if p is None:
+            p = params[name] = {TRACER: 0, PYTHON: 0, OTHER: 0, "types": [], "values": [], "where": {}}
+        p[kind] += 1
+        if kind not in p["where"]:
+            p["where"][kind] = self.where()
+        type_name = type(value).__name__
+        if type_name not in p["types"] and len(p["types"]) < _MAX_KEPT:
+            p["types"].append(type_name)
+        if kind == PYTHON:
+            text = _small_value(value)
+            if text is not None and text not in p["values"] and len(p["values"]) < _MAX_KEPT:
+                p["values"].append(text)
 
     # -- the compilation hook -------------------------------------------------------------------------
     def on_compile(self, backend, module_name: str, executable, seconds: float) -> None:
@@ -458,12 +513,16 @@ class Recorder:
                 "entries": list(self.entries.values()),
                 "functions": list(self.functions.values()),
                 "lines": list(self.lines.values()),
+                "traced": [{"file": self.label(file), "sha256": self.digest(file), "qualname": qualname,
+                            "line": line, **item} for (file, qualname, line), item in self.calls.items()
+                           if self.digest(file)],
             }
 
     def after_fork_in_child(self) -> None:
         """A forked child records its own compilations, into its own part."""
         self.lock = threading.RLock()
-        self.entries, self.functions, self.lines, self.param_avals = {}, {}, {}, {}
+        self.entries, self.functions, self.lines, self.param_avals, self.calls = {}, {}, {}, {}, {}
+        self._flags = threading.local()
         self._callables, self._callable_ids = {}, {}
         self._pending = threading.local()
         self._part_path = None
@@ -473,12 +532,12 @@ class Recorder:
         """Write the part now and then, not only at exit: processes that end with `os._exit`
         (forked workers, some test runners) run no exit handlers."""
         now = time.monotonic()
-        if (self.entries or self.functions) and now - self._last_flush >= interval:
+        if (self.entries or self.functions or self.calls) and now - self._last_flush >= interval:
             self._last_flush = now
             self.write()
 
     def write(self) -> None:
-        if not self.entries and not self.functions:
+        if not self.entries and not self.functions and not self.calls:
             return
         if not os.path.isdir(self.parts_dir):
             return  # removed: the `record` this process belonged to is over (a process that outlived it)
@@ -509,6 +568,41 @@ def _relabel(data: Any, labels: dict[str, str]) -> Any:
     if isinstance(data, dict):
         return {k: _relabel(v, labels) for k, v in data.items()}
     return data
+
+
+def _kind(value: Any, tracer: type, depth: int = 0) -> str:
+    """TRACER (a tracer, or a list/tuple/dict holding one), PYTHON (a concrete value: a Python
+    scalar, string, None, a function or class, a NumPy or concrete jax array, or a container
+    of those), else OTHER (an object whose attributes may hold tracers: a Module, a dataclass)."""
+    if isinstance(value, tracer):
+        return TRACER
+    t = type(value)
+    if t in _PYTHON_SCALARS:
+        return PYTHON
+    if isinstance(value, (tuple, list, dict)):
+        items = list(value.values()) if isinstance(value, dict) else value
+        if depth >= 3 or len(items) > 64:
+            return OTHER
+        kinds = {_kind(v, tracer, depth + 1) for v in items}
+        return TRACER if TRACER in kinds else OTHER if OTHER in kinds else PYTHON
+    if isinstance(value, (enum.Enum, type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+        return PYTHON
+    module = getattr(t, "__module__", "") or ""
+    if module.startswith(("numpy", "jaxlib")) and hasattr(value, "dtype"):
+        return PYTHON  # a NumPy array or scalar, a concrete jax array: values known while tracing
+    return OTHER
+
+
+def _small_value(value: Any) -> str | None:
+    """The repr of a small hashable Python value (`False`, `3`, `'fwd'`), else None."""
+    if type(value) not in _PYTHON_SCALARS and not isinstance(value, (enum.Enum, tuple)):
+        return None
+    try:
+        hash(value)
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - an unhashable tuple, a repr that fails
+        return None
+    return text if len(text) <= _MAX_VALUE_REPR else None
 
 
 def _alnum(name: str) -> str:
@@ -609,17 +703,26 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
 
     from jax._src import core
 
+    watcher = rec.watch_calls()
+    armed = _arm_on_every_trace(core, watcher)
+
     @functools.wraps(trace)
     def traced(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
-        # Watch the calls of a top-level trace, unless a profiler (cProfile...) already runs.
-        watch = core.trace_state_clean() and sys.getprofile() is None
+        # Inside a jit's trace the parameters' abstract values are kept too (recorded shapes).
+        # Where jax has no trace context to hook, the calls are watched during jit traces only.
+        top = core.trace_state_clean()
+        watch = top and not armed and sys.getprofile() is None
+        if top:
+            rec._flags.jit = True
         if watch:
-            sys.setprofile(rec.watch_calls())
+            sys.setprofile(watcher)
         try:
             result = trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
         finally:
             if watch:
                 sys.setprofile(None)
+            if top:
+                rec._flags.jit = False
         try:
             rec.on_trace(fun, ji, dbg, avals, args, kwargs, result)
         except Exception as exc:  # noqa: BLE001 - recording must never break the user's program
@@ -648,6 +751,55 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=rec.after_fork_in_child)
     return rec
+
+
+def _arm_on_every_trace(core: Any, watcher: Any) -> bool:
+    """Watch the calls (`Recorder.watch_calls`) whenever a trace is current, whatever started it:
+    jax enters every trace (a jit's, `eval_shape`'s, `vmap`'s, `grad`'s, a lax loop body's) with
+    `core.set_current_trace`, so its `__enter__`/`__exit__` arm the watcher when the current trace
+    stops being the top-level one and disarm it when it is again (per thread, as jax's trace
+    state is). Never when another profiler (cProfile...) is active. False where this jax has no
+    such context manager."""
+    manager = getattr(core, "SetCurrentTraceContextManager", None)
+    ctx = getattr(core, "trace_ctx", None)
+    if manager is None or ctx is None or not hasattr(ctx, "is_top_level"):
+        return False
+    enter, leave = manager.__enter__, manager.__exit__
+    state = threading.local()
+
+    def sync() -> None:
+        armed = getattr(state, "armed", False)
+        if not ctx.is_top_level():
+            if not armed and sys.getprofile() is None:
+                sys.setprofile(watcher)
+                state.armed = True
+        elif armed:
+            if sys.getprofile() is watcher:
+                sys.setprofile(None)
+            state.armed = False
+
+    def __enter__(self):
+        result = enter(self)
+        try:
+            sync()
+        except Exception:  # noqa: BLE001 - recording must never break the user's program
+            pass
+        return result
+
+    def __exit__(self, *exc_info):
+        result = leave(self, *exc_info)
+        try:
+            sync()
+        except Exception:  # noqa: BLE001
+            pass
+        return result
+
+    try:
+        manager.__enter__ = __enter__
+        manager.__exit__ = __exit__
+    except (AttributeError, TypeError):
+        return False
+    return True
 
 
 def _arity(fn: Any) -> int:
