@@ -68,8 +68,12 @@ def test_profile_records_entry_points_signatures_and_causes(recorded):
     assert entries["weighted_speed"]["constants"][0]["bytes"] == 32768 * 4
     assert entries["weighted_speed"]["constants"][0]["lines"][0]["line"] == 29
     # Every compilation carries the per-line account of its program.
-    costs = entries["power_spectrum"]["compilations"][0]["costs"]
+    costs = profile["programs"][entries["power_spectrum"]["compilations"][0]["program"]]
     assert costs["kernels"] and any(acc["line"] == 22 for acc in costs["lines"])
+    # Each distinct program's account is stored once: `advance`'s four compilations (one per
+    # static value) are four programs, and no account is stored inline.
+    assert len({c["program"] for c in entries["advance"]["compilations"]}) == 4
+    assert all("costs" not in c for e in profile["entries"] for c in e["compilations"])
 
 
 def test_functions_called_under_an_entry_are_recorded_with_their_parameters(recorded):
@@ -310,3 +314,33 @@ def test_a_process_ending_with_os_exit_still_leaves_its_record(tmp_path):
     assert proc.returncode == 0, proc.stderr
     profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
     assert [e["qualname"] for e in profile["entries"]] == ["double"]
+
+
+def test_the_profile_folder_ignores_itself_in_git(tmp_path):
+    (tmp_path / "work.py").write_text("import jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(3))\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / ".jaxfuse_lint" / ".gitignore").read_text().splitlines()[-1] == "*"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert status.splitlines() == ["?? work.py"]
+    # A profile written where the user chose (`-o`) leaves the user's folder alone.
+    proc = jaxfuse("record", "-o", "run.json", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / ".gitignore").exists()
+
+
+def test_each_distinct_program_is_stored_once(tmp_path):
+    # The same program compiled three times (a fresh callable each time) and another shape once.
+    (tmp_path / "work.py").write_text("import jax, jax.numpy as jnp\n\n"
+                                      "for n in (3, 3, 3, 5):\n"
+                                      "    jax.jit(lambda x: x * 2 + 1)(jnp.ones(n))\n")
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    (entry,) = profile["entries"]
+    assert [c["kind"] for c in entry["compilations"]] == ["first", "fresh-callable", "fresh-callable", "shape"]
+    assert len({c["program"] for c in entry["compilations"]}) == 2
+    assert len(profile["programs"]) == 2

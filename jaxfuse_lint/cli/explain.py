@@ -252,6 +252,10 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
             from None
     except (OSError, json.JSONDecodeError) as exc:
         raise VerifyError(f"{profile_path}: not a readable profile: {exc}") from None
+    if isinstance(data, dict):
+        from jaxfuse_lint.core.profile import with_costs_inline
+
+        data = with_costs_inline(data)  # each program's account is stored once; read per compilation
     if "::" in path:
         path, _, wanted = path.rpartition("::")
     else:

@@ -54,6 +54,8 @@ TRACER, PYTHON, OTHER = "tracer", "python", "other"
 
 FORMAT = "jaxfuse-lint-profile"
 VERSION = 1
+# The default profile's folder (`.jaxfuse_lint/profile.json`): it ignores itself in git.
+PROFILE_FOLDER = ".jaxfuse_lint"
 # Where recording processes leave their parts, next to the profile, until `record` merges them.
 PARTS_DIR_SUFFIX = ".parts"
 
@@ -192,6 +194,8 @@ def validate(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ProfileError(f"{where}: not a jaxfuse-lint profile (write one with `jaxfuse-lint record -- COMMAND`)")
     version = data.get("version")
+    if not isinstance(data.get("programs", {}), dict):
+        raise ProfileError(f"{where}: `programs` must be an object")
     if not isinstance(version, int) or version > VERSION:
         raise ProfileError(f"{where}: profile version {version!r} is newer than this jaxfuse-lint reads "
                            f"({VERSION}); record it again or upgrade jaxfuse-lint")
@@ -232,7 +236,7 @@ def profile_digest(path: str | os.PathLike) -> str:
 
 def empty_profile(**meta: Any) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, **meta, "processes": [], "entries": [], "functions": [],
-            "lines": [], "traced": []}
+            "lines": [], "traced": [], "programs": {}}
 
 
 def _function_key(f: dict[str, Any]) -> tuple:
@@ -293,6 +297,10 @@ def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
             else:
                 for field_name in ("temp_bytes", "constant_bytes", "kernels", "copies"):
                     have[field_name] = max(have.get(field_name, 0), item.get(field_name, 0))
+        programs = part.get("programs")
+        if isinstance(programs, dict):
+            for key, costs in programs.items():
+                out["programs"].setdefault(key, costs)
         for item in part.get("traced", []):
             k = (item.get("sha256"), item.get("qualname"), item.get("line"))
             have = traced.get(k)
@@ -304,6 +312,37 @@ def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
     out["entries"] = sorted(entries.values(), key=lambda e: (e.get("file", ""), e.get("line", 0), e["id"]))
     out["functions"].sort(key=lambda f: (f.get("file", ""), f.get("line", 0), f.get("qualname", "")))
     out["lines"] = sorted(lines.values(), key=lambda x: (x.get("file", ""), x.get("line", 0)))
+    return out
+
+
+def compilation_costs(data: dict[str, Any], compilation: dict[str, Any]) -> dict[str, Any] | None:
+    """The per-line account (attribution JSON) of one compilation's program: stored once per
+    distinct program in `programs` (`"program": key`), or inline (`"costs"`, older profiles);
+    with that compilation's own compile time."""
+    costs = compilation.get("costs")
+    key = compilation.get("program")
+    if costs is None and isinstance(key, str):
+        costs = (data.get("programs") or {}).get(key)
+    if not isinstance(costs, dict):
+        return None
+    if compilation.get("seconds") is not None:
+        costs = {**costs, "compile_seconds": compilation["seconds"]}
+    return costs
+
+
+def with_costs_inline(data: dict[str, Any]) -> dict[str, Any]:
+    """The profile with each compilation's account in place (`"costs"`) and no `programs` table:
+    what readers that walk compilations for accounts expect. Nothing is copied but the dicts
+    on the way."""
+    out = {k: v for k, v in data.items() if k != "programs"}
+    entries = []
+    for e in data.get("entries", []) or []:
+        if not isinstance(e, dict):
+            continue
+        comps = [{**c, "costs": compilation_costs(data, c)} if isinstance(c, dict) else c
+                 for c in e.get("compilations", []) or []]
+        entries.append({**e, "compilations": comps})
+    out["entries"] = entries
     return out
 
 
@@ -370,5 +409,21 @@ def write_profile(path: str | os.PathLike, data: dict[str, Any]) -> None:
     from jaxfuse_lint.core.writer import write_atomic
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder = target.parent
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    if made or folder.name == PROFILE_FOLDER:
+        ignore_folder(folder)
     write_atomic(target, json.dumps(data, indent=1, sort_keys=False) + "\n")  # a new file: 0666 less the umask
+
+
+def ignore_folder(folder: Path) -> None:
+    """Make the profile's folder ignore itself in git (as ruff's and pytest's caches do): a
+    `.gitignore` of `*` in it, unless it has one. Only in a folder `record` made, or the default
+    `.jaxfuse_lint/`: never a folder of the user's (`-o run.json` in the project's root)."""
+    from jaxfuse_lint.core.writer import write_atomic
+
+    ignore = folder / ".gitignore"
+    if ignore.exists() or ignore.is_symlink():
+        return
+    write_atomic(ignore, "# Created by jaxfuse-lint record: a recorded run's profile, not source.\n*\n")

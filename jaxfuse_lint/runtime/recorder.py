@@ -95,6 +95,9 @@ class Recorder:
         self.entries: dict[str, dict[str, Any]] = {}
         self.functions: dict[tuple, dict[str, Any]] = {}
         self.lines: dict[tuple, dict[str, Any]] = {}
+        # {key: attribution JSON}: each distinct compiled program's per-line account, stored once.
+        self.programs: dict[str, dict[str, Any]] = {}
+        self._program_lines: dict[str, list[tuple]] = {}
         self._callables: dict[str, weakref.WeakSet] = {}
         self._callable_ids: dict[str, set[int]] = {}
         self._pending = threading.local()
@@ -452,50 +455,66 @@ class Recorder:
         if _alnum(name) != _alnum(pending["name"]):
             return
         self._pending.trace = None
-        costs = None
+        program = None
         if self.costs:
-            costs = self._costs(executable, getattr(backend, "platform", ""), seconds, pending["entry"])
+            program = self._costs(executable, getattr(backend, "platform", ""), pending["entry"])
         with self.lock:
             entry = self.entries[pending["entry"]]
             entry["compilations"].append({
                 "signature": pending["signature"], "pid": os.getpid(), "kind": pending["kind"],
                 "cause": pending["cause"], "where": pending["where"], "seconds": round(seconds, 4),
-                "costs": costs,
+                "program": program,
             })
 
-    def _costs(self, executable, platform: str, seconds: float, entry_id: str) -> dict[str, Any] | None:
+    def _costs(self, executable, platform: str, entry_id: str) -> str | None:
+        """The key in `programs` of the per-line account of this compiled program (attributed
+        once per distinct program: the same program compiled again, in another test or for
+        another entry, is only looked up), and its per-line costs added to `lines`."""
+        import hashlib
+
         from jaxfuse_lint.verify.attribution import attribute_hlo
 
         try:
             text = executable.hlo_modules()[0].to_string()
-            temp = None
-            try:
-                temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
-            except Exception:  # noqa: BLE001 - not every backend reports it
+            key = hashlib.sha256(f"{platform}\n{text}".encode()).hexdigest()[:24]
+            with self.lock:
+                known = key in self.programs
+            if not known:
                 temp = None
-            result = attribute_hlo(text, temp_bytes=temp, backend=platform)
-            result.compile_seconds = round(seconds, 4)
+                try:
+                    temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
+                except Exception:  # noqa: BLE001 - not every backend reports it
+                    temp = None
+                result = attribute_hlo(text, temp_bytes=temp, backend=platform)
+                data = _relabel(result.to_json(), {acc.file: self.label(acc.file) for acc in result.lines
+                                                     if self.is_user_file(acc.file)})
+                lines = []
+                for acc in result.lines:
+                    if self.is_user_file(acc.file):
+                        lines.append((acc.file, acc.line, bool(acc.own_kernels), int(acc.temp_bytes),
+                                      int(acc.constant_bytes), sorted(acc.kernels), len(acc.copies)))
+                with self.lock:
+                    self.programs[key] = data
+                    self._program_lines[key] = lines
         except Exception as exc:  # noqa: BLE001 - costs are optional; the run goes on
             self.errors.append(f"attribution failed: {type(exc).__name__}: {exc}")
             return None
-        data = _relabel(result.to_json(), {acc.file: self.label(acc.file) for acc in result.lines
-                                             if self.is_user_file(acc.file)})
         # Per-line costs, keyed by file digest, for the rules that read them.
-        for acc in result.lines:
-            if not self.is_user_file(acc.file):
-                continue
-            digest = self.digest(acc.file)
-            key = (digest, acc.line, entry_id)
+        for file, line, own, temp_bytes, constant_bytes, kernels, copies in self._program_lines.get(key, ()):
+            digest = self.digest(file)
             with self.lock:
-                item = self.lines.setdefault(key, {
-                    "file": self.label(acc.file), "sha256": digest, "line": acc.line, "entry": entry_id,
-                    "temp_bytes": 0, "constant_bytes": 0, "kernels": 0, "copies": 0, "own": False})
-                item["own"] = item["own"] or bool(acc.own_kernels)
-                item["temp_bytes"] = max(item["temp_bytes"], int(acc.temp_bytes))
-                item["constant_bytes"] = max(item["constant_bytes"], int(acc.constant_bytes))
-                item["kernels"] = max(item["kernels"], len(acc.kernels))
-                item["copies"] = max(item["copies"], len(acc.copies))
-        return data
+                item = self.lines.setdefault((digest, line, entry_id), {
+                    "file": self.label(file), "sha256": digest, "line": line, "entry": entry_id,
+                    "backend": platform, "temp_bytes": 0, "constant_bytes": 0, "kernels": 0,
+                    "kernel_names": [], "copies": 0, "own": False})
+                item["own"] = item["own"] or own
+                item["temp_bytes"] = max(item["temp_bytes"], temp_bytes)
+                item["constant_bytes"] = max(item["constant_bytes"], constant_bytes)
+                item["kernels"] = max(item["kernels"], len(kernels))
+                if temp_bytes >= item["temp_bytes"]:
+                    item["kernel_names"] = kernels[:16]
+                item["copies"] = max(item["copies"], copies)
+        return key
 
     # -- output ---------------------------------------------------------------------------------------
     def part(self) -> dict[str, Any]:
@@ -513,6 +532,7 @@ class Recorder:
                 "entries": list(self.entries.values()),
                 "functions": list(self.functions.values()),
                 "lines": list(self.lines.values()),
+                "programs": dict(self.programs),
                 "traced": [{"file": self.label(file), "sha256": self.digest(file), "qualname": qualname,
                             "line": line, **item} for (file, qualname, line), item in self.calls.items()
                            if self.digest(file)],
@@ -522,6 +542,7 @@ class Recorder:
         """A forked child records its own compilations, into its own part."""
         self.lock = threading.RLock()
         self.entries, self.functions, self.lines, self.param_avals, self.calls = {}, {}, {}, {}, {}
+        self.programs, self._program_lines = {}, {}
         self._flags = threading.local()
         self._callables, self._callable_ids = {}, {}
         self._pending = threading.local()
