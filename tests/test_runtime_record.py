@@ -344,3 +344,44 @@ def test_each_distinct_program_is_stored_once(tmp_path):
     assert [c["kind"] for c in entry["compilations"]] == ["first", "fresh-callable", "fresh-callable", "shape"]
     assert len({c["program"] for c in entry["compilations"]}) == 2
     assert len(profile["programs"]) == 2
+
+
+def test_explain_finds_a_nested_function_by_its_qualified_name(tmp_path):
+    (tmp_path / "kernels.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+
+        class A:
+            @staticmethod
+            def make():
+                def kernel(x):
+                    y = jnp.sin(x) * 2.0
+                    return jnp.cumsum(y, axis=0) + jnp.cumsum(y, axis=1)
+                return jax.jit(kernel)
+
+
+        class B:
+            @staticmethod
+            def make():
+                def kernel(x):
+                    return jnp.exp(x) + 1.0
+                return jax.jit(kernel)
+
+
+        A.make()(jnp.ones((64, 64)))
+        B.make()(jnp.ones((8,)))
+    """))
+    assert jaxfuse("record", "--", sys.executable, "kernels.py", cwd=tmp_path).returncode == 0
+    for name, shape, row in (("A", "f32[64,64]", "y = jnp.sin(x) * 2.0"), ("B", "f32[8]", "jnp.exp(x) + 1.0")):
+        proc = jaxfuse("explain", f"kernels.py::{name}.make.<locals>.kernel", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"kernels.py::{name}.make.<locals>.kernel({shape}) on CPU\n")
+        assert row in proc.stdout
+    # The whole file: each program under its own function, and every kernel at a source line.
+    proc = jaxfuse("explain", "kernels.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    heads = [line for line in proc.stdout.splitlines() if line.startswith("kernels.py::")]
+    assert heads == ["kernels.py::A.make.<locals>.kernel(f32[64,64]) on CPU",
+                     "kernels.py::B.make.<locals>.kernel(f32[8]) on CPU"]
+    assert "no source line" not in proc.stdout
