@@ -385,3 +385,47 @@ def test_explain_finds_a_nested_function_by_its_qualified_name(tmp_path):
     assert heads == ["kernels.py::A.make.<locals>.kernel(f32[64,64]) on CPU",
                      "kernels.py::B.make.<locals>.kernel(f32[8]) on CPU"]
     assert "no source line" not in proc.stdout
+
+
+def test_the_line_that_captured_a_constant_is_recorded(tmp_path):
+    (tmp_path / "design.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        FMAT = np.ones((512, 512), np.float32)
+
+
+        def helper(m, x):
+            return m @ x
+
+
+        def make():
+            design = lambda params: FMAT
+            def loss(params, x):
+                F = design(params)
+                return helper(F, x).sum() + helper(F, 2 * x).sum()
+            return jax.jit(loss)
+
+
+        class Model:
+            def __init__(self):
+                self.table = np.ones((300, 300), np.float32)
+
+            def apply(self, x):
+                return x @ self.table
+
+
+        make()(None, jnp.ones((512, 4)))
+        jax.jit(Model().apply)(jnp.ones((2, 300)))
+    """))
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nconstant-bytes-max = 1024\n")
+    assert jaxfuse("record", "--", sys.executable, "design.py", cwd=tmp_path).returncode == 0
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    consts = {e["qualname"]: e["constants"][0] for e in profile["entries"]}
+    loss = consts["make.<locals>.loss"]
+    assert [ref["line"] for ref in loss["lines"]] == [10]  # the helper's matmul, where it is a parameter
+    assert [ref["line"] for ref in loss["captures"]] == [14]  # `design = lambda params: FMAT`
+    assert [ref["line"] for ref in consts["Model.apply"]["captures"]] == [26]  # `x @ self.table`
+    check = jaxfuse("check", "--no-cache", "--select", "JF502", "design.py", cwd=tmp_path)
+    assert _codes(check.stdout) == [("design.py:14", "JF502"), ("design.py:26", "JF502")]

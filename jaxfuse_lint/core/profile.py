@@ -22,7 +22,10 @@ labels (relative to the directory `record` ran in where possible). Layout:
         "compilations": [{"signature": 0, "pid": 12, "cause": "first compilation",
                           "kind": "first" | "static" | "shape" | "fresh-callable" | "other",
                           "where": ..., "costs": <attribution JSON> | null}],
-        "constants": [{"bytes": 1200000, "shape": "f32[300000]", "lines": ["pkg/m.py:8"]}]}],
+        "constants": [{"bytes": 1200000, "shape": "f32[300000]",
+                       "lines": [{"file": "pkg/m.py", "sha256": ..., "line": 8}],   # the operations using it
+                       "captures": [...],      # the reads that pulled it in (closure, global, attribute)
+                       "entry_lines": [...]}]}],   # the entry's own lines that led to its use
      "lines": [{"file": ..., "sha256": ..., "line": 8, "entry": "<entry id>", "temp_bytes": 1048576,
                 "constant_bytes": 0, "kernels": 2, "copies": 0}],   # per-line costs, max over compilations
      "functions": [                     # every function whose lines appear under an entry
@@ -139,13 +142,18 @@ class Profile:
         self._by_digest: dict[str, FileFacts] = {}
         for e in self.entries:
             self._facts(e.get("sha256")).entries.append(e)
-            for const in e.get("constants", []):
-                for ref in const.get("lines", []):
+            for index, const in enumerate(e.get("constants", [])):
+                # Where the constant is to be named: the reads that captured it from outside the
+                # trace; without one (a constant made while tracing), the entry's own lines that
+                # use it; in older profiles, the lines of the operations that use it.
+                role, refs = next(((r, const.get(r)) for r in ("captures", "entry_lines", "lines") if const.get(r)),
+                                  ("lines", []))
+                for ref in refs:
                     if isinstance(ref, dict) and ref.get("sha256"):
                         self._facts(ref["sha256"]).constants.append({
                             "bytes": const.get("bytes", 0), "shape": const.get("shape", ""),
                             "line": ref.get("line"), "entry": e.get("id"), "entry_qualname": e.get("qualname"),
-                            "api": e.get("api", "jax.jit")})
+                            "api": e.get("api", "jax.jit"), "role": role, "constant": f"{e.get('id')}#{index}"})
         for f in self.functions:
             self._facts(f.get("sha256")).functions.append(f)
         self.lines: list[dict[str, Any]] = list(data.get("lines", []))

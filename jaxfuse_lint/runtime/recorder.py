@@ -117,6 +117,10 @@ class Recorder:
         # each user function's parameters held when it was called under a trace (`watch_calls`).
         self.calls: dict[tuple, dict[str, Any]] = {}
         self._flags = threading.local()  # .jit: inside a jit's trace (parameter shapes are kept then)
+        # {id(array): {(file, line)}}: large arrays traced code read from outside the trace during
+        # the current top-level trace (`watch_calls`), matched to the program's constants.
+        self._captures: dict[int, set[tuple[str, int]]] = {}
+        self._reads_memo: dict[Any, list[tuple[str, str, str, int]]] = {}
         excluded = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         import jax
         import jaxlib
@@ -294,7 +298,9 @@ class Recorder:
 
         jaxpr = getattr(closed, "jaxpr", closed)
         consts = list(getattr(closed, "consts", ()) or ())
-        const_lines: dict[int, list[str]] = {}
+        const_lines: dict[int, list[tuple]] = {}
+        entry_lines: dict[int, list[tuple]] = {}
+        use_lines: dict[int, set[tuple[str, int]]] = {}
         constvars = {id(v): i for i, v in enumerate(getattr(jaxpr, "constvars", ()))}
         todo = [jaxpr]
         seen: set[int] = set()
@@ -319,6 +325,9 @@ class Recorder:
                                 f = frames[-1]
                                 const_lines.setdefault(i, []).append(
                                     (self.label(f[0]), self.digest(f[0]), f[3]))
+                                use_lines.setdefault(i, set()).add((f[0], f[3]))
+                                f = frames[0]  # the entry's own line that led to this use
+                                entry_lines.setdefault(i, []).append((self.label(f[0]), self.digest(f[0]), f[3]))
             try:
                 todo.extend(core.subjaxprs(j))
             except Exception:  # noqa: BLE001
@@ -332,10 +341,23 @@ class Recorder:
             if nbytes < MIN_CONSTANT_BYTES:
                 continue
             lines = [{"file": f, "sha256": d, "line": n} for f, d, n in sorted(set(const_lines.get(i, [])))]
-            item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines}
+            item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines,
+                    # Where the traced code read the array from outside the trace (a closed-over
+                    # variable, a global, an attribute of an object passed in): what captured it.
+                    "captures": [{"file": self.label(f), "sha256": self.digest(f), "line": n}
+                                 for f, n in self._capture_lines(c, use_lines.get(i, set())) if self.digest(f)],
+                    "entry_lines": [{"file": f, "sha256": d, "line": n}
+                                    for f, d, n in sorted(set(entry_lines.get(i, [])))]}
             with self.lock:
                 if item not in entry["constants"]:
                     entry["constants"].append(item)
+
+    def _capture_lines(self, const: Any, uses: set[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The lines that read `const`'s array from outside the trace: of those, the ones whose
+        operations use it where there are some (`jnp.asarray(TABLE)[i]`, not `TABLE.shape[0]`),
+        else all (`F = lambda p: TABLE`, used elsewhere)."""
+        reads = self._captures.get(id(_root_array(const)), set())
+        return sorted(reads & uses or reads)
 
     def _traced_frames(self, eqn, start) -> list[tuple[str, str, int, int]]:
         """(file, qualname, first line, line) of the user frames traced, outermost first.
@@ -380,6 +402,8 @@ class Recorder:
         avals = self.param_avals
         calls = self.calls
         flags = self._flags
+        reads = self._reads_memo
+        captures = self._captures
 
         def on_event(frame, event, arg):
             if event != "call":
@@ -407,6 +431,19 @@ class Recorder:
                 seen.append((name, value, kind))
             if not traced_now and ctx.is_top_level():
                 return  # called outside any trace (eagerly, or under `ensure_compile_time_eval`)
+            spots = reads.get(code)
+            if spots is None:
+                spots = reads[code] = _outside_reads(code, key[3])
+            for where_from, name, attr, line in spots:
+                if where_from == "free":
+                    value = local.get(name)
+                elif where_from == "global":
+                    value = frame.f_globals.get(name)
+                else:  # an attribute of a parameter: `self.table`
+                    holder = getattr(local.get(name), "__dict__", None)
+                    value = holder.get(attr) if isinstance(holder, dict) else None
+                if value is not None and _array_bytes(value, tracer) >= MIN_CONSTANT_BYTES:
+                    captures.setdefault(id(_root_array(value)), set()).add((code.co_filename, line))
             with self.lock:
                 item = calls.get(key[:3])
                 if item is None:
@@ -541,9 +578,12 @@ class Recorder:
     def after_fork_in_child(self) -> None:
         """A forked child records its own compilations, into its own part."""
         self.lock = threading.RLock()
-        self.entries, self.functions, self.lines, self.param_avals, self.calls = {}, {}, {}, {}, {}
+        self.entries, self.functions, self.lines = {}, {}, {}
         self.programs, self._program_lines = {}, {}
-        self._flags = threading.local()
+        # (Emptied in place: the call watcher made at install holds them.)
+        for kept in (self.param_avals, self.calls, self._captures):
+            kept.clear()
+        self._flags.jit = False
         self._callables, self._callable_ids = {}, {}
         self._pending = threading.local()
         self._part_path = None
@@ -612,6 +652,55 @@ def _kind(value: Any, tracer: type, depth: int = 0) -> str:
     if module.startswith(("numpy", "jaxlib")) and hasattr(value, "dtype"):
         return PYTHON  # a NumPy array or scalar, a concrete jax array: values known while tracing
     return OTHER
+
+
+def _array_bytes(value: Any, tracer: type) -> int:
+    """The size of a concrete NumPy or jax array (0 for anything else, tracers included)."""
+    module = getattr(type(value), "__module__", "") or ""
+    if not module.startswith(("numpy", "jax")) or isinstance(value, tracer):
+        return 0
+    try:
+        return int(getattr(value, "nbytes", 0) or 0)
+    except Exception:  # noqa: BLE001 - a deleted buffer
+        return 0
+
+
+def _root_array(value: Any) -> Any:
+    """The array a NumPy view looks into (jax keeps a captured NumPy array as a view of it)."""
+    seen = 0
+    while getattr(value, "base", None) is not None and seen < 8 and hasattr(value, "__array_interface__"):
+        value = value.base
+        seen += 1
+    return value
+
+
+def _outside_reads(code: Any, params: tuple[str, ...]) -> list[tuple[str, str, str, int]]:
+    """(kind, name, attribute, line) of each read in `code` of a value from outside the call: a
+    closed-over variable ("free"), a global ("global"), an attribute of a parameter ("attr":
+    `self.table`); once per line."""
+    import dis
+
+    out: dict[tuple[str, str, str], int] = {}
+    previous = None
+    try:
+        instructions = list(dis.get_instructions(code))
+    except Exception:  # noqa: BLE001
+        return []
+    for ins in instructions:
+        line = getattr(getattr(ins, "positions", None), "lineno", None) or ins.starts_line
+        if line:
+            key = None
+            if ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and ins.argval in code.co_freevars:
+                key = ("free", str(ins.argval), "")
+            elif ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                key = ("global", str(ins.argval), "")
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None and \
+                    previous.opname == "LOAD_FAST" and previous.argval in params:
+                key = ("attr", str(previous.argval), str(ins.argval))
+            if key is not None:
+                out.setdefault((*key, int(line)), None)
+        previous = ins
+    return list(out)
 
 
 def _small_value(value: Any) -> str | None:
@@ -735,6 +824,7 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
         watch = top and not armed and sys.getprofile() is None
         if top:
             rec._flags.jit = True
+            rec._captures.clear()
         if watch:
             sys.setprofile(watcher)
         try:
