@@ -429,3 +429,33 @@ def test_the_line_that_captured_a_constant_is_recorded(tmp_path):
     assert [ref["line"] for ref in consts["Model.apply"]["captures"]] == [26]  # `x @ self.table`
     check = jaxfuse("check", "--no-cache", "--select", "JF502", "design.py", cwd=tmp_path)
     assert _codes(check.stdout) == [("design.py:14", "JF502"), ("design.py:26", "JF502")]
+
+
+def test_measured_findings_withheld_by_per_file_ignores_are_counted(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_scale.py").write_text(textwrap.dedent("""
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+
+        @functools.partial(jax.jit, static_argnums=1)
+        def scale(x, n):
+            return x * n
+
+
+        def test_scale():
+            for n in range(6):
+                scale(jnp.ones(3), n)
+    """))
+    proc = jaxfuse("record", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check = jaxfuse("check", "--no-cache", ".", cwd=tmp_path)
+    assert check.returncode == 0 and "JF501" not in check.stdout
+    assert ("note: 1 measured finding in tests/ not reported: per-file-ignores (test code runs on inputs the "
+            "test chose: see docs/record.md; set `per-file-ignores` to report it)") in check.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nper-file-ignores = {}\n")
+    check = jaxfuse("check", "--no-cache", ".", cwd=tmp_path)
+    assert _codes(check.stdout) == [("tests/test_scale.py:8", "JF501")]
+    assert "not reported" not in check.stderr
