@@ -142,16 +142,26 @@ def test_verify_with_the_profile_proves_the_fixes_without_arguments(recorded):
     assert "1 proved, 2 unchanged" in proc.stderr
 
 
-def test_stale_entries_are_ignored(recorded, tmp_path):
+def test_facts_are_keyed_by_each_functions_own_source(recorded, tmp_path):
     project, _, _ = recorded
     copy = tmp_path / "edited"
     shutil.copytree(project, copy)
     kernels = copy / "particles" / "kernels.py"
-    kernels.write_text(kernels.read_text() + "\n# edited after the run\n")
+    text = kernels.read_text()
+    # An edit elsewhere in the file (a line above, a comment below) keeps every fact, at its line now.
+    kernels.write_text("# a new first line\n" + text + "\n# edited after the run\n")
     result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
-    assert result.returncode == 0, result.stdout
+    assert _codes(result.stdout) == [("particles/kernels.py:17", "JF503"), ("particles/kernels.py:23", "JF503"),
+                                     ("particles/kernels.py:30", "JF502"), ("particles/kernels.py:30", "JF202")]
     assert ("note: 1 file changed since .jaxfuse_lint/profile.json was recorded (particles/kernels.py): "
-            "its run-time facts are ignored") in result.stderr
+            "the facts of the functions that changed are ignored") in result.stderr
+    # An edit to a function drops its facts; one to a function an entry called drops the entry's
+    # programs (`weighted_speed` calls `kinetic_energy`), not the others'.
+    kernels.write_text(text.replace("u = 1.0 - jnp.cos(theta)", "u = 1.0 - jnp.cos(theta)  # pendulum energy")
+                       .replace("return 0.5 * jnp.sum(v * v, axis=-1)", "return jnp.sum(v * v, axis=-1) / 2"))
+    result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
+    # (JF202 stays: `weighted_speed` itself is unchanged, so it is still known traced.)
+    assert _codes(result.stdout) == [("particles/kernels.py:22", "JF503"), ("particles/kernels.py:29", "JF202")]
 
 
 def test_check_never_imports_jax_when_reading_a_profile(recorded):

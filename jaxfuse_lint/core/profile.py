@@ -38,6 +38,7 @@ that compilation produced: its kernels, temporaries and folded constants per lin
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -87,6 +88,64 @@ def file_digest(path: str | os.PathLike) -> str | None:
             return text_digest(fh.read())
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
         return None
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """One function of a text as a profile keys its facts: its qualified name (`__qualname__`),
+    its first line (`co_firstlineno`: the first decorator's), its last, and the digest of its
+    own source (those lines, dedented): an edit elsewhere in the file keeps it."""
+
+    qualname: str
+    first: int
+    last: int
+    digest: str
+
+
+def function_sources(text: str) -> dict[tuple[str, int], FunctionSource]:
+    """{(qualname, first line): FunctionSource} of every def and lambda in `text` ({} where it
+    does not parse). The recorder and `check` both call this on the same text, so the keys agree."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    lines = text.splitlines()
+    out: dict[tuple[str, int], FunctionSource] = {}
+
+    def add(node: ast.AST, qualname: str) -> None:
+        decorators = getattr(node, "decorator_list", [])
+        first = min([node.lineno, *(d.lineno for d in decorators)])
+        last = node.end_lineno or node.lineno
+        body = textwrap.dedent("\n".join(lines[first - 1:last]))
+        out[(qualname, first)] = FunctionSource(qualname, first, last, text_digest(f"{qualname}\n{body}"))
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                add(child, prefix + child.name)
+                visit(child, prefix + child.name + ".<locals>.")
+            elif isinstance(child, ast.Lambda):
+                add(child, prefix + "<lambda>")
+                visit(child, prefix + "<lambda>.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def enclosing_source(sources: dict[tuple[str, int], FunctionSource], line: int) -> FunctionSource | None:
+    """The innermost function whose lines hold `line`."""
+    best = None
+    for src in sources.values():
+        if src.first <= line <= src.last and (best is None or src.first >= best.first):
+            best = src
+    return best
 
 
 def spec(arg: dict[str, Any]) -> str:
@@ -153,7 +212,8 @@ class Profile:
                         self._facts(ref["sha256"]).constants.append({
                             "bytes": const.get("bytes", 0), "shape": const.get("shape", ""),
                             "line": ref.get("line"), "entry": e.get("id"), "entry_qualname": e.get("qualname"),
-                            "api": e.get("api", "jax.jit"), "role": role, "constant": f"{e.get('id')}#{index}"})
+                            "api": e.get("api", "jax.jit"), "role": role, "constant": f"{e.get('id')}#{index}",
+                            "function": ref.get("function")})
         for f in self.functions:
             self._facts(f.get("sha256")).functions.append(f)
         self.lines: list[dict[str, Any]] = list(data.get("lines", []))
@@ -170,9 +230,112 @@ class Profile:
         return self._by_digest[key]
 
     def for_text(self, text: str) -> FileFacts | None:
-        """The facts recorded for exactly this text (None when the file changed or was not traced)."""
-        facts = self._by_digest.get(text_digest(text))
+        """The facts recorded for this text (None where none hold): all of them for the recorded
+        text; for an edited one, the facts of each function whose own source is unchanged
+        (`function_sources`: an edit elsewhere in the file keeps them), at its lines now, and of
+        the programs of entry points neither they nor what they call changed since."""
+        digest = text_digest(text)
+        facts = self._by_digest.get(digest)
+        if facts:
+            return facts
+        if not self._keyed or not any(name in text for name in self._names):
+            return None
+        facts = self._by_function(text, digest)
         return facts if facts else None
+
+    # -- facts kept across edits: keyed by each function's own source ------------------------------
+    @property
+    def root(self) -> Path:
+        """Where `record` ran (the recorded paths are relative to it): the folder holding
+        `.jaxfuse_lint/`, else the current directory."""
+        path = Path(self.path).resolve() if self.path else Path.cwd()
+        return path.parent.parent if path.parent.name == PROFILE_FOLDER else Path.cwd()
+
+    @functools.cached_property
+    def _keyed(self) -> dict[tuple[str, str], list[tuple[str, dict[str, Any]]]]:
+        """{(qualname, source digest): [(kind, fact)]} of every fact keyed by its function's source;
+        line facts under the function that holds the line."""
+        out: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+        for kind, items in (("entries", self.entries), ("functions", self.functions), ("traced", self.traced)):
+            for item in items:
+                if isinstance(item.get("source"), str):
+                    out.setdefault((str(item.get("qualname")), item["source"]), []).append((kind, item))
+        line_facts = [("lines", item) for item in self.lines]
+        line_facts += [("constants", c) for facts in self._by_digest.values() for c in facts.constants]
+        for kind, item in line_facts:
+            fn = item.get("function")
+            if isinstance(fn, dict) and isinstance(fn.get("source"), str):
+                out.setdefault((str(fn.get("qualname")), fn["source"]), []).append((kind, item))
+        return out
+
+    @functools.cached_property
+    def _names(self) -> set[str]:
+        """The last part of each keyed function's name, as its text spells it (`lambda` for a lambda)."""
+        return {q.rsplit(".", 1)[-1].replace("<lambda>", "lambda") for q, _ in self._keyed}
+
+    def _by_function(self, text: str, digest: str) -> FileFacts:
+        sources = function_sources(text)
+        now = {(src.qualname, src.digest): src for src in sources.values()}
+        facts = FileFacts(digest)
+        valid: dict[str, bool] = {}
+
+        def entry_ok(entry_id: Any) -> bool:
+            """Whether an entry's programs still hold: it and every function it called unchanged."""
+            if not isinstance(entry_id, str):
+                return False
+            if entry_id not in valid:
+                entry = next((e for e in self.entries if e.get("id") == entry_id), None)
+                valid[entry_id] = entry is not None and self._unchanged(entry, now)
+            return valid[entry_id]
+
+        for key, src in now.items():
+            for kind, item in self._keyed.get(key, ()):
+                if kind in ("entries", "functions", "traced"):
+                    if kind == "entries" and not entry_ok(item.get("id")):
+                        continue
+                    getattr(facts, kind).append({**item, "line": src.first, "sha256": digest})
+                    continue
+                if not entry_ok(item.get("entry")):
+                    continue  # a program of an entry that changed since: its costs may have too
+                line = item.get("line")
+                if isinstance(line, int):
+                    line += src.first - int(item["function"].get("line") or 0)
+                getattr(facts, kind).append({**item, "line": line, "sha256": digest})
+        return facts
+
+    def _unchanged(self, entry: dict[str, Any], now: dict[tuple[str, str], FunctionSource]) -> bool:
+        """Whether an entry point and each function it called are as recorded: those in the text
+        being checked by its functions (`now`), those in other files by those files' text now."""
+        if not isinstance(entry.get("source"), str):
+            return False
+        if (str(entry.get("qualname")), entry["source"]) not in now:
+            other = self._sources_of(str(entry.get("file") or ""))
+            if (str(entry.get("qualname")), entry["source"]) not in other:
+                return False
+        for call in entry.get("calls") or []:
+            if not isinstance(call, (list, tuple)) or len(call) != 3:
+                return False
+            file, qualname, source = call
+            if (qualname, source) in now:
+                continue
+            if (qualname, source) not in self._sources_of(str(file)):
+                return False
+        return True
+
+    def _sources_of(self, label: str) -> set[tuple[str, str]]:
+        """(qualname, source digest) of the functions of a recorded file as it is now (read once)."""
+        memo = self.__dict__.setdefault("_other_sources", {})
+        if label not in memo:
+            import tokenize
+
+            path = Path(label) if os.path.isabs(label) else self.root / label
+            try:
+                with tokenize.open(path) as fh:
+                    found = function_sources(fh.read())
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                found = {}
+            memo[label] = {(src.qualname, src.digest) for src in found.values()}
+        return memo[label]
 
     def files(self) -> dict[str, str]:
         """{recorded path: digest} of every file with facts."""
@@ -274,6 +437,9 @@ def merge(parts: Iterable[dict[str, Any]], **meta: Any) -> dict[str, Any]:
                 target = {k: v for k, v in e.items() if k not in ("signatures", "compilations", "constants")}
                 target.update(signatures=[], compilations=[], constants=[])
                 entries[e["id"]] = target
+            elif e.get("calls"):  # another process traced other callees (another branch)
+                calls = {tuple(c) for c in target.get("calls") or []} | {tuple(c) for c in e["calls"]}
+                target["calls"] = sorted(list(c) for c in calls)
             remap = {}
             for i, sig in enumerate(e.get("signatures", [])):
                 key = _sig_key(sig)

@@ -102,6 +102,8 @@ class Recorder:
         self._callable_ids: dict[str, set[int]] = {}
         self._pending = threading.local()
         self._digests: dict[str, str | None] = {}
+        self._paths: dict[str, str] = {}  # label -> absolute path
+        self._source_memo: dict[str, dict] = {}  # path -> function_sources of its text
         self._user_file_memo: dict[str, bool] = {}
         self.errors: list[str] = []
         self.started = time.time()
@@ -145,7 +147,9 @@ class Recorder:
     def label(self, path: str) -> str:
         ap = os.path.abspath(path)
         rel = os.path.relpath(ap, self.root)
-        return ap if rel.startswith("..") else rel.replace(os.sep, "/")
+        label = ap if rel.startswith("..") else rel.replace(os.sep, "/")
+        self._paths[label] = ap
+        return label
 
     def digest(self, path: str) -> str | None:
         if path not in self._digests:
@@ -562,18 +566,67 @@ class Recorder:
                 for (file, qualname, line), params in self.param_avals.items():
                     if f["qualname"] == qualname and f["line"] == line and f["file"] == self.label(file):
                         f["params"] = params
+            functions = [self._keyed(f) for f in self.functions.values()]
+            entries = []
+            for e in self.entries.values():
+                e = self._keyed(e)
+                # What it calls: an edit to one of them invalidates the entry's programs and costs.
+                e["calls"] = sorted({(f["file"], f["qualname"], f["source"]) for f in functions
+                                     if f.get("entry") == e["id"] and f.get("source") and
+                                     (f["file"], f["qualname"]) != (e["file"], e["qualname"])})
+                e["constants"] = [{**c, **{role: [self._keyed_line(ref) for ref in c.get(role, [])]
+                                           for role in ("lines", "captures", "entry_lines")}}
+                                  for c in e.get("constants", [])]
+                entries.append(e)
             return {
                 "format": FORMAT, "version": VERSION, "jax_version": self.jax_version,
                 "processes": [{"pid": os.getpid(), "argv": [_short_repr(a) for a in sys.argv[:8]],
                                "seconds": round(time.time() - self.started, 3), "errors": self.errors[:20]}],
-                "entries": list(self.entries.values()),
-                "functions": list(self.functions.values()),
-                "lines": list(self.lines.values()),
+                "entries": entries,
+                "functions": functions,
+                "lines": [self._keyed_line(item) for item in self.lines.values()],
                 "programs": dict(self.programs),
-                "traced": [{"file": self.label(file), "sha256": self.digest(file), "qualname": qualname,
-                            "line": line, **item} for (file, qualname, line), item in self.calls.items()
-                           if self.digest(file)],
+                "traced": [self._keyed({"file": self.label(file), "sha256": self.digest(file), "qualname": qualname,
+                                        "line": line, **item})
+                           for (file, qualname, line), item in self.calls.items() if self.digest(file)],
             }
+
+    # -- facts keyed by the function's own source (core/profile.py `function_sources`) ------------------
+    def _sources(self, label: str) -> dict:
+        from jaxfuse_lint.core.profile import function_sources
+
+        path = self._paths.get(label, label)
+        found = self._source_memo.get(path)
+        if found is None:
+            try:
+                import tokenize
+
+                with tokenize.open(path) as fh:
+                    found = function_sources(fh.read())
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                found = {}
+            self._source_memo[path] = found
+        return found
+
+    def _keyed(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a function's fact with the digest of its own source (`source`)."""
+        sources = self._sources(item.get("file", ""))
+        src = sources.get((item.get("qualname"), item.get("line")))
+        if src is None:
+            named = [s for s in sources.values() if s.qualname == item.get("qualname")]
+            src = named[0] if len(named) == 1 else None
+        return {**item, "source": src.digest} if src is not None else dict(item)
+
+    def _keyed_line(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a line's fact naming the function that holds the line (its qualified name,
+        first line and source digest), so that the line can be found again after edits elsewhere."""
+        from jaxfuse_lint.core.profile import enclosing_source
+
+        line = item.get("line")
+        src = enclosing_source(self._sources(item.get("file", "")), line) if isinstance(line, int) else None
+        if src is None:
+            return dict(item)
+        return {**item, "function": {"qualname": src.qualname, "line": src.first, "source": src.digest}}
 
     def after_fork_in_child(self) -> None:
         """A forked child records its own compilations, into its own part."""

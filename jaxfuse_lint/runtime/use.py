@@ -58,7 +58,8 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
 
 
 def stale_note(profile: Profile) -> str | None:
-    """One line naming the recorded files that changed since the run (their facts are ignored)."""
+    """One line naming the recorded files that changed since the run (the facts of their changed
+    functions are ignored: core/profile.py keys them by each function's own source)."""
     path = Path(profile.path).resolve()
     # Paths in a profile are relative to where `record` ran: the folder holding .jaxfuse_lint/.
     root = path.parent.parent if path.parent.name == ".jaxfuse_lint" else Path.cwd()
@@ -69,7 +70,8 @@ def stale_note(profile: Profile) -> str | None:
     shown_path = str(path) if shown_path.startswith("..") else shown_path
     shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
     return (f"note: {len(stale)} file{'s' if len(stale) != 1 else ''} changed since {shown_path} was recorded "
-            f"({shown}): {'their' if len(stale) != 1 else 'its'} run-time facts are ignored; "
+            f"({shown}): the facts of the functions that changed are ignored (and of the programs that "
+            f"called them); "
             f"`jaxfuse-lint record` again to refresh them")
 
 
