@@ -469,3 +469,16 @@ def test_measured_findings_withheld_by_per_file_ignores_are_counted(tmp_path):
     check = jaxfuse("check", "--no-cache", ".", cwd=tmp_path)
     assert _codes(check.stdout) == [("tests/test_scale.py:8", "JF501")]
     assert "not reported" not in check.stderr
+
+
+@needs_xla_gpu
+def test_confirm_decides_a_temporary_measured_on_cpu_by_compiling_for_the_target(recorded):
+    project, _, _ = recorded
+    proc = jaxfuse("check", "--no-cache", "--confirm", "--select", "JF503", "particles", cwd=project)
+    # XLA:GPU fuses `swing_ratio` whole (the CPU run wrote 48 KiB on line 16); the FFT's line still
+    # writes its temporaries there.
+    assert _codes(proc.stdout) == [("particles/kernels.py:22", "JF503")]
+    assert ("confirmed on GPU (H100, deviceless): compiling `power_spectrum` for the recorded field: f32[16,16,3] "
+            "writes 12.0 KiB of temporaries for this line") in proc.stdout
+    assert ("particles/kernels.py:16:5: JF503: dropped: on GPU (H100, deviceless), compiling `swing_ratio` for the "
+            "recorded theta: f32[4096,3] writes 0 B of temporaries for this line") in proc.stderr
