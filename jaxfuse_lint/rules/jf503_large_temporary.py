@@ -24,8 +24,13 @@ class LargeTemporary(Rule):
     `temporary-bytes-max` (default 16 MiB) in a program the run compiled: a
     kernel's output that is neither an argument, an output nor a constant, and
     so is written to device memory and read back by a later kernel. The
-    message gives the bytes, the number of kernels the line's operations landed
-    in and the entry point. Without a profile it reports nothing.
+    message gives the bytes, the kernels the line's operations landed in (by
+    name), the entry point, and the backend that measured it (the recorded
+    run's: often a CPU). Lines whose operations share kernels are one finding,
+    on the first of them, naming the lines and their kernels. Without a profile
+    it reports nothing; `check --confirm` compiles the recorded signatures for
+    the configured target and keeps the finding with the target's figure, or
+    drops it.
 
     ## Why is this bad?
     A temporary is a fusion boundary made visible: the producer kernel writes
@@ -40,7 +45,8 @@ class LargeTemporary(Rule):
     The recorder reads the compiled program's buffer sizes from the kernels that
     write them (an estimate that counts a buffer once per kernel output; XLA may
     reuse memory between them). A line shared by several kernels is given the
-    temporaries of each. Only lines that are the innermost source of a kernel's
+    temporaries of each; lines sharing kernels are reported together with the
+    largest of their figures. Only lines that are the innermost source of a kernel's
     operations are flagged, not the lines that call them. The finding refers to
     the recorded text: once the file changes, its facts are ignored until the
     next `record`.
