@@ -14,16 +14,19 @@ import textwrap
 
 import pytest
 
+from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.profile import FORMAT, text_digest
+from jaxfuse_lint.engine import check_source
+from jaxfuse_lint.runtime.use import with_profile
 from tests.conftest import FIXTURES
 from tests.test_runtime_record import jaxfuse
-
-pytest.importorskip("flax")
 
 SAMPLE = FIXTURES / "runtime_flax"
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
+    pytest.importorskip("flax")
     project = tmp_path_factory.mktemp("flax") / "project"
     shutil.copytree(SAMPLE, project)
     proc = jaxfuse("record", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project)
@@ -115,3 +118,44 @@ def test_every_kind_of_trace_is_recorded_not_only_jit_entries(tmp_path):
     assert scaled["params"]["clip"]["values"] == ["True", "False"]
     step = _traced(profile, "step")  # the body of an eager lax.scan
     assert step["params"]["carry"]["tracer"] == 1 and step["params"]["x"]["tracer"] == 1
+
+
+STEP = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+
+    def update(x, flag, mask):
+        if flag:
+            x = x + 1
+        if jnp.any(mask):
+            x = x * 2
+        return x
+
+
+    @jax.jit
+    def step(x, flag, mask):
+        return update(x, flag, mask)
+""")
+
+
+def _param(kind: str, values: list[str], types: list[str]) -> dict:
+    return {"tracer": 0, "python": 0, "other": 0, kind: 3, "values": values, "types": types,
+            "where": {kind: "tests/test_step.py::test_step"}}
+
+
+def test_a_python_value_disproves_only_what_no_jax_operation_stages(tmp_path):
+    """`flag` was False in every recorded trace of `update`: `if flag:` raises nothing. `mask` was a
+    NumPy array: `jnp.any(mask)` is staged out under the jit all the same, a tracer."""
+    traced = {"file": "m.py", "sha256": text_digest(STEP), "qualname": "update", "line": 5, "calls": 3,
+              "where": "tests/test_step.py::test_step",
+              "params": {"x": _param("tracer", [], ["DynamicJaxprTracer"]),
+                         "flag": _param("python", ["False"], ["bool"]),
+                         "mask": _param("python", [], ["ndarray"])}}
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"format": FORMAT, "version": 1, "processes": [], "entries": [], "functions": [],
+                                "lines": [], "traced": [traced]}))
+    plain = check_source(STEP, "m.py", Settings(select=("JF402",))).diagnostics
+    assert [d.location.row for d in plain] == [6, 8]
+    settings, _ = with_profile(Settings(select=("JF402",)), str(path))
+    assert [d.location.row for d in check_source(STEP, "m.py", settings).diagnostics] == [8]

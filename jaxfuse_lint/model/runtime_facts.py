@@ -312,12 +312,14 @@ def cite_evidence(model: "RuntimeView", violations: list[Any]) -> None:
 
 
 
-def traced_from_run(model: "RuntimeView", found: "Premise", roots: list[tuple["Function", str]]) -> "Premise":
+def traced_from_run(model: "RuntimeView", found: "Premise", roots: list[tuple["Function", str]],
+                    staged: bool = False) -> "Premise":
     """The premise `traced(expr)` (model/traced_premise.py) where a recorded run saw the traced
     parameters it is computed from (`roots`): DISPROVED where every recorded trace of their
     functions had a Python value in each (a flag passed as `decode=False`: no concretization
-    error, no finding); RECORDED where the code only assumed it and a recorded trace had a
-    tracer there (citing where); else as the code decides it (`found`)."""
+    error, no finding) and no jax operation stages the expression (`staged`: `jnp.any(mask)` of
+    a concrete `mask` is a tracer under jit all the same); RECORDED where the code only assumed
+    it and a recorded trace had a tracer there (citing where); else as the code decides it."""
     from jaxfuse_lint.core.profile import PYTHON, TRACER
     from jaxfuse_lint.model.premises import ASSUMED, disproved, recorded
 
@@ -326,7 +328,7 @@ def traced_from_run(model: "RuntimeView", found: "Premise", roots: list[tuple["F
         return found
     kinds = [(owner, name, runtime.param_kind(model, owner, name)) for owner, name in roots]
     source = runtime.profile_path or "profile"
-    if all(kind == PYTHON for _, _, kind in kinds):
+    if not staged and all(kind == PYTHON for _, _, kind in kinds):
         owner, name, _ = kinds[0]
         facts = runtime.param_facts(model, owner, name) or {}
         values = ", ".join(facts.get("values", [])[:3]) or " or ".join(facts.get("types", [])[:3]) or "a value"

@@ -48,7 +48,8 @@ class TracedPremise:
         found = self._premise_from_code(expr, scope)
         if found is None or getattr(self.model, "runtime", None) is None:
             return found
-        return traced_from_run(self.model, found, self.roots(expr, scope))
+        return traced_from_run(self.model, found, self.roots(expr, scope),
+                               staged=self.staged_origin(expr, scope) is not None)
 
     def _premise_from_code(self, expr: cst.CSTNode, scope: "Scope") -> Premise | None:
         m = self.model
