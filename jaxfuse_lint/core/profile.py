@@ -4,37 +4,49 @@
 `explain` and `review` read it. This module is the format and its loader, and it
 never imports jax: `check` reads profiles.
 
-The file is JSON, versioned (`format`, `version`), and every fact is keyed by the
-SHA-256 of the text of the file it is about (`sha256`), so an entry whose file
-has changed since the run is ignored rather than misapplied; paths are only
-labels (relative to the directory `record` ran in where possible). Layout:
+The file is JSON, versioned (`format`, `version`). Every fact names the file it
+is about (`file`, a label relative to the directory `record` ran in where
+possible), the SHA-256 of that file's text (`sha256`), and the SHA-256 of the
+source of its function (`source`: `function_sources`; a line's fact names the
+function holding the line, `function`): facts for the recorded text apply as
+they are; in an edited text, those of each function whose own source is
+unchanged apply at its lines now, and a program's (its costs, constants,
+compilations) only while its entry point and everything it called (`calls`) are
+unchanged. Layout:
 
     {"format": "jaxfuse-lint-profile", "version": 1, "jax_version": ..., "command": [...],
      "processes": [{"pid": 12, "where": "tests/test_a.py::test_x", "backend": "cpu"}, ...],
      "entries": [                       # one per jit entry point (jax.jit / pjit object's function)
-       {"id": "<sha>:<qualname>:<line>", "file": "pkg/m.py", "sha256": ..., "qualname": "step",
+       {"id": "<sha>:<qualname>:<line>", "file": "pkg/m.py", "sha256": ..., "source": ..., "qualname": "step",
         "line": 12, "api": "jax.jit", "arg_names": ["x", "n"], "static_argnums": [1],
-        "static_argnames": ["n"],
+        "static_argnames": ["n"], "calls": [["pkg/m.py", "helper", "<source>"]],
         "signatures": [{"args": [{"name": "x", "shape": [4096, 3], "dtype": "float32",
                                   "weak_type": false}],
                         "pytree": "PyTreeDef(((*, *), {}))", "static": {"n": "3"},
                         "backend": "cpu", "where": "tests/test_a.py::test_x"}],
         "compilations": [{"signature": 0, "pid": 12, "cause": "first compilation",
                           "kind": "first" | "static" | "shape" | "fresh-callable" | "other",
-                          "where": ..., "costs": <attribution JSON> | null}],
+                          "where": ..., "seconds": 0.03, "program": "<key in programs>" | null}],
         "constants": [{"bytes": 1200000, "shape": "f32[300000]",
-                       "lines": [{"file": "pkg/m.py", "sha256": ..., "line": 8}],   # the operations using it
+                       "lines": [{"file": "pkg/m.py", "sha256": ..., "line": 8, "function": {...}}],  # uses
                        "captures": [...],      # the reads that pulled it in (closure, global, attribute)
                        "entry_lines": [...]}]}],   # the entry's own lines that led to its use
-     "lines": [{"file": ..., "sha256": ..., "line": 8, "entry": "<entry id>", "temp_bytes": 1048576,
-                "constant_bytes": 0, "kernels": 2, "copies": 0}],   # per-line costs, max over compilations
+     "programs": {"<key>": <attribution JSON>},   # each distinct compiled program's account, once
+     "lines": [{"file": ..., "sha256": ..., "line": 8, "entry": "<entry id>", "backend": "cpu",
+                "temp_bytes": 1048576, "constant_bytes": 0, "kernels": 2, "kernel_names": ["fusion.1", ...],
+                "copies": 0, "function": {"qualname": "step", "line": 12, "source": ...}}],  # max over compilations
      "functions": [                     # every function whose lines appear under an entry
-       {"file": ..., "sha256": ..., "qualname": "helper", "line": 3, "entry": "<entry id>",
+       {"file": ..., "sha256": ..., "source": ..., "qualname": "helper", "line": 3, "entry": "<entry id>",
         "api": "jax.jit", "entry_name": "step", "transforms": ["vmap"], "chain": ["step", "helper"],
-        "where": "tests/test_a.py::test_x"}]}
+        "where": "tests/test_a.py::test_x"}],
+     "traced": [                        # every function any trace called: what its parameters held
+       {"file": ..., "sha256": ..., "source": ..., "qualname": "Layer.__call__", "line": 9, "calls": 4,
+        "where": "tests/test_a.py::test_x",
+        "params": {"decode": {"tracer": 0, "python": 4, "other": 0, "values": ["False"], "types": ["bool"],
+                              "where": {"python": "tests/test_a.py::test_x"}}}}]}
 
-`costs` is `jaxfuse_lint.verify.attribution.Attribution.to_json()` for the program
-that compilation produced: its kernels, temporaries and folded constants per line.
+A program's account is `jaxfuse_lint.verify.attribution.Attribution.to_json()`: its kernels,
+temporaries and folded constants per line (older profiles keep it inline, as `costs`).
 """
 from __future__ import annotations
 
