@@ -423,6 +423,13 @@ class Recorder:
                 memo[code] = key
             if key is None:
                 return
+            try:
+                observe(frame, code, key)
+            except Exception as exc:  # noqa: BLE001 - an error here would reach the user's code
+                if len(self.errors) < 20:
+                    self.errors.append(f"call of {key[1]}: {type(exc).__name__}: {exc}")
+
+        def observe(frame, code, key) -> None:
             local = frame.f_locals
             seen = []
             traced_now = False
