@@ -30,7 +30,16 @@ records and each returning the original's result untouched:
   optimized HLO, with source locations, and memory statistics give the per-line
   costs (`attribution.attribute_hlo`).
 
-Both are private. If either is missing or its signature changed, `install()`
+and, to see every trace (not only jit's: `eval_shape`, `vmap`, `grad`, lax loop
+bodies, Flax's lifted transforms), the context manager every trace is entered with:
+
+- `jax._src.core.SetCurrentTraceContextManager` (`core.set_current_trace`): its
+  `__enter__`/`__exit__` arm a `sys.setprofile` watcher while a trace is current
+  (`watch_calls`: what each user function's parameters held: tracers, Python
+  values, objects; arrays read from outside the trace), and disarm it when the
+  top-level eval trace is current again.
+
+All are private. If either of the first two is missing or its signature changed, `install()`
 prints one line to stderr and records nothing for it; a failure inside the
 recorder is caught and never reaches the user's program. Recording never
 changes what JAX computes: no flag, option or argument is altered.
