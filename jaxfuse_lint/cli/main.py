@@ -393,11 +393,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             closing.append(summary_text(diagnostics, unsafe_fixes, undecided, listed=show_undecided))
     _emit(report + out.closing(closing), output_file, out)
     if profile is not None and text_format and not fix and not statistics:
-        from jaxfuse_lint.runtime.use import stale_note
+        from jaxfuse_lint.runtime.use import stale_note, withheld_note
 
-        note = stale_note(profile)
-        if note:
-            out.summary(note)  # about the run, not its findings: on stderr, as warnings are
+        for note in (stale_note(profile), withheld_note(profile, settings, files)):
+            if note:
+                out.summary(note)  # about the run, not its findings: on stderr, as warnings are
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 

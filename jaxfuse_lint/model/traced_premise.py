@@ -18,6 +18,7 @@ import libcst as cst
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.omnistaging import omnistaged_function
 from jaxfuse_lint.model.premises import LineOf, Premise, assumed, proven
+from jaxfuse_lint.model.runtime_facts import traced_from_run
 from jaxfuse_lint.model.scopes import Function, iter_children
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import StagedValues, staged_values
@@ -42,7 +43,16 @@ class TracedPremise:
         self.read_names = {r.name for r in model.index.reads}
 
     def premise(self, expr: cst.CSTNode, scope: "Scope") -> Premise | None:
-        """PROVEN or ASSUMED `traced(expr)`; None where expr is not traced at all."""
+        """PROVEN or ASSUMED `traced(expr)`; None where expr is not traced at all. With a recorded
+        run (`check --profile`), what it saw of the parameters decides: DISPROVED or RECORDED
+        (model/runtime_facts.py `traced_from_run`)."""
+        found = self._premise_from_code(expr, scope)
+        if found is None or getattr(self.model, "runtime", None) is None:
+            return found
+        return traced_from_run(self.model, found, self.roots(expr, scope),
+                               staged=self.staged_origin(expr, scope) is not None)
+
+    def _premise_from_code(self, expr: cst.CSTNode, scope: "Scope") -> Premise | None:
         m = self.model
         subject = f"`{code_of(m, expr, 40)}`"
         if self.strict.kind(expr, scope) is Kind.TRACED:
