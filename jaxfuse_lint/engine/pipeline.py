@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from jaxfuse_lint.core.config import Settings
+from jaxfuse_lint.core.config import IGNORE_NOQA, Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location, PremiseRecord
 from jaxfuse_lint.parse import continuations
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
@@ -58,6 +58,9 @@ class FileResult:
     # Internal errors (a rule or codemod that crashed): reported, never fatal.
     errors: list[str] = field(default_factory=list)
     skipped: bool = False  # no reference to JAX at all: not parsed
+    # Patterns seen but not decided: findings in the preview tier this run does not report (each
+    # names the premise it assumes; `--show-undecided`, the summary's "N not decided").
+    undecided: list[Diagnostic] = field(default_factory=list)
 
 
 @dataclass
@@ -188,6 +191,7 @@ class Analysis:
         self._source = source
         self.filename = filename
         self.settings = settings
+        apply_noqa = apply_noqa and IGNORE_NOQA not in settings.extra  # `--ignore-noqa`
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
         # The file's dotted module name, asked for only when a rule needs it (a package's module is a
@@ -214,7 +218,7 @@ class Analysis:
 
             cite_evidence(self.model, [v for _, v in self.violations])
         nodes = set()
-        for _, v in self.violations:
+        for _, v in self.violations + self.undecided:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
         self.locator = Locator(module, nodes, source=self._source, parent=self.model.parent)
@@ -225,6 +229,10 @@ class Analysis:
                 (r, v) for r, v in self.violations
                 if not suppress.suppressed(r.code, self.locator.line(v.range_node or v.node))
             ]
+        if self.undecided and apply_noqa and "noqa" in self.source.lower():
+            found = suppress if suppress is not None else parse_suppressions(self.source)
+            self.undecided = [(r, v) for r, v in self.undecided
+                              if not found.suppressed(r.code, self.locator.line(v.range_node or v.node))]
         self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
         self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
         self._plans: dict[int, FixPlan | None] = {}
@@ -303,6 +311,12 @@ class Analysis:
             location=start, end_location=end, fix=fix, noqa_row=start.row, premises=premises,
         )
 
+    def undecided_diagnostics(self) -> list[Diagnostic]:
+        """The patterns seen but not decided (see `undecided`), located, without fixes."""
+        out = [self.diagnostic(r, v, with_fix=False) for r, v in self.undecided]
+        out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
+        return out
+
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
         out = []
         for r, v in self.violations:
@@ -339,13 +353,21 @@ def parse_verdict(text: str, filename: str, settings: Settings,
         return None, syntax_error_diagnostic(filename, exc, text, cpython=cpython_reads(settings))
 
 
-def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None:
-    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB)."""
-    if size <= settings.max_file_size:
+def too_large(size: int, filename: str, settings: Settings, *, notebook_code: bool = False) -> Diagnostic | None:
+    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB).
+    A notebook's file is bounded by `max-notebook-size` (it is mostly outputs, which are never
+    decoded), and its code, the joined code cells (`notebook_code`), by `max-file-size`."""
+    notebook = filename.lower().endswith(".ipynb")
+    limit = settings.max_notebook_size if notebook and not notebook_code else settings.max_file_size
+    if size <= limit:
         return None
     loc = Location(1, 1)
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"File not checked: {size:,} bytes is over `max-file-size` "
-                      f"({settings.max_file_size:,} bytes)", filename, loc, loc, noqa_row=1)
+    if notebook and notebook_code:
+        text = f"Notebook not checked: its code cells hold {size:,} bytes, over `max-file-size` ({limit:,} bytes)"
+    else:
+        key = "max-notebook-size" if notebook else "max-file-size"
+        text = f"File not checked: {size:,} bytes is over `{key}` ({limit:,} bytes)"
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", text, filename, loc, loc, noqa_row=1)
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
@@ -366,7 +388,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
                               apply_noqa=apply_noqa, model_hook=model_hook, should_stop=should_stop)
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -405,8 +427,10 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        result.undecided = analysis.undecided_diagnostics()
         if masked is not text:
             result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
+            result.undecided = [_with_backslash_lines(d) for d in result.undecided]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -432,7 +456,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     if filename.lower().endswith(".ipynb") and not as_python:
         return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
                             model_hook=model_hook)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
         outcome.remaining = [big]
@@ -610,7 +634,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)  # as for a .py file: not read, one JF000
+    big = too_large(len(source), filename, settings)  # `max-notebook-size`: not read, one JF000
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -623,6 +647,10 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     result.source = raw
     if not nb.python or not nb.module:
         result.skipped = True
+        return result
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        result.diagnostics.append(big)
         return result
     # A cell the parser guard refuses (CPython rejects it, shaped to hurt libcst's parser: HTML after a
     # Colab form line) is left out alone, before any parse of the joined cells.
@@ -637,6 +665,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
             inner.errors[:0] = [d for d in said if isinstance(d, str)]
     result.diagnostics = cells + [nb.to_cells(d) for d in inner.diagnostics]
     result.diagnostics.sort(key=lambda d: (d.cell or 0, d.location.row, d.location.column, d.code))
+    result.undecided = [nb.to_cells(d) for d in inner.undecided]
     result.errors = inner.errors
     result.skipped = inner.skipped
     return result
@@ -689,6 +718,10 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
     outcome = FixOutcome(filename, raw, raw, encoding=encoding)
     if not nb.python or not nb.module:
+        return outcome
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        outcome.remaining = [big]
         return outcome
     cells = _guarded_cells(nb, filename, settings)
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)

@@ -35,6 +35,7 @@ import libcst as cst
 from jaxfuse_lint.model.api import TRANSFORMS
 from jaxfuse_lint.model.premises import Premise, assumed, proven
 from jaxfuse_lint.model.routes import ROUTES
+from jaxfuse_lint.model.runtime_facts import runs_traced_from_run
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.traced import keyword, positional, reason_parts
 from jaxfuse_lint.model.values import Kind
@@ -202,6 +203,9 @@ class Evidence:
         if route.status == SHOWN:
             reason = route.reason or self.model.trace_reason(fn)
             return proven("runs-traced", subject, reason.kind if reason is not None else "traced", *reason_parts(reason))
+        ran = runs_traced_from_run(self.model, fn, subject)  # a recorded run traced it (`check --profile`)
+        if ran is not None:
+            return ran
         return assumed("runs-traced", subject, route.why or "assumes the route into the trace runs")
 
     def route(self, fn: "Function", *, raises: bool = True) -> Route:

@@ -25,33 +25,16 @@ from typing import TYPE_CHECKING, Iterable, Union
 
 import libcst as cst
 
+from jaxfuse_lint.core.calibration import unit
+# The claims rules state (core/claims.py: what a finding that assumes one lacks, in a user's words).
+from jaxfuse_lint.core.claims import CLAIMS
+
 if TYPE_CHECKING:
     from jaxfuse_lint.core.calibration import Decision
 
 PROVEN, RECORDED, ASSUMED, DISPROVED = "proven", "recorded", "assumed", "disproved"
 STATUSES = (PROVEN, RECORDED, ASSUMED, DISPROVED)
 DEFAULT, PREVIEW, SILENT = "default", "preview", "silent"
-
-# The claims rules state, and what a finding that assumes one lacks, in a user's words (the
-# summary's "not decided: 7 sizes unknown, ..."; `--show-undecided`).
-CLAIMS: dict[str, str] = {
-    "runs-traced": "not shown to run under a trace",
-    "traced": "not shown to be traced",
-    "size": "sizes unknown",
-    "harm": "harm not measured",
-    "fresh-callable": "not shown to be a new callable each time",
-    "same-program": "not shown to compile the same program each time",
-    "called-repeatedly": "call counts unknown",
-    "outside-trace": "not shown to run outside a trace",
-    "rebound-after-trace": "not shown to change after tracing",
-    "no-retrace-between": "not shown to reuse the compiled program",
-    "program-reads-it": "not shown to be read by the compiled program",
-    "read-per-call": "not shown to be read per call",
-    "needs-static": "not shown to need a Python value",
-    "measured": "not measured",
-    "unparsable": "not shown to be unparsable",
-}
-
 
 @dataclass(frozen=True)
 class LineOf:
@@ -135,34 +118,104 @@ def preview_parts(premises: Iterable[Premise]) -> tuple[MessagePart, ...] | None
     return tuple(parts) if parts else None
 
 
-def harm(decision: "Decision", subject: str) -> Premise:
+def harm(decision: "Decision", subject: str, given: str = "") -> Premise:
     """The premise `harm(form)` as a calibration table decides it (core/calibration.py): PROVEN where
-    every calibrated form the code may take shows the harm, ASSUMED where only some do or none is
-    calibrated (the decision's reason), DISPROVED where none does."""
+    every calibrated form the code may take shows the harm (`given`: for the sizes an assumed `size`
+    premise names: "with 4,194,304 rows or more"), ASSUMED where only some do or none is calibrated
+    (the decision's reason), DISPROVED where none does. A form whose verdict a real GPU's timing
+    decided cites the device."""
     table = decision.table
     where = f"{table.compiler} (`{table.key}` table)" if table is not None else "the calibration tables"
     n = len(decision.rows)
     if decision.outcome == "harm":
-        return proven("harm", subject, "calibration-table",
+        timed = sorted({r.timing.device for r in decision.rows if r.timing is not None})
+        clock = (f"; {sum(r.timing is not None for r in decision.rows)} of them timed on the {', '.join(timed)}"
+                 if timed else "")
+        return proven("harm", subject, "calibration-table" if not timed else "calibration-table+gpu-timing",
                       f"{where}: the fix is better in {'all ' if n > 1 else ''}{n} calibrated "
-                      f"form{'s' if n != 1 else ''} this code may take, and worse in none")
+                      f"form{'s' if n != 1 else ''} this code may take{given}, and worse in none{clock}")
     if decision.outcome == "none":
         return disproved("harm", subject, "calibration-table",
                          f"{where}: no calibrated form this code may take shows the harm")
-    return assumed("harm", subject, decision.why or "assumes the compiler shows the harm")
+    why = decision.why or "assumes the compiler shows the harm"
+    if given:
+        why = why.replace(" this code may take", f" this code may take{given}", 1)
+    return assumed("harm", subject, why)
 
 
-def size(model, fn, subject: str, n: int, how: str = "") -> Premise:
-    """The premise `size(axis)` where the shape analysis knows the size: RECORDED where it read a
-    recorded run's shapes for `fn` (`check --profile`), else PROVEN from the code (literal
-    constructors, stack and concatenate counts, unpacking, declared shapes: model/shape_*.py)."""
-    text = f"size {n}{how}"
+def size(model, fn, subject: str, n: int, how: str = "", origin=None) -> Premise:
+    """The premise `size(axis)` where the shape analysis knows the size, proven by the construct
+    `origin` names (model/size_origin.py: "a `jnp.stack` of 3 arrays on line 17", an assert, a
+    jaxtyping annotation, the calls of a nested function), RECORDED where a recorded run's shapes
+    gave it (`check --profile`)."""
+    text = f"size {n:,}{how}"
+    if origin is not None:
+        if origin.recorded:
+            return recorded("size", subject, f"{text}: ", *origin.parts)
+        return proven("size", subject, origin.inference, f"{text}: ", *origin.parts)
     runtime = getattr(model, "runtime", None)
     if runtime is not None and fn in getattr(runtime, "shapes_used", ()):
         return recorded("size", subject, f"{text}, as every recorded call had it ({runtime.profile_path or 'profile'})")
     return proven("size", subject, "shape-analysis", text)
 
 
+@dataclass(frozen=True)
+class SizeClaim:
+    """A size a calibration table's decision reads (`feature`, "rows" / "size" / "points"...), about
+    `subject` ("the rows of `v`"): `known`, its premise where the code shows it (`size()`); None
+    where it does not. `required`: a premise is stated even where the answer does not depend on it
+    (False where the rule states another `size` premise)."""
+
+    feature: str
+    subject: str
+    known: Premise | None = None
+    required: bool = True
+
+
+def calibrated(decision: "Decision", subject: str, sizes: Iterable[SizeClaim] = ()) -> tuple[Premise, ...]:
+    """The premises of a finding a calibration table decides: `harm(subject)` and one `size` premise
+    per size the table reads (`sizes`):
+
+    - a size the code shows: its premise (proven from a line, or recorded);
+    - a size it does not show that the table's answer depends on: ASSUMED, saying from which size on
+      the table shows the harm ("harm from 4,194,304 rows"); the harm premise is then decided for the
+      forms from those sizes on (proven where they all show it, "with 4,194,304 rows or more");
+    - a size it does not show that the answer does not depend on (the same at every calibrated
+      size): proven by the table, which names the calibrated range.
+    """
+    out: list[Premise] = []
+    deciding = decision
+    given: list[str] = []
+    open_features = decision.open_features()
+    table = decision.table
+    for claim in sizes:
+        if claim.known is not None:
+            out.append(claim.known)
+            continue
+        threshold = decision.threshold(claim.feature) if claim.feature in open_features else None
+        if threshold is not None and table is not None:
+            amount = f"{threshold.value:,}" if isinstance(threshold.value, int) else str(threshold.value)
+            out.append(assumed("size", claim.subject, f"{claim.subject}: not shown; harm from {amount} {threshold.unit}"))
+            values = [v for v in table.features.get(claim.feature, ()) if isinstance(v, (int, float))
+                      and v >= threshold.value]
+            deciding = deciding.given(claim.feature, values)
+            given.append(f" with {amount} {threshold.unit} or more")
+            continue
+        if claim.feature in open_features:
+            out.append(assumed("size", claim.subject, f"{claim.subject}: not shown"))
+            continue
+        values = sorted({r.features.get(claim.feature) for r in decision.rows
+                         if isinstance(r.features.get(claim.feature), (int, float))})
+        if decision.outcome in ("harm", "some") and values and table is not None:
+            span = f"{values[0]:,}" if len(values) == 1 else f"{values[0]:,} to {values[-1]:,}"
+            out.append(proven("size", claim.subject, "calibration-table",
+                              f"not shown, and the table's answer does not depend on it: the same at every "
+                              f"calibrated size this code may take ({span} {unit(claim.feature, table)})"))
+        elif claim.required:
+            out.append(assumed("size", claim.subject, f"{claim.subject}: not shown"))
+    return (harm(deciding, subject, "".join(given)), *out)
+
+
 __all__ = ["ASSUMED", "CLAIMS", "DEFAULT", "DISPROVED", "PREVIEW", "PROVEN", "RECORDED", "SILENT", "STATUSES",
-           "LineOf", "MessagePart", "Premise", "assumed", "harm", "assumed_premises", "disproved", "preview_parts",
-           "proven", "recorded", "size", "tier"]
+           "LineOf", "MessagePart", "Premise", "SizeClaim", "assumed", "assumed_premises", "calibrated", "disproved",
+           "harm", "preview_parts", "proven", "recorded", "size", "tier"]

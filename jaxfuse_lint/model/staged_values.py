@@ -13,6 +13,7 @@ from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, 
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
 from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 from jaxfuse_lint.model.static_arguments import static_argument
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, combine
@@ -65,6 +66,15 @@ JAX_FACTORIES = ("jax.example_libraries.optimizers.", "jax.example_libraries.sta
 # Transforms whose compiled function returns jax arrays (not equinox's filtered jit, which hands
 # non-array outputs back as they are).
 _COMPILING_CALLS = frozenset({"jax.jit", "jax.experimental.pjit.pjit", "jax.pmap"})
+
+def _literal_truth(e: cst.BaseExpression) -> bool | None:
+    """The truth value of a literal (`True`, `None`, `0`, `"fast"`), else None."""
+    if isinstance(e, cst.Name) and e.value in ("True", "False", "None"):
+        return e.value == "True"
+    if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)):
+        return bool(e.evaluated_value)
+    return None
+
 
 # pytree functions that list the leaves.
 TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
@@ -300,6 +310,38 @@ class StagedValues(StagedParameters):
         return b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call) and (
             self.model.qn(b.value.func, found[0]) or "").startswith(JAX_FACTORIES)
 
+    def _python_truth(self, e: cst.BaseExpression, scope: "Scope") -> bool | None:
+        """The truth value of a Python operand where the code shows it: a literal, `not` of one, or
+        a parameter every traced call passes the same literal bool (or leaves at its default)."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            inner = self._python_truth(e.expression, scope)
+            return None if inner is None else not inner
+        literal = _literal_truth(e)
+        if literal is not None:
+            return literal
+        if not isinstance(e, cst.Name) or not isinstance(scope, Function):
+            return None
+        found = self.model.bindings_at(e, scope)
+        if found is None or found[0] is not scope or not found[1] or any(b.kind != "param" for b in found[1]):
+            return None
+        # A parameter every route passes the same literal (or leaves at its literal default): the
+        # calls of traced code that run fn; another route (a transform, an entry point) says nothing.
+        truths = set()
+        for r in self.model.traced.reasons.get(scope, ()):
+            if r.kind != "called" or not isinstance(r.node, cst.Call) or any(a.star for a in r.node.args):
+                return None
+            arg = self.model.argument_for(r.node, scope, e.value)
+            if arg is None:
+                p = scope.param_nodes.get(e.value)
+                arg = p.default if p is not None else None
+            truth = _literal_truth(arg) if arg is not None else None
+            if truth is None:
+                return None
+            truths.add(truth)
+        return truths.pop() if len(truths) == 1 else None
+
     def _false_on_tracers(self, test: cst.BaseExpression, scope: "Scope", depth: int) -> bool:
         """`isinstance(v, float)` (a Python type), `type(v) is int`, `v is None` where v is a tracer:
         False under the trace."""
@@ -399,9 +441,13 @@ class StagedValues(StagedParameters):
             if left is TRACED:
                 return TRACED
             right = self.kind(e.right, scope, depth)
-            if right is TRACED and self._false_on_tracers(e.left, scope, depth):
-                # `isinstance(c, float) or c < 0` with c a tracer: the left is False, the right runs
-                return TRACED if isinstance(e.operator, cst.Or) else STATIC
+            if right is TRACED:
+                truth = False if self._false_on_tracers(e.left, scope, depth) else self._python_truth(e.left, scope)
+                if truth is not None:
+                    # `isinstance(c, float) or c < 0` with c a tracer (False), `True and flag`, `approx
+                    # and jnp.allclose(...)` where every traced call leaves `approx=True`: the right
+                    # operand is the value exactly when `and` meets a truthy left (`or`, a falsy one)
+                    return TRACED if truth == isinstance(e.operator, cst.And) else STATIC
             return UNKNOWN if right is TRACED else combine((left, right))
         if isinstance(e, cst.Attribute):
             attr = e.attr.value
@@ -449,10 +495,15 @@ class StagedValues(StagedParameters):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
-        if isinstance(e.func, cst.Call) and self.model.qn(e.func.func, scope) in TRANSFORMS:
+        if isinstance(e.func, cst.Call) and (transform := self.model.qn(e.func.func, scope)) in TRANSFORMS:
             # `jax.value_and_grad(loss)(params, batch)`, `jax.vmap(f)(x)`: traced in, traced out.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
-            return TRACED if TRACED in kinds else UNKNOWN
+            if TRACED in kinds:
+                return TRACED
+            if transform in DIFFERENTIATING and isinstance(scope, Function) and staging(self.model).omnistaged(scope) \
+                    and not staging(self.model).compile_time_eval(e, scope):
+                return TRACED  # a derivative computed in staged code is staged out, whatever its inputs
+            return UNKNOWN
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
             callee = self.callee(e, scope)
             if callee is not None and callee.returns:

@@ -21,6 +21,7 @@ import libcst as cst
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.omnistaging import omnistaged_function
 from jaxfuse_lint.model.premises import LineOf, Premise, assumed, disproved, proven
+from jaxfuse_lint.model.runtime_facts import traced_from_run
 from jaxfuse_lint.model.scopes import Function, iter_children
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import StagedValues, staged_values
@@ -46,7 +47,16 @@ class TracedPremise:
         self._diff_params: dict[int, dict] = {}
 
     def premise(self, expr: cst.CSTNode, scope: "Scope") -> Premise | None:
-        """PROVEN, ASSUMED or DISPROVED `traced(expr)`; None where expr is not traced at all."""
+        """PROVEN, ASSUMED or DISPROVED `traced(expr)`; None where expr is not traced at all. With
+        a recorded run (`check --profile`), what it saw of the parameters decides: DISPROVED or
+        RECORDED (model/runtime_facts.py `traced_from_run`)."""
+        found = self._premise_from_code(expr, scope)
+        if found is None or getattr(self.model, "runtime", None) is None:
+            return found
+        return traced_from_run(self.model, found, self.roots(expr, scope),
+                               staged=self.staged_origin(expr, scope) is not None)
+
+    def _premise_from_code(self, expr: cst.CSTNode, scope: "Scope") -> Premise | None:
         m = self.model
         subject = f"`{code_of(m, expr, 40)}`"
         if self.strict.kind(expr, scope) is Kind.TRACED:
@@ -199,8 +209,9 @@ class TracedPremise:
             node, sc, depth = stack.pop()
             if isinstance(node, cst.BaseExpression) and values.kind(node, sc) is not Kind.TRACED:
                 continue
-            if isinstance(node, cst.Call) and omnistaged_function(self.model.qn(node.func, sc)):
-                return node
+            if isinstance(node, cst.Call) and (omnistaged_function(self.model.qn(node.func, sc)) or (
+                    isinstance(node.func, cst.Call) and self.model.qn(node.func.func, sc) in DIFFERENTIATING)):
+                return node  # (`jax.grad(loss)(params)` in staged code: a derivative is staged out too)
             if values._operates_on_captured_array(node, sc):
                 return node  # `K[0]` of a jax array bound outside: staged out too
             if isinstance(node, cst.Call) and values.jitted_call(node, sc):

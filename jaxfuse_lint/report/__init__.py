@@ -38,6 +38,14 @@ class ReportContext:
     # github/gitlab fall back to $GITHUB_WORKSPACE/$CI_PROJECT_DIR).
     root: str | None = None
     color: bool = False
+    # `[tool.jaxfuse-lint.severity]` (core/severity.py): the level formats that have one give a finding.
+    severity: tuple[tuple[str, str], ...] = ()
+
+    def level(self, code: str) -> str:
+        """"error", "warning" or "note" (core/severity.py)."""
+        from jaxfuse_lint.core.severity import level
+
+        return level(code, self.severity)
 
 
 def renderer(name: str) -> Callable[[list[Diagnostic], ReportContext], str]:

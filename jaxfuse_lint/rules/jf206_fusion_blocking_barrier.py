@@ -11,7 +11,9 @@ from jaxfuse_lint.model.accumulation import accumulation, small_statements
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.fusion import CONTRACTIONS
 from jaxfuse_lint.model.evidence import evidence
-from jaxfuse_lint.model.premises import assumed, harm, proven
+from jaxfuse_lint.model.premises import SizeClaim, assumed, calibrated, harm, proven
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import axes_origin
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import (
@@ -78,6 +80,12 @@ class FusionBlockingBarrier(Rule):
     `prevent_cse=True` (called, or applied with `functools.partial` as a
     decorator) in a module that never differentiates (no `grad`,
     `value_and_grad`, `vjp`, `jvp`, `jacfwd`/`jacrev`, `custom_vjp`, ...).
+
+    ## Premises
+    `runs-traced`; `harm(barrier)` from the table; and, for a barrier, the
+    `size` of its operand where the table reads it: proven by the construct
+    that states its shape, proven irrelevant where every calibrated size
+    shows the same, else assumed with the table's threshold (preview).
 
     ## Why is this bad?
     `optimization_barrier` orders computations by making its outputs opaque to
@@ -283,13 +291,15 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
         before = _BEFORE.get(capture_context.value_kind(model, term, scope)) if term is not None else None
         after = "elementwise"
         shape = capture_context.value_shape(model, term, scope) if term is not None else None
+        valued = term
     elif loop is None and operand is not None and not isinstance(operand, (cst.Tuple, cst.List)):
         context = "plain"
         before = _BEFORE.get(capture_context.value_kind(model, operand, scope))
         after = _readers(model, call, scope)
         shape = capture_context.value_shape(model, operand, scope)
+        valued = operand
     else:
-        context = before = after = shape = None
+        context = before = after = shape = valued = None
     total = shape.total() if shape is not None else None
     collectives = uses_collectives(model)
     decision = decide("JF206", settings, kind="barrier", before=before, after=after, context=context,
@@ -297,23 +307,30 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
     if decision.outcome == "none":
         return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
     subject = f"`{code_of(model, call, 40)}`"
+    known = None
+    if total is not None and valued is not None and shape is not None and shape.rank is not None:
+        origin = axes_origin(model, valued, scope, list(range(shape.rank)))
+        if origin is not None:
+            known = premise_size(model, scope, f"`{code_of(model, valued, 30)}`", total, origin=origin)
+    # The size the decision reads, where the table's answer depends on it or the code shows it.
+    premises = calibrated(decision, subject, [SizeClaim("size", f"`{code_of(model, valued, 30)}`" if valued is not None
+                                                        else "the barrier's operand", known, required=False)])
     if not decision.fires:
-        premise = harm(decision, subject)
         if collectives and decision.outcome == "unknown" and decision.table is not None:
-            premise = assumed("harm", subject,
-                              "this module runs collectives or shards its arrays: the barrier may order communication "
-                              "against compute on purpose, an overlap of devices one compiled device cannot show (not "
-                              "calibrated)")
+            premises = (assumed("harm", subject,
+                                "this module runs collectives or shards its arrays: the barrier may order "
+                                "communication against compute on purpose, an overlap of devices one compiled "
+                                "device cannot show (not calibrated)"), *premises[1:])
         return Violation(call, message(
             *head, ": it may block fusion across it, so its operands are materialised in device memory and "
-            "the code before and after runs as separate kernels"), data={"kind": "barrier"}, premises=(premise,))
+            "the code before and after runs as separate kernels"), data={"kind": "barrier"}, premises=premises)
     loop = context == "python_loop"
     cited = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
                              else "the same code without the barrier")
     advice = "run the iterations in a `lax.fori_loop` instead" if loop else \
         "drop it (to force recomputation, call the function again)"
     return Violation(call, message(*head, f": it blocks fusion across it: {cited}; {advice}"),
-                     data={"kind": "barrier"}, premises=(harm(decision, subject),))
+                     data={"kind": "barrier"}, premises=premises)
 
 
 def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):

@@ -126,7 +126,11 @@ class PythonControlFlowOnTracedValue(Rule):
     jitted call), or from the argument a `grad` differentiates. It is assumed
     where only a framework's convention makes it one (a Module body's input
     the body never uses as an array, and no call shows: the finding is in the
-    preview tier, naming the assumption). It is disproved, and nothing is
+    preview tier, naming the assumption), and for `a and b` (`a or b`) with a
+    Python value `a` whose truth the code does not show: the tracer `b` is
+    the test's value only where `a` is truthy (falsy); a literal, a flag
+    every traced call leaves at the same value, or a test false on every
+    tracer (`isinstance(c, float)`) shows it. It is disproved, and nothing is
     reported, where such a value is passed to a `functools.cache`/`lru_cache`
     function (or the function is one): its arguments are hashed, and a tracer
     is unhashable (`TypeError`), so the code is given a Python value there.
