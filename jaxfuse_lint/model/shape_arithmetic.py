@@ -44,11 +44,15 @@ SINKS.update({
     "jax.random.normal": ((1, "shape"),), "jax.random.uniform": ((1, "shape"),),
     "jax.random.randint": ((1, "shape"),), "jax.random.bernoulli": ((2, "shape"),),
     "jax.random.truncated_normal": ((3, "shape"),), "jax.random.choice": ((2, "shape"),),
+    "jax.random.split": ((1, "num"),),
     "builtins.range": ALL, "builtins.int": ((0, None),), "builtins.float": ((0, None),),
 })
 _RANDOM_SHAPE = ((None, "shape"),)
 # Methods of arrays that need static ints.
 METHOD_SINKS = {"reshape": ALL}
+# Array methods whose result is an array computed from the array (a tracer of a tracer).
+_ARRAY_RESULT_METHODS = frozenset({"astype", "prod", "sum", "max", "min", "cumsum", "cumprod", "round", "reshape",
+                                   "squeeze", "ravel", "flatten", "clip"})
 _SHAPE_FUNCTIONS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.size", "numpy.size", "jax.numpy.ndim",
                               "numpy.ndim", "builtins.len"})
 
@@ -117,14 +121,19 @@ class ShapeArithmetic:
             yield from self.find(expr.right, scope, depth, via)
         elif isinstance(expr, cst.UnaryOperation):
             yield from self.find(expr.expression, scope, depth, via)
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and self.model.qn(expr.func, scope) is None \
+                and expr.func.attr.value in _ARRAY_RESULT_METHODS:
+            # `depth.astype(jnp.int32)`: a method of a tracer gives a tracer
+            yield from self.find(expr.func.value, scope, depth, via)
         elif isinstance(expr, cst.Name) and depth < self.MAX_DEPTH:
             value, owner = self.local_value(expr, scope)
             if value is not None:
                 yield from self.find(value, owner, depth + 1, via + (expr,))
 
     def local_value(self, name: cst.Name, scope: Scope) -> tuple[cst.BaseExpression | None, Scope]:
-        """The value of a function-local name assigned exactly once (`n = ...`)."""
-        found = self.model.lookup(name.value, scope)
+        """The value of a function-local name where one assignment reaches the read (`n = ...`;
+        `d = d.astype(int)` reads the assignment before it)."""
+        found = self.model.bindings_at(name, scope) if name in self.read_names else self.model.lookup(name.value, scope)
         if found is None or not isinstance(found[0], Function):
             return None, scope
         owner, bindings = found
@@ -162,6 +171,9 @@ class ShapeArithmetic:
             return self._static_input(e.left, scope) and self._static_input(e.right, scope)
         if isinstance(e, (cst.Tuple, cst.List)):
             return all(self._static_input(el.value, scope) for el in e.elements)
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+            # `[b.shape[0] for b in biases]`: static items, whatever they are read from
+            return self._static_input(e.elt, scope)
         return False
 
     def _mentions_shape(self, e: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:

@@ -596,6 +596,9 @@ class TracedAnalysis:
                     if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in TRANSFORMS:
                         # `grad_loss = jax.grad(loss)`, `ck = jax.checkpoint(f)`: calling the name
                         # runs the wrapped function (`jax.jit(f)` included: `f` is what runs).
+                        # Calling `ScanBlock = nn.scan(Block, ...)` makes a Module; calling that runs.
+                        if inst.class_named(expr, scope) is not None:
+                            continue
                         yield from self.callables(positional(value, 0) or keyword(value, "fun"), found[0],
                                                   depth=depth + 1)
                         continue

@@ -30,9 +30,21 @@ class TracedOpOnStaticShape(Rule):
     — whose result is used where a static Python int is required: a
     `reshape`, the shape of `zeros`/`ones`/`full`/`empty`/`broadcast_to`
     (`jnp` or NumPy), the bounds of `arange`/`range` and of a slice,
-    `linspace`'s `num`, `int()`/`float()`, the sizes of
-    `lax.dynamic_slice`/`lax.iota`, the `shape` of `jax.random` draws. It
-    follows a local variable to its single assignment.
+    `linspace`'s `num`, the indices of `split`, `int()`/`float()`, the sizes
+    of `lax.dynamic_slice`/`lax.iota`, the `shape` of `jax.random` draws and
+    the count of `random.split(key, n)`. It follows a local variable to the
+    one assignment that reaches it (`depth = depth.astype(int)` reads the one
+    before), through arithmetic and array methods (`.astype`, `.sum`), and
+    reads a comprehension of shape values (`jnp.array([b.shape[0] for b in
+    bs])`) as static input. The message names what computes it on the host:
+    `math.prod`, Python's `sum`/`max`/`min`, `np.<name>` for other jnp
+    functions (`np.log2`, `np.cumsum`), Python arithmetic for the rest.
+
+    ## Premises
+    `runs-traced(f)`, proven by the route that traces `f` (as for JF402), and
+    `needs-static(value)`, proven by the sink: the argument that takes only a
+    Python int. That the `jnp` result is a tracer needs no premise of its own:
+    under a trace every `jnp` result is one (omnistaging).
 
     ## Why is this bad?
     `x.shape` is a static tuple of ints, but `jnp` operations inside a traced
@@ -156,9 +168,31 @@ def _advice(model: SemanticModel, node: cst.BaseExpression, scope: Scope) -> str
         return "use `math.prod(...)` on the shape (a Python int)"
     if which in ("sum", "max", "min"):
         return f"use Python's `{which}(...)` on the shape (a Python int)"
+    call = _outer_call(node)
+    qn = model.qn(call.func, scope) if call is not None else None
+    if qn is not None and qn.startswith("jax.numpy.") and qn.count(".") == 2 and qn.rsplit(".", 1)[1] not in (
+            _PYTHON_ARITHMETIC):
+        # `jnp.log2(n)`, `jnp.cumsum(jnp.array(sizes))`: NumPy computes it at trace time, on the host
+        inner = any(isinstance(n, cst.Call) and n is not call and (model.qn(n.func, scope) or "").startswith(
+            "jax.numpy.") for n in walk(call))
+        inputs = " on NumPy inputs" if inner else ""
+        return f"use `np.{qn.rsplit('.', 1)[1]}(...)`{inputs} (NumPy computes on the static values while tracing)"
     shown = _shape_read(node)
     of = f" (`{code_of(model, shown)}` is already one)" if shown is not None else ""
     return f"compute it with Python arithmetic (`//`, `*`, `+`) on the shape values, which stay Python ints{of}"
+
+
+# jnp functions that Python's own operators and builtins compute on ints (`//`, `max(...)`).
+_PYTHON_ARITHMETIC = frozenset({"array", "asarray", "add", "subtract", "multiply", "divide", "true_divide",
+                                "floor_divide", "mod", "remainder", "power", "negative", "positive", "abs",
+                                "absolute", "minimum", "maximum", "int32", "int64", "float32"})
+
+
+def _outer_call(node: cst.CSTNode) -> cst.Call | None:
+    """The call a jnp-on-shape expression is (through indexing: `jnp.cumsum(s)[0]`)."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return node if isinstance(node, cst.Call) else None
 
 
 def _shape_read(node: cst.CSTNode) -> cst.BaseExpression | None:
