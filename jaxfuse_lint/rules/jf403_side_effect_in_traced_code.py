@@ -882,7 +882,7 @@ class _Writes:
             if r.kind not in ("transform", "decorator"):
                 continue
             if r.transform in _PRIMALS and name.value not in fn.params_with_default:
-                why = (f"`{name.value}` is a primal of `{r.transform.replace('jax.', 'jax.')}` on line ", LineOf(r.node),
+                why = (f"`{name.value}` is a primal of `{r.transform}` on line ", LineOf(r.node),
                        ": a tracer on every call")
                 break
         if why is None:
