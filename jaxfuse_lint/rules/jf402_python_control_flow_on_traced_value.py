@@ -9,6 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.shape_arithmetic import PYTHON_NUMBER_SINKS, static_values_staged
 from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
@@ -109,6 +110,11 @@ class PythonControlFlowOnTracedValue(Rule):
     convention. A parameter annotated `str` or `Literal["a", "b"]`, and a
     comparison with a string literal (`mode == "relu"`), are Python options:
     JAX cannot trace a string.
+
+    One problem, one code: `int()`, `float()` and `range()` of a `jnp`
+    computation on static values only (`int(jnp.ceil(T / dt))` with `T` and
+    `dt` Python numbers: a tracer only because jax staged out what the host
+    could compute) are JF405's findings, not this rule's.
 
     Under an eager differentiating transform (`jax.grad(f)(3.0)`, not jitted)
     the inputs are concrete: `if`, `bool()` and `int()` of the differentiated
@@ -282,6 +288,11 @@ class _Checker:
                 runs = self.evidence.premise(fn, expr, raises=True)
                 traced = self.premise.premise(probe, fn)
                 if runs is None or traced is None:
+                    continue
+                if traced.inference == "omnistaging" and context in PYTHON_NUMBER_SINKS and \
+                        static_values_staged(self.model, fn, expr) is not None:
+                    # Traced only because `jnp` staged out static values (`int(jnp.ceil(T / dt))`):
+                    # one problem, one code: JF405's (jnp on static values where a Python int is needed).
                     continue
                 flagged.add(expr)
                 yield self._violation(fn, context, expr).with_premises(runs, traced)
