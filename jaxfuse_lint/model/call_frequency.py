@@ -94,6 +94,14 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
         if hit:
             sites.append(site)
             callees.add(id(func))
+    if fn.name == "__call__" and fn.cls is not None:
+        # Calling an instance (`pipeline(latents)`, `Model(w)(x)`) calls its class's `__call__`.
+        for site in model.index.calls:
+            func = site.call.func
+            if id(func) not in callees and isinstance(func, (cst.Name, cst.Attribute, cst.Call)) \
+                    and inst.instance_class(func, site.scope) is fn.cls:
+                sites.append(site)
+                callees.add(id(func))
     escapes = False
     for read in model.index.reads_named(fn.name):
         if id(read.name) in callees:

@@ -9,7 +9,9 @@ from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
 from jaxfuse_lint.model.call_frequency import loop_repeats
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, kept_for_reuse
-from jaxfuse_lint.model.fresh_callables import array_data, describe_callable, lambda_bound_to, reaching_function
+from jaxfuse_lint.model.fresh_callables import (
+    array_data, compiles_per_application, describe_callable, lambda_bound_to, reaching_function,
+)
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
@@ -24,6 +26,18 @@ def compiling_call(model: SemanticModel, call: cst.Call, scope: Scope) -> tuple[
     if t is not None and t[0] in COMPILING and (t[1] is None or t[1] is not call):
         return t[0], positional(call, 0) or keyword(call, "fun")
     return None
+
+
+def transform_name(node: cst.CSTNode, qualified: str) -> str:
+    """How a message names the compiling transform at `node` (a call, its callee, or a decorator):
+    as written (`jit` after `from jax import jit`), or the name the code calls it through where that
+    name holds it (`pmap_for_my_devices = partial(jax.pmap, ...)`, a `maybe_jit` that returns
+    `jit(fn)`)."""
+    text = as_written(node, qualified, same_name=True)
+    callee = node.func if isinstance(node, cst.Call) else node
+    if isinstance(callee, cst.Name) and callee.value.rsplit(".", 1)[-1] != qualified.rsplit(".", 1)[-1]:
+        return callee.value
+    return text
 
 
 def _inside(model: SemanticModel, node: cst.CSTNode, container: cst.CSTNode) -> bool:
@@ -332,13 +346,16 @@ class JitInLoop(Rule):
                 continue  # `jax.jit(f).lower(x)`: lowered explicitly, no cached dispatch to lose
             transform, target = found
             what, fresh = describe_callable(model, target, site.scope, site.loop)
-            if transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
+            own = compiles_per_application(transform) and not fresh
+            if own:
+                fresh = True  # `nnx.jit(step)`: every application is a new jitted function that compiles on its own
+            elif transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
                 # Another library's wrapper: whether it caches per function, or compares a wrapper object
                 # it is given by its contents (`eqx.filter_jit(eqx.filter_vmap(f))`), is its own affair.
                 fresh = None
             loops = _loops_around(model, site.call, site.scope)
             yield self._violation(model, site.call, transform, what, fresh, loops, site.scope, target,
-                                  {"site": site, "target": target})
+                                  {"site": site, "target": target, "own_cache": own})
         for fn in model.index.functions:
             if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
                 continue
@@ -355,9 +372,12 @@ class JitInLoop(Rule):
     def _violation(self, model, node, qualified, what, fresh, loops, scope, target, data) -> Violation:
         loop = loops[0]
         kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
-        transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
+        transform = transform_name(node, qualified)  # `jit` after `from jax import jit`
         attribute = isinstance(target, cst.Attribute)
-        if fresh:
+        if data.get("own_cache"):
+            cost = (f"every iteration builds a new `{transform}` function, which shares no compiled program with "
+                    "the others, so it traces and compiles again each time")
+        elif fresh:
             cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
         elif fresh is None and attribute and qualified in _JAX_COMPILING:
             cost = "a bound method is a new object on every read, so JAX traces and compiles again each time"
@@ -380,6 +400,9 @@ class JitInLoop(Rule):
             new = assumed("fresh-callable", subject, f"whether `{transform}` compiles again for a new wrapper depends "
                           "on how it caches" if not isinstance(target, cst.Call) else
                           f"assumes {what} is a new function each time")
+        elif data.get("own_cache"):
+            new = proven("fresh-callable", subject, "own-cache", f"`{transform}` builds a new jitted function on every "
+                         f"iteration of the {kind}, and its applications share no compiled program")
         elif fresh:
             new = proven("fresh-callable", subject, "built-in-loop", f"a new object on every iteration of the {kind}")
         else:

@@ -14,12 +14,11 @@ from jaxfuse_lint.model.call_frequency import (
     MANY, UNKNOWN, Frequency, call_sites, external_calls, frequency, function_repeats, runs_only_traced,
 )
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
-from jaxfuse_lint.model.fresh_callables import array_data, describe_callable
-from jaxfuse_lint.model.names import as_written
+from jaxfuse_lint.model.fresh_callables import array_data, compiles_per_application, describe_callable
 from jaxfuse_lint.model.premises import Premise, assumed, disproved, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
-    _bound_in, _expression_reads, _loop_of_def, _loops_around, compiling_call,
+    _bound_in, _expression_reads, _loop_of_def, _loops_around, compiling_call, transform_name,
 )
 from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
@@ -189,13 +188,14 @@ class JitOfFreshCallable(Rule):
                 continue
             transform, target = found
             what, fresh = describe_callable(model, target, scope, None)
-            if not fresh:
+            own = compiles_per_application(transform) and not fresh
+            if not (fresh or own):
                 continue
-            subject = f"`{as_written(site.call, transform, same_name=True)}` of {what}"
+            subject = f"`{transform_name(site.call, transform)}` of {what}"
             judged = _judge(model, _use_of_call(model, site.call, scope), scope, target, site.call,
                             _passed_names(model, site.call, scope), subject)
             if judged is not None:
-                yield self._violation(site.call, transform, what, scope, judged)
+                yield self._violation(site.call, transform, what, scope, judged, own=own)
         for fn in model.index.functions:
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
@@ -208,14 +208,14 @@ class JitOfFreshCallable(Rule):
                 if t is None or t[0] not in COMPILING:
                     continue
                 what = f"`{fn.name}`, defined inside `{parent.display_name}`"
-                subject = f"`{as_written(dec.decorator, t[0], same_name=True)}` of {what}"
+                subject = f"`{transform_name(dec.decorator, t[0])}` of {what}"
                 judged = _judge(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node,
                                 _passed_names(model, fn.name, parent), subject)
                 if judged is not None:
                     yield self._violation(dec.decorator, t[0], what, parent, judged)
 
-    def _violation(self, node, qualified, what, scope, judged: "Judgement") -> Violation:
-        transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
+    def _violation(self, node, qualified, what, scope, judged: "Judgement", own: bool = False) -> Violation:
+        transform = transform_name(node, qualified)  # `jit` after `from jax import jit`
         name = scope.display_name
         use, freq = judged.use, judged.freq
         if use == "returned":
@@ -238,7 +238,11 @@ class JitOfFreshCallable(Rule):
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
         subject = f"`{transform}` of {what}"
-        fresh = proven("fresh-callable", subject, "built-per-call", f"built anew on every call of `{name}`")
+        if own:
+            fresh = proven("fresh-callable", subject, "own-cache", f"`{transform}` builds a new jitted function on "
+                           f"every call of `{name}`, and its applications share no compiled program")
+        else:
+            fresh = proven("fresh-callable", subject, "built-per-call", f"built anew on every call of `{name}`")
         return Violation(node, parts, data={"transform": qualified, "scope": scope},
                          premises=(fresh, judged.same, judged.repeated))
 
@@ -304,8 +308,9 @@ def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.C
     reads = _reads_phrase(relevant)
     if rebuilt is not None:
         at = (" (line ", LineOf(rebuilt.node), ")") if rebuilt.node is not None else ()
-        same = proven("same-program", subject, "same-arguments", f"`{name}` is called again with the same "
-                      f"{reads} {rebuilt.how}", *at)
+        through = f" (through `{rebuilt.via.display_name}`)" if rebuilt.via is not None else ""
+        same = proven("same-program", subject, "same-arguments", f"`{name}` is called again{through} with the "
+                      f"same {reads} {rebuilt.how}", *at)
         return Judgement("returned" if use == "returned" else "called", rebuilt, same,
                          function_repeats(model, scope, rebuilt, who))
     freq = frequency(model, scope)
@@ -376,6 +381,8 @@ def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode |
         return None
     if isinstance(target, cst.Name):
         fn = model.function_named(target.value, scope)
+        if fn is not None and not _within(fn, scope):
+            return set()  # a function defined outside `scope` (`nnx.jit(step)`): it reads nothing of the call
         if fn is None or fn.parent is not scope:
             return None
         target = fn.node
@@ -407,6 +414,16 @@ def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode |
     return out
 
 
+def _within(fn: Function, scope: Function) -> bool:
+    """Whether `fn` is defined inside `scope` (at any depth)."""
+    s = fn.parent
+    while s is not None:
+        if s is scope:
+            return True
+        s = s.parent
+    return False
+
+
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size"})
 _SHAPE_FUNCTIONS = frozenset({"builtins.len", "jax.numpy.shape", "numpy.shape", "jax.numpy.ndim", "numpy.ndim"})
 
@@ -430,6 +447,23 @@ def _local_dependencies(model: SemanticModel, bindings, scope: Function, passed:
 
     out: set[str] = set()
     for b in bindings:
+        if b.kind == "def" and b.function is not None and b.function.parent is scope and depth <= 3:
+            # A function defined in the call (`_body_fn`, read by the jitted `loop_fn`): what it reads of
+            # the call, through its own locals.
+            for node, where in _function_read_nodes(b.function):
+                found = model.lookup(node.value, where)
+                if found is None or found[0] is not scope:
+                    continue
+                if node.value in scope.params:
+                    out.add(node.value)
+                    continue
+                if array_data(model, found[1], scope):
+                    continue
+                deps = _local_dependencies(model, found[1], scope, passed, depth + 1)
+                if deps is None:
+                    return None
+                out |= deps
+            continue
         if b.kind not in ("assign", "annassign") or b.value is None or depth > 3:
             return None
         for n in walk(b.value):
@@ -523,14 +557,20 @@ def free_names(expr: cst.CSTNode) -> set[str]:
     return {n.value for n in walk(expr) if isinstance(n, cst.Name)}
 
 
-def _factory_rebuilt(model: SemanticModel, factory: Function,
-                     relevant: set[str] | None) -> tuple[Frequency | None, cst.CSTNode | None]:
+def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str] | None,
+                     depth: int = 0) -> tuple[Frequency | None, cst.CSTNode | None]:
     """A call of the function in a Python loop (not guarded by a cache) whose arguments for
     the parameters the jitted callable closes over (`relevant`; all of them when None) the loop
     does not change: every iteration builds, and compiles, the same program again. A factory
     called once (in `__init__`, once per `train()`) or once per distinct argument is the
     recommended pattern: None. Second: the loop around a call that changes those arguments (a
-    different program per iteration), where there is one."""
+    different program per iteration), where there is one.
+
+    A loop that changes only arrays (`for a in jnp.linspace(...)`, `y = X @ w` computed in the
+    loop) changes data an argument would carry, not the program. A call outside any loop whose
+    arguments come from its caller's parameters (`self._init(params)` in `sample(self, params)`)
+    is followed to that caller's calls, a few levels up: the same arguments there are the same
+    arguments here."""
     sites, _ = call_sites(model, factory)
     elsewhere = external_calls(model, factory)
     if elsewhere is not None and elsewhere.kind == MANY and (elsewhere.same_arguments or relevant == set()):
@@ -548,16 +588,73 @@ def _factory_rebuilt(model: SemanticModel, factory: Function,
                 continue
             if any(_bound_in_function(model, n, sc, site.scope) for arg in args
                    for n, sc in _expression_reads(model, arg, site.scope)):
+                upward = _caller_parameters(model, args, site.scope) if depth < 3 else None
+                if upward is None:
+                    continue
+                outer, outer_changed = _factory_rebuilt(model, site.scope, upward, depth + 1)
+                if outer is not None:
+                    return Frequency(MANY, outer.node, outer.how, outer.via or site.scope), None
+                changed = changed or outer_changed
                 continue
             outer = frequency(model, site.scope)
             if outer.kind == MANY:
                 return Frequency(MANY, outer.node, outer.how, outer.via or site.scope), None
             continue
-        if any(_bound_in(model, n, sc, loops) for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
+        if any(_bound_in(model, n, sc, loops) and not _own_name(model, n, sc, arg) and not _loop_array(model, n, sc)
+               for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
             changed = changed or loops[0]
             continue  # a different program per iteration: one compilation each, whatever is done
         return Frequency(MANY, loops[0], "in a loop"), None
     return None, changed
+
+
+def _own_name(model: SemanticModel, name: str, scope, arg: cst.CSTNode) -> bool:
+    """A name bound inside the argument itself: a lambda's own parameter (`lambda x: x * 0.5`)."""
+    found = model.lookup(name, scope)
+    return found is not None and (found[0].node is arg or any(a is arg for a in model.ancestors(found[0].node)))
+
+
+def _loop_array(model: SemanticModel, name: str, scope) -> bool:
+    """A name a loop binds only to arrays (`for a in jnp.linspace(...)`, `y = X @ w`): data that an
+    argument would carry, not program structure."""
+    found = model.lookup(name, scope)
+    if found is None:
+        return False
+    owner, bindings = found
+    if array_data(model, bindings, owner):
+        return True
+    return bool(bindings) and all(b.kind == "for" and _array_iterable(model, b.value, owner) for b in bindings)
+
+
+_ARRAY_RANGES = frozenset({"jax.numpy.linspace", "jax.numpy.arange", "jax.numpy.logspace", "jax.numpy.geomspace",
+                           "numpy.linspace", "numpy.logspace", "numpy.geomspace"})
+
+
+def _array_iterable(model: SemanticModel, e: cst.BaseExpression | None, scope) -> bool:
+    """`jnp.linspace(a, b, n)`: iterating it gives array scalars (`numpy.arange` of ints gives
+    integers that may be shapes: not counted)."""
+    return isinstance(e, cst.Call) and model.qn(e.func, scope) in _ARRAY_RANGES
+
+
+def _caller_parameters(model: SemanticModel, args: list[cst.BaseExpression], caller: Function) -> set[str] | None:
+    """The parameters of `caller` the given arguments are computed from (through its locals), or
+    None where a local is bound otherwise than by a plain assignment."""
+    out: set[str] = set()
+    for arg in args:
+        for name, where in _expression_reads(model, arg, caller):
+            found = model.lookup(name, where)
+            if found is None or found[0] is not caller:
+                continue
+            if name in caller.params:
+                out.add(name)
+                continue
+            if array_data(model, found[1], caller):
+                continue
+            deps = _local_dependencies(model, found[1], caller, frozenset())
+            if deps is None:
+                return None
+            out |= deps
+    return out
 
 
 def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,
@@ -569,9 +666,11 @@ def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,
         relevant = set(factory.params[:1]) if factory.cls is not None else set()
     else:
         args = [a for a in (model.argument_for(call, factory, p) for p in relevant) if a is not None]
-    if factory.cls is not None and factory.params and factory.params[0] in relevant \
-            and isinstance(call.func, cst.Attribute):
-        args.append(call.func.value)
+    if factory.cls is not None and factory.params and factory.params[0] in relevant:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == factory.name:
+            args.append(call.func.value)
+        elif factory.name == "__call__":
+            args.append(call.func)  # `pipeline(x)`: the instance called
     return args
 
 
