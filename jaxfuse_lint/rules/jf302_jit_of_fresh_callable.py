@@ -9,6 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.static_callables import static_callables
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.model.call_frequency import (
     MANY, UNKNOWN, Frequency, call_sites, external_calls, frequency, function_repeats, runs_only_traced,
@@ -213,6 +214,52 @@ class JitOfFreshCallable(Rule):
                                 _passed_names(model, fn.name, parent), subject)
                 if judged is not None:
                     yield self._violation(dec.decorator, t[0], what, parent, judged)
+        yield from self._static_arguments(model)
+
+    def _static_arguments(self, model: SemanticModel) -> Iterator[Violation]:
+        """A callable built anew on every call of a function and handed to a compiled function as a
+        static argument: the compiled function's cache is keyed on it (model/static_callables.py)."""
+        statics = static_callables(model)
+        seen: set[int] = set()
+        for site in model.index.calls:
+            scope = site.scope
+            if site.loop is not None or not isinstance(scope, Function) or runs_only_traced(model, scope):
+                continue
+            slots = statics.static_slots(site.call, scope)
+            for slot in slots:
+                value = statics.fresh_value(slot.arg, scope)
+                if value is None or id(value.made) in seen:
+                    continue
+                seen.add(id(value.made))
+                subject = f"{value.what}, static in {slot.jitted}"
+                # The other static arguments are part of the same key (`steps=n`): what they read counts too.
+                others = [o.arg for o in slots if o is not slot and not o.filtered]
+                also = _caller_parameters(model, others, scope)
+                judged = _judge(model, "called", scope, value.closure, value.made, frozenset(), subject, also)
+                if judged is None:
+                    continue
+                name = scope.display_name
+                evidence: tuple = ()
+                freq = judged.freq
+                if freq.kind == MANY:
+                    who = ", which is" if freq.via is None else f", which `{freq.via.display_name}` calls, and that is"
+                    evidence = (f"{who} called {freq.how}",) + ((" (line ", LineOf(freq.node), ")")
+                                                               if freq.node is not None else ())
+                if slot.filtered:
+                    role = f"the argument `{slot.param}` of {slot.jitted}"
+                    keyed = "a filtered jit, which keys its compiled programs on its non-array arguments"
+                else:
+                    role = f"the static argument `{slot.param}` of {slot.jitted}"
+                    keyed = "whose compiled programs are keyed on it"
+                handed = f"{slot.via} passes it on as {role}" if slot.via else f"it is {role}"
+                parts = message(f"{value.what[:1].upper()}{value.what[1:]} is a new object on every call of `{name}`",
+                                *evidence, f"; {handed} (line ", LineOf(slot.declared), f"), {keyed}, so each call "
+                                f"compiles {slot.jitted} again; build it once and pass the values it reads as arguments")
+                fresh = proven("fresh-callable", subject, "static-argument", f"built anew on every call of `{name}`; "
+                               f"{handed} (line ", LineOf(slot.declared), f"), {keyed}: a new function object is a "
+                               "new key")
+                yield Violation(value.made, parts, data={"static": slot.param},
+                                premises=(fresh, judged.same, judged.repeated))
 
     def _violation(self, node, qualified, what, scope, judged: "Judgement", own: bool = False) -> Violation:
         transform = transform_name(node, qualified)  # `jit` after `from jax import jit`
@@ -261,7 +308,8 @@ class Judgement:
 
 
 def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
-           node: cst.CSTNode, passed: frozenset[str], subject: str) -> Judgement | None:
+           node: cst.CSTNode, passed: frozenset[str], subject: str,
+           also: set[str] | None = frozenset()) -> Judgement | None:
     """The premises of a fresh jit built on every call of `scope`, or None where the jitted callable
     is stored elsewhere (`self.f = jax.jit(...)`: not followed).
 
@@ -274,12 +322,17 @@ def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.C
     - Kept for reuse (called in a loop of the function, or returned by a factory): built once per
       call and reused, so the reuse shows no waste unless the function is called again for the
       same program (a loop with unchanged arguments, a caller that runs many times).
-    `called-repeatedly` is the function's frequency (`function_repeats`)."""
+    `called-repeatedly` is the function's frequency (`function_repeats`). `also`: parameters of
+    `scope` the program depends on besides what the callable reads (the values of the other
+    static arguments it is passed with); None where those are not shown."""
     if use is None:
         return None
     name = scope.display_name
     who = f"`{name}`"
     relevant = _closure_params(model, scope, target, passed)
+    if relevant is not None:
+        # What else the program depends on (another static argument of the same call): None where not shown.
+        relevant = None if also is None else relevant | also
     if use == "called":
         # Used once per call of `scope`: worth compiling only if `scope` runs again, when it
         # compiles again. A callable that closes over nothing of `scope` is the same program
@@ -304,13 +357,21 @@ def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.C
                 same = proven("same-program", subject, "instance-only", f"it reads only `{scope.params[0]}` of a "
                               "call: the same program for every call on one object")
                 return Judgement(use, freq, same, function_repeats(model, scope, freq, who))
-    rebuilt, changed = _factory_rebuilt(model, scope, relevant)
+    numeric = frozenset(p for p in relevant or () if p in scope.params and _numeric_only(model, scope, p))
+    data: list[str] = []
+    rebuilt, changed = _factory_rebuilt(model, scope, relevant, numeric=numeric, data=data)
     reads = _reads_phrase(relevant)
     if rebuilt is not None:
         at = (" (line ", LineOf(rebuilt.node), ")") if rebuilt.node is not None else ()
         through = f" (through `{rebuilt.via.display_name}`)" if rebuilt.via is not None else ""
-        same = proven("same-program", subject, "same-arguments", f"`{name}` is called again{through} with the "
-                      f"same {reads} {rebuilt.how}", *at)
+        if data:
+            names = ", ".join(f"`{n}`" for n in data)
+            same = proven("same-program", subject, "same-arguments", f"`{name}` is called again{through} "
+                          f"{rebuilt.how}", *at, f"; of what the program reads, the loop changes only {names}: "
+                          "numbers or arrays it computes with, data an argument would carry")
+        else:
+            same = proven("same-program", subject, "same-arguments", f"`{name}` is called again{through} with the "
+                          f"same {reads} {rebuilt.how}", *at)
         return Judgement("returned" if use == "returned" else "called", rebuilt, same,
                          function_repeats(model, scope, rebuilt, who))
     freq = frequency(model, scope)
@@ -558,7 +619,8 @@ def free_names(expr: cst.CSTNode) -> set[str]:
 
 
 def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str] | None,
-                     depth: int = 0) -> tuple[Frequency | None, cst.CSTNode | None]:
+                     depth: int = 0, numeric: frozenset[str] = frozenset(),
+                     data: list[str] | None = None) -> tuple[Frequency | None, cst.CSTNode | None]:
     """A call of the function in a Python loop (not guarded by a cache) whose arguments for
     the parameters the jitted callable closes over (`relevant`; all of them when None) the loop
     does not change: every iteration builds, and compiles, the same program again. A factory
@@ -567,7 +629,10 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
     different program per iteration), where there is one.
 
     A loop that changes only arrays (`for a in jnp.linspace(...)`, `y = X @ w` computed in the
-    loop) changes data an argument would carry, not the program. A call outside any loop whose
+    loop) changes data an argument would carry, not the program; so does one that changes a
+    Python float (`for s in (0.5, 2.0)`) given for a parameter in `numeric` (read only as an
+    arithmetic operand: `_numeric_only`); `data` collects the names so discounted. A call outside
+    any loop whose
     arguments come from its caller's parameters (`self._init(params)` in `sample(self, params)`)
     is followed to that caller's calls, a few levels up: the same arguments there are the same
     arguments here."""
@@ -591,7 +656,7 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
                 upward = _caller_parameters(model, args, site.scope) if depth < 3 else None
                 if upward is None:
                     continue
-                outer, outer_changed = _factory_rebuilt(model, site.scope, upward, depth + 1)
+                outer, outer_changed = _factory_rebuilt(model, site.scope, upward, depth + 1, data=data)
                 if outer is not None:
                     return Frequency(MANY, outer.node, outer.how, outer.via or site.scope), None
                 changed = changed or outer_changed
@@ -600,10 +665,15 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
             if outer.kind == MANY:
                 return Frequency(MANY, outer.node, outer.how, outer.via or site.scope), None
             continue
-        if any(_bound_in(model, n, sc, loops) and not _own_name(model, n, sc, arg) and not _loop_array(model, n, sc)
-               for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
+        varying = [(param, n, sc) for param, arg in _relevant_pairs(model, site.call, factory, relevant)
+                   for n, sc in _expression_reads(model, arg, site.scope)
+                   if _bound_in(model, n, sc, loops) and not _own_name(model, n, sc, arg)]
+        if any(not _loop_array(model, n, sc) and not (param in numeric and _loop_floats(model, n, sc))
+               for param, n, sc in varying):
             changed = changed or loops[0]
             continue  # a different program per iteration: one compilation each, whatever is done
+        if data is not None:
+            data.extend(sorted({n for _, n, _ in varying}))
         return Frequency(MANY, loops[0], "in a loop"), None
     return None, changed
 
@@ -612,6 +682,60 @@ def _own_name(model: SemanticModel, name: str, scope, arg: cst.CSTNode) -> bool:
     """A name bound inside the argument itself: a lambda's own parameter (`lambda x: x * 0.5`)."""
     found = model.lookup(name, scope)
     return found is not None and (found[0].node is arg or any(a is arg for a in model.ancestors(found[0].node)))
+
+
+def _loop_floats(model: SemanticModel, name: str, scope) -> bool:
+    """A name a loop binds to the items of a literal collection of floats (`for s in (0.5, 2.0)`)."""
+    found = model.lookup(name, scope)
+    if found is None or not found[1]:
+        return False
+    for b in found[1]:
+        if b.kind != "for" or b.index is not None:
+            return False
+        seq = b.value
+        if isinstance(seq, cst.Name):
+            inner = model.lookup(seq.value, found[0])
+            seq = inner[1][0].value if inner is not None and len(inner[1]) == 1 and inner[1][0].kind == "assign" \
+                else None
+        if not isinstance(seq, (cst.Tuple, cst.List)) or not seq.elements:
+            return False
+        for el in seq.elements:
+            v = el.value.expression if isinstance(el.value, cst.UnaryOperation) else el.value
+            if not isinstance(v, cst.Float):
+                return False
+    return True
+
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply)
+
+
+def _numeric_only(model: SemanticModel, scope: Function, param: str) -> bool:
+    """Every read of `param` in `scope` (and the functions inside it) is an operand of arithmetic
+    (`s / speed(tau)`, `-k * x`) whose result is not compared, tested, indexed with or handed to a
+    builtin (`int`, `range`): a number the program computes with, which it could take as a traced
+    argument. (A float is never a shape; this is what keeps it from choosing the program.)"""
+    reads = [r for r in model.index.reads_named(param, scope)
+             if (found := model.lookup(param, r.scope)) is not None and found[0] is scope]
+    if not reads:
+        return False
+    for r in reads:
+        node: cst.CSTNode = r.name
+        parent = model.parent(node)
+        if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITHMETIC)
+                or isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, (cst.Minus, cst.Plus))):
+            return False
+        while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+            node, parent = parent, model.parent(parent)
+        for a in model.ancestors(node):
+            if isinstance(a, cst.BaseCompoundStatement):
+                return False  # an `if`/`while` test, a `for` iterable
+            if isinstance(a, (cst.BaseSmallStatement, cst.Lambda)):
+                break
+            if isinstance(a, (cst.Comparison, cst.IfExp, cst.BooleanOperation, cst.SubscriptElement)):
+                return False
+            if isinstance(a, cst.Call) and (model.qn(a.func, r.scope) or "").startswith("builtins."):
+                return False
+    return True
 
 
 def _loop_array(model: SemanticModel, name: str, scope) -> bool:
@@ -659,19 +783,33 @@ def _caller_parameters(model: SemanticModel, args: list[cst.BaseExpression], cal
 
 def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,
                         relevant: set[str] | None) -> list[cst.BaseExpression]:
+    return [e for _, e in _relevant_pairs(model, call, factory, relevant)]
+
+
+def _relevant_pairs(model: SemanticModel, call: cst.Call, factory: Function,
+                    relevant: set[str] | None) -> list[tuple[str | None, cst.BaseExpression]]:
     """What the call passes for the parameters the jitted callable depends on (all of them when
-    None); for the instance of a method, the object it is called on (`Model(w).predict(x)`)."""
+    None), with the parameter each is for (None where not known); for the instance of a method,
+    the object it is called on (`Model(w).predict(x)`). A `*args` parameter gets every
+    positional argument past the named ones."""
+    pairs: list[tuple[str | None, cst.BaseExpression]]
     if relevant is None or any(a.star for a in call.args):
-        args = [a.value for a in call.args]
+        pairs = [(None, a.value) for a in call.args]
         relevant = set(factory.params[:1]) if factory.cls is not None else set()
     else:
-        args = [a for a in (model.argument_for(call, factory, p) for p in relevant) if a is not None]
+        pairs = [(p, a) for p in sorted(relevant) if (a := model.argument_for(call, factory, p)) is not None]
+        for p in sorted(relevant & factory.star_params):
+            if p in factory.params:
+                named = [q for q in factory.params[:factory.params.index(p)]
+                         if not (factory.cls is not None and q == factory.params[0] and q in ("self", "cls"))]
+                positional_args = [a.value for a in call.args if a.keyword is None]
+                pairs += [(p, a) for a in positional_args[len(named):]]
     if factory.cls is not None and factory.params and factory.params[0] in relevant:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == factory.name:
-            args.append(call.func.value)
+            pairs.append((factory.params[0], call.func.value))
         elif factory.name == "__call__":
-            args.append(call.func)  # `pipeline(x)`: the instance called
-    return args
+            pairs.append((factory.params[0], call.func))  # `pipeline(x)`: the instance called
+    return pairs
 
 
 def _bound_in_function(model: SemanticModel, name: str, scope, fn: Function) -> bool:
