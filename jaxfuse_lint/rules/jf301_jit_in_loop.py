@@ -10,7 +10,7 @@ from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
 from jaxfuse_lint.model.call_frequency import loop_repeats
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, kept_for_reuse
 from jaxfuse_lint.model.fresh_callables import (
-    array_data, compiles_per_application, describe_callable, lambda_bound_to, reaching_function,
+    EAGER_COMPILING, array_data, compiles_per_application, describe_callable, lambda_bound_to, reaching_function,
 )
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
@@ -339,6 +339,7 @@ class JitInLoop(Rule):
                 continue  # under a trace a jit is inlined into that trace: it never compiles on its own
             found = compiling_call(model, site.call, site.scope)
             if found is None:
+                yield from self._eager_control_flow(model, site)
                 continue
             if compiled_once_per_key(model, site.call, site.scope):
                 continue  # `if key not in cache: cache[key] = jax.jit(...)`: once per key
@@ -369,17 +370,49 @@ class JitInLoop(Rule):
                                           _loops_around(model, fn.node, fn.parent), fn.parent, fn.node,
                                           {"decorated": fn})
 
+    def _eager_control_flow(self, model: SemanticModel, site) -> Iterator[Violation]:
+        """`lax.scan(obj.step, ...)` in a host loop: outside a trace, lax control flow traces its
+        functions and compiles the loop, caching on their identity; a function that is a new object
+        on every iteration (a bound method, a lambda) compiles on every iteration. (One function
+        object is found in the cache, and there is no wrapper to rebuild: nothing to report.)"""
+        qn = model.qn(site.call.func, site.scope)
+        slots = EAGER_COMPILING.get(qn or "")
+        if slots is None:
+            return
+        for position, name in slots:
+            target = positional(site.call, position) or keyword(site.call, name)
+            if target is None:
+                continue
+            what, fresh = describe_callable(model, target, site.scope, site.loop)
+            own = compiles_per_application(qn) and not fresh
+            if not (fresh or own or (fresh is None and isinstance(target, cst.Attribute))):
+                continue  # one function object: found in the cache, and no wrapper to rebuild
+            loops = _loops_around(model, site.call, site.scope)
+            yield self._violation(model, target, qn, what, True if own else fresh, loops, site.scope, target,
+                                  {"eager": site, "target": target, "own_cache": own})
+            return  # one finding per call
+
     def _violation(self, model, node, qualified, what, fresh, loops, scope, target, data) -> Violation:
         loop = loops[0]
         kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
-        transform = transform_name(node, qualified)  # `jit` after `from jax import jit`
+        eager = data.get("eager")
+        transform = transform_name(eager.call if eager is not None else node, qualified)  # `jit` after `from jax import jit`
         attribute = isinstance(target, cst.Attribute)
-        if data.get("own_cache"):
+        if data.get("own_cache") and eager is not None:
+            cost = (f"outside a trace `{transform}` wraps its function in a new one on every call, so every "
+                    "iteration traces and compiles again")
+        elif data.get("own_cache"):
             cost = (f"every iteration builds a new `{transform}` function, which shares no compiled program with "
                     "the others, so it traces and compiles again each time")
+        elif eager is not None and fresh:
+            cost = (f"outside a trace `{transform}` compiles its function, cached on the function object, and this "
+                    "one is a new object on every iteration, so every iteration traces and compiles again")
+        elif eager is not None:
+            cost = (f"outside a trace `{transform}` compiles its function, cached on the function object, and a "
+                    "bound method is a new object on every read, so every iteration would trace and compile again")
         elif fresh:
             cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
-        elif fresh is None and attribute and qualified in _JAX_COMPILING:
+        elif fresh is None and attribute and (qualified in _JAX_COMPILING or eager is not None):
             cost = "a bound method is a new object on every read, so JAX traces and compiles again each time"
         elif fresh is None and not isinstance(target, cst.Call):
             cost = (f"every iteration builds a new `{transform}` wrapper: compiled again each time unless "
@@ -391,7 +424,7 @@ class JitInLoop(Rule):
             cost = ("the same function on every iteration, so the compiled program is cached, but every iteration "
                     "builds a new wrapper and re-hashes its arguments to find it")
         subject = f"`{transform}` of {what}"
-        if fresh is None and attribute and qualified in _JAX_COMPILING:
+        if fresh is None and attribute and (qualified in _JAX_COMPILING or eager is not None):
             text = model.module.code_for_node(target).strip()[:40]
             new = assumed("fresh-callable", subject, f"assumes `{text}` is a bound method (a new object on every read): "
                           "what it is, is not shown")
@@ -400,9 +433,15 @@ class JitInLoop(Rule):
             new = assumed("fresh-callable", subject, f"whether `{transform}` compiles again for a new wrapper depends "
                           "on how it caches" if not isinstance(target, cst.Call) else
                           f"assumes {what} is a new function each time")
+        elif data.get("own_cache") and eager is not None:
+            new = proven("fresh-callable", subject, "own-cache", f"outside a trace `{transform}` wraps its function in a "
+                         f"new one on every call: a new program on every iteration of the {kind}")
         elif data.get("own_cache"):
             new = proven("fresh-callable", subject, "own-cache", f"`{transform}` builds a new jitted function on every "
                          f"iteration of the {kind}, and its applications share no compiled program")
+        elif eager is not None:
+            new = proven("fresh-callable", subject, "eager-control-flow", f"a new object on every iteration of the "
+                         f"{kind}, and `{transform}`, called outside a trace, compiles per function object")
         elif fresh:
             new = proven("fresh-callable", subject, "built-in-loop", f"a new object on every iteration of the {kind}")
         else:
@@ -414,7 +453,10 @@ class JitInLoop(Rule):
         repeated = loop_repeats(model, loops, scope, subject, many=fresh is False)
         return Violation(
             node,
-            message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
+            message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; "
+                    + (f"jit once, outside the {kind}" if eager is None else
+                       f"make the function once, outside the {kind}" if not data.get("own_cache") else
+                       f"jit a function that calls `{transform}` once, outside the {kind}")),
             data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
             premises=(new, same, repeated),
         )
