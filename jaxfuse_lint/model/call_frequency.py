@@ -523,11 +523,17 @@ def function_repeats(model: "SemanticModel", fn: Function, freq: Frequency, subj
 
 
 def entry_point(model: "SemanticModel", fn: Function) -> bool:
-    """A public top-level function of a standalone script or notebook (not a package's module):
-    what it is for is to be called by its users."""
+    """A public top-level function of a standalone script or notebook (not a package's module), or a
+    public method (not a dunder) of a public top-level class there: what it is for is to be called
+    by its users (`trainer.eval_step(batch)`)."""
     from jaxfuse_lint.model.scopes import ClassInfo
 
-    if isinstance(fn.parent, (Function, ClassInfo)) or fn.cls is not None or fn.name.startswith("_"):
+    if fn.name.startswith("_"):
+        return False
+    if fn.cls is not None:
+        if fn.parent is not fn.cls or fn.cls.name.startswith("_") or fn.cls.parent is not model.index.scope:
+            return False
+    elif isinstance(fn.parent, (Function, ClassInfo)):
         return False
     name = getattr(model, "module_name", None)
     module = name() if callable(name) else name

@@ -12,7 +12,8 @@ from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.static_callables import static_callables
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.model.call_frequency import (
-    MANY, UNKNOWN, Frequency, call_sites, external_calls, frequency, function_repeats, runs_only_traced,
+    MANY, UNKNOWN, Frequency, call_sites, entry_point, external_calls, frequency, function_repeats,
+    runs_only_traced,
 )
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
 from jaxfuse_lint.model.fresh_callables import array_data, compiles_per_application, describe_callable
@@ -382,6 +383,13 @@ def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.C
     elif changed is not None:
         same = disproved("same-program", subject, "program-per-call", f"it reads {reads} of the call, which the loop "
                          "on line ", LineOf(changed), " changes: a different program on every call")
+    elif relevant and freq.uncalled and entry_point(model, scope) and relevant <= scope.params_with_default:
+        # `gather_on_one_device(tree, gather_fn=jax.lax.all_gather)` of a script, called by its users: a default
+        # is one object, evaluated once, and nothing in the project passes another.
+        same = proven("same-program", subject, "defaults", f"it reads only {reads} of a call, which "
+                      f"{'has a default' if len(relevant) == 1 else 'have defaults'} (one object, made once) that "
+                      "no call in the project overrides: the calls of its users that leave "
+                      f"{'it' if len(relevant) == 1 else 'them'} out build the same program")
     else:
         same = assumed("same-program", subject, f"assumes the calls of `{name}` pass the same {reads}, which the "
                        "program depends on")
