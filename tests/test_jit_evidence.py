@@ -286,3 +286,23 @@ def test_jf302_a_fresh_callable_as_a_static_argument():
     changing = changing.replace("for _ in range(9)", "for i in range(9)")
     (p,) = premises(changing, "JF302")
     assert p["same-program"][0] == "disproved"
+
+
+def test_jf302_a_branch_decides_whether_the_jit_is_built_not_what_it_compiles():
+    """`if not x.is_fully_addressable: pjit(lambda v: v)(x)`: the program is the same whatever the
+    test; whether more than one call takes the branch is what the test's values decide: proven by a
+    loop that passes the same values, assumed where the calls vary them."""
+    src = ("import jax\ndef gather(x, flag):\n    if flag:\n        return jax.jit(lambda v: v)(x)\n    return x\n"
+           "def run(xs):\n    return [gather(x, FLAG) for x in xs]\n")
+    (p,) = premises(src, "JF302")
+    assert p["same-program"] == ("proven", "closes-over-nothing")
+    assert p["called-repeatedly"] == ("proven", "call-frequency")
+    varying = src.replace("if flag:", "if x.ndim:").replace("gather(x, FLAG)", "gather(x, 1)")
+    (p,) = premises(varying, "JF302")
+    assert p["same-program"] == ("proven", "closes-over-nothing")
+    assert p["called-repeatedly"][0] == "assumed"
+    # The transform's options are part of the program: a parameter they read counts like one the callable reads.
+    options = ("import jax\ndef put(x, spec):\n    return jax.jit(lambda v: v, out_shardings=spec)(x)\n"
+               "def run(xs, specs):\n    return [put(x, s) for x, s in zip(xs, specs)]\n")
+    (p,) = premises(options, "JF302")
+    assert p["same-program"][0] != "proven"

@@ -1,7 +1,7 @@
 """JF302 jit-of-fresh-callable."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import libcst as cst
@@ -194,8 +194,10 @@ class JitOfFreshCallable(Rule):
             if not (fresh or own):
                 continue
             subject = f"`{transform_name(site.call, transform)}` of {what}"
+            # The transform's options are part of the program (`out_axis_resources=reps`): what they read counts.
+            options = _caller_parameters(model, [a.value for a in site.call.args if a.value is not target], scope)
             judged = _judge(model, _use_of_call(model, site.call, scope), scope, target, site.call,
-                            _passed_names(model, site.call, scope), subject)
+                            _passed_names(model, site.call, scope), subject, options)
             if judged is not None:
                 yield self._violation(site.call, transform, what, scope, judged, own=own)
         for fn in model.index.functions:
@@ -311,6 +313,36 @@ class Judgement:
 def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
            node: cst.CSTNode, passed: frozenset[str], subject: str,
            also: set[str] | None = frozenset()) -> Judgement | None:
+    """`_judge_program`, and for a jit built under a branch on the function's parameters (`if not
+    inp.is_fully_addressable: pjit(lambda x: x)(inp)`), `called-repeatedly` of the calls that take
+    the branch: the test decides whether the jit is built, not what program it builds. Proven where
+    the calls that repeat pass the same values for the test (the same branch each time), assumed
+    where they are not shown to."""
+    judged = _judge_program(model, use, scope, target, node, passed, subject, also)
+    if judged is None or judged.use != "called" or judged.repeated.status != "proven":
+        return judged
+    guards = _guard_params(model, node, scope)
+    if not guards:
+        return judged
+    relevant = _closure_params(model, scope, target, passed) or set()
+    rebuilt, _ = _factory_rebuilt(model, scope, relevant | guards)
+    who = f"`{scope.display_name}`"
+    if rebuilt is not None:
+        return replace(judged, repeated=function_repeats(model, scope, rebuilt, who))
+    if judged.repeated.inference == "entry-point":
+        return judged  # its users' calls: the convention counts every call
+    branch = next(a for a in model.ancestors(node) if isinstance(a, (cst.If, cst.While))
+                  and free_names(a.test) & guards)
+    names = ", ".join(f"`{g}`" for g in sorted(guards))
+    return replace(judged, repeated=assumed(
+        "called-repeatedly", who, f"assumes more than one call takes the branch on line ", LineOf(branch),
+        f" (its test reads {names}, which the calls are not shown to repeat): `{scope.display_name}` is called "
+        f"{judged.freq.how}"))
+
+
+def _judge_program(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
+                   node: cst.CSTNode, passed: frozenset[str], subject: str,
+                   also: set[str] | None = frozenset()) -> Judgement | None:
     """The premises of a fresh jit built on every call of `scope`, or None where the jitted callable
     is stored elsewhere (`self.f = jax.jit(...)`: not followed).
 
@@ -339,9 +371,6 @@ def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.C
         # compiles again. A callable that closes over nothing of `scope` is the same program
         # on every call; one that closes over arguments is the same program only when they
         # are the same: then only a loop that does not change them is evidence.
-        if relevant is not None:
-            # `if use_pjit: pjit(lambda ...)(x)`: built only for some values of a parameter.
-            relevant |= _guard_params(model, node, scope)
         if relevant == set():
             freq = frequency(model, scope)
             same = proven("same-program", subject, "closes-over-nothing", f"it reads nothing of a call of `{name}` "
