@@ -192,11 +192,20 @@ class JitInLoop(Rule):
     fixable = "sometimes"
     doc = """
     ## What it does
-    Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`) applied
-    inside a Python `for`/`while` loop or a comprehension, in code that is not
-    itself traced — including `@jax.jit` on a `def` written inside the loop —
-    where every iteration would compile the same program again, or, for one
-    function jitted again and again, where the loop repeats many times.
+    Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`,
+    `nnx.jit`) applied inside a Python `for`/`while` loop or a comprehension,
+    in code that is not itself traced — including `@jax.jit` on a `def`
+    written inside the loop — where every iteration would compile the same
+    program again, or, for one function jitted again and again, where the loop
+    repeats many times. The transform may be reached through a name that holds
+    it (`pmap_for_my_devices = partial(jax.pmap, devices=...)`) or a helper of
+    the module that returns it applied to its argument (`def maybe_jit(fn,
+    **kw): return jax.jit(fn, **kw)`, or `fn` unchanged on another path).
+
+    Also flags lax control flow (`lax.scan`, `lax.fori_loop`,
+    `lax.while_loop`, `lax.cond`, `lax.map`) called in a host loop with a
+    function that is a new object on every iteration (`lax.scan(obj.step,
+    ...)`): outside a trace these compile too.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a
@@ -216,6 +225,18 @@ class JitInLoop(Rule):
     (measured on CPU: about 3x the dispatch time of a reused jitted function).
     The message says which case it is, from what the code shows.
 
+    `nnx.jit` (and `nnx.pmap`) wrap the function in a new jitted function on
+    every application, and no application shares another's compiled programs:
+    `nnx.jit(step)` in a loop compiles on every iteration even for one
+    module-level `step` (measured, flax 0.12.8: five applications, five
+    compilations). Called outside a trace, `lax.scan` and the other lax
+    control flow trace their functions and compile the loop, caching on the
+    function objects: a bound method (a new object on every read, a
+    `jax.jit`-decorated method too) or a lambda made in the loop compiles on
+    every iteration (measured: five, against one for a module-level
+    function); `lax.map` wraps its function in a new scan body on every call,
+    so it compiles on every iteration whatever it is given.
+
     ## Premises
     Every finding states three premises (`--output-format full`, JSON/SARIF
     `premises`); it is reported by default only when all are proven, in the
@@ -223,8 +244,12 @@ class JitInLoop(Rule):
 
     - `fresh-callable`: proven for a lambda, a `partial`, a transform, a `def`
       or a bound method built in the loop (a new object each iteration: the
-      cache misses), and for one function jitted in the loop (a new *wrapper*
-      each iteration: the cache hits, the message says so). Assumed where the
+      cache misses), for anything given to `nnx.jit` or to `lax.map` outside a
+      trace (`own-cache`), for a new function object given to lax control
+      flow outside a trace (`eager-control-flow`), and for one function jitted
+      in the loop (a new *wrapper* each iteration: the cache hits, the message
+      says so; given to lax control flow, one function is not reported: there
+      is no wrapper to rebuild). Assumed where the
       code does not show what the callable is: the result of a call it cannot
       see into, an attribute of an unknown object (`jax.jit(solver.update)`:
       a bound method if it is one), another library's wrapper.
@@ -263,8 +288,15 @@ class JitInLoop(Rule):
 
     A name is resolved to the definition that reaches the jit: identical
     blocks that each bind `f = lambda ...` or `def loss` are each reported.
-    How many times a loop runs is read from literals only (a count passed by
-    the callers, `g(x, 3)`, is not followed).
+    How many times a loop runs is read from literals, and from a parameter
+    for which every call in the project passes an int literal (`g(x, 3)`, or
+    the parameter's literal default): the largest such value. A count passed
+    any other way (a variable, a call from another module) is not followed.
+
+    A callable made in the loop and passed as a static argument of a jitted
+    function (`jit(f, static_argnums=0)(adam(lr))` per iteration) is not
+    reported here; JF302 reports that case where the callable is made per
+    call of a function.
 
     ## Example
     ```python

@@ -53,9 +53,39 @@ class JitOfFreshCallable(Rule):
       do not depend on its call (`basis = get_basis(3)` in a `render_frame`
       run per frame).
 
+    - a callable made anew on every call is passed as a *static* argument of
+      a jitted function (see below), and the function runs more than once.
+
+    The transform may be reached through a name that holds it
+    (`pmap_for_my_devices = partial(jax.pmap, devices=...)`) or a helper of
+    the module that returns it applied to its argument (`maybe_jit(fn)`
+    returning `jit(fn)`). `nnx.jit` and `nnx.pmap` build a new jitted function
+    on every application, whatever they are given: `nnx.jit(step)(model, x)`
+    inside a function compiles on every call even for one module-level `step`.
+
     How often a function runs is read from the whole project: a call in a loop,
     or from a function that runs many times, in another checked module counts
-    (the message names it).
+    (the message names it). Calling an instance (`pipeline(x)`) is a call of
+    its class's `__call__`.
+
+    ### Static arguments
+    A jitted function keys its compiled programs on its static arguments, by
+    hash and equality, and a function object hashes by identity: a lambda, a
+    `functools.partial`, an inner `def` or a transform made on every call and
+    passed as a static argument is a new key on every call, so the jitted
+    function compiles again — the harm of jitting a fresh callable, reached
+    through an argument (measured, jax 0.10: five calls, five compilations).
+    This rule reports it where the value is made (the lambda, the partial; for
+    an inner `def`, the argument that hands it over). Static arguments are
+    those named by `static_argnums`/`static_argnames` of a compiling decorator
+    or of a local `fun = jax.jit(f, static_argnums=...)`, every argument of a
+    filtered jit (`eqx.filter_jit` keeps non-array arguments static,
+    including an object that holds a function: `diffrax.ODETerm(f)`), and a
+    parameter a function of the module passes on unchanged into one of those
+    (a `while_loop(cond_fun, body_fun)` helper that jits its loop with them
+    static). A bound method is not fresh here: bound methods of one function
+    and one object compare equal (measured: one compilation), and neither is
+    a module-level function.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a partial, an
@@ -69,7 +99,10 @@ class JitOfFreshCallable(Rule):
     `premises`); it is reported by default only when all are proven, in the
     preview tier when one is assumed, and not at all when one is disproved.
 
-    - `fresh-callable`: proven by the construct (built anew on every call).
+    - `fresh-callable`: proven by the construct (built anew on every call:
+      `built-per-call`), by the transform (`own-cache`: `nnx.jit`), or by a
+      static argument that gets a value built anew on every call
+      (`static-argument`).
     - `same-program`: proven where the callable reads nothing of the call —
       values computed only from the shapes of the arrays it is given do not
       count (`head_dim = w.shape[-1] // n_heads`: JAX's cache keys on those
@@ -77,8 +110,18 @@ class JitOfFreshCallable(Rule):
       rotation(phase)`: data an argument would carry); where it reads the
       call's arguments (`lambda v: v * k`, or a local computed from `k`),
       proven where the calls that repeat pass the same values (a loop that
-      does not change them), disproved where the loop changes them (a program
-      per value: necessary), assumed where nothing shows it. A method's
+      does not change them, also through a caller that passes its own
+      parameters on, a few calls up), disproved where the loop changes them (a
+      program per value: necessary), assumed where nothing shows it. A loop
+      that changes only arrays (`for a in jnp.linspace(...)`, `y = X @ w`), or
+      a Python float from a literal list given for a parameter read only as an
+      arithmetic operand (never compared, tested, indexed or handed to a
+      builtin), changes data an argument would carry: the same program. The
+      transform's options (`out_axis_resources=reps`) and the other static
+      arguments of the same call (`steps=n`) are part of the program too. An
+      `entry-point` function's parameters with defaults that no call in the
+      project overrides are one object for the calls that leave them out
+      (`defaults`). A method's
       instance alone (`jax.jit(self.forward)`) is one program per object:
       calls on new objects (`Model(w).predict` per model) compile as they
       must. A callable kept for reuse (called in a loop of the function, or
@@ -94,16 +137,22 @@ class JitOfFreshCallable(Rule):
       code that calls it only while tracing (`make_train_step(net)` whose
       jitted step calls `net`). A jit there is inlined into that trace and
       never compiles on its own. (A function both traced and called from host
-      code counts its host calls.) Assumed where the count is not shown: a
+      code counts its host calls.) A jit under a branch on the function's
+      parameters (`if not x.is_fully_addressable:`) is built only by the calls
+      that take it: proven where the calls that repeat pass the same values for
+      the test, assumed otherwise (naming the branch). Assumed where the count is not shown: a
       caller whose own count is unknown (a `sync_devices()` at the end of a
       `train` nothing calls, a `main` handed to `app.run`), a function passed
       or stored where the model cannot follow it, a method nothing calls, and
       a package's function nothing in the project calls (its users' calls).
 
       One case is reported by default without a call in the code: a public
-      top-level function of a standalone script or notebook that nothing
+      top-level function of a standalone script or notebook, or a public
+      method (not a dunder) of a public top-level class there, that nothing
       calls and nothing is handed (`entry-point`), whose jitted callable reads
-      nothing of the call — the JIT documentation's `apply_once`. Its calls
+      nothing of the call (or only defaulted parameters) — the JIT
+      documentation's `apply_once`. A function such an entry point calls is
+      not one itself: its count stays assumed. Its calls
       are its users', so that it runs more than once is this rule's
       convention, not a proof from the code; everywhere else an unknown count
       is assumed. (The acceptance cases require this one; it is stated as
@@ -117,6 +166,13 @@ class JitOfFreshCallable(Rule):
     jax.jit(...)` into a global or an attribute) compiles once per key: not
     reported. In test files performance rules are off by default (see the
     configuration docs, `per-file-ignores`).
+
+    Static arguments: a fresh value made inside a loop of the function is not
+    reported (that is JF301's ground, which does not cover static arguments
+    yet); holders of a callable other than diffrax's terms (another equinox
+    Module built around a fresh function) are not recognised; a static
+    argument's freshness is not followed through a container (`static=(f,
+    g)`).
 
     ## Example
     ```python
