@@ -120,15 +120,24 @@ class StaticCallables:
         bound: cst.Call | None = None
         if isinstance(func, cst.Call):
             bound = func  # `jax.jit(f, static_argnums=0)(g)`
-        elif isinstance(func, cst.Name):
-            fn = m.function_named(func.value, scope)
+        elif isinstance(func, (cst.Name, cst.Attribute)):
+            if isinstance(func, cst.Name):
+                fn = m.function_named(func.value, scope)
+            else:  # `self.apply(x, fn)` with `apply` a jitted method of the instance's class
+                from jaxfuse_lint.model.instances import instances
+
+                inst = instances(m)
+                ci = inst.instance_class(func.value, scope)
+                fn = inst.method(ci, func.attr.value) if ci is not None else None
             if fn is not None and isinstance(fn.node, cst.FunctionDef):
                 for dec in fn.node.decorators:
                     t = self.traced.transform_of(dec.decorator, fn.parent)
                     if t is not None and t[0] in COMPILING:
                         nums, names = _statics(t[1])
                         r = route(t[0])
-                        return fn, nums, names, dec, bool(r and r.filtered), f"`{fn.name}`"
+                        return fn, nums, names, dec, bool(r and r.filtered), f"`{fn.display_name}`"
+                return None
+            if not isinstance(func, cst.Name):
                 return None
             bound = call_bound_to(m, func, scope)  # `fun = jax.jit(loop, static_argnums=(0, 1))`
         if bound is None:
