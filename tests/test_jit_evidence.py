@@ -306,3 +306,17 @@ def test_jf302_a_branch_decides_whether_the_jit_is_built_not_what_it_compiles():
                "def run(xs, specs):\n    return [put(x, s) for x, s in zip(xs, specs)]\n")
     (p,) = premises(options, "JF302")
     assert p["same-program"][0] != "proven"
+
+
+def test_jf302_a_filtered_jit_compares_pytrees_by_their_contents():
+    """`eqx.filter_jit` flattens a `jax.tree_util.Partial` and compares its function (measured: a
+    `Partial` of one module-level function, one compilation for five calls); a `functools.partial`
+    is a leaf compared by identity (five compilations), and so is a `Partial` of a lambda."""
+    src = ("import functools, jax, equinox as eqx\n@eqx.filter_jit\ndef run(f, x):\n    return f(x)\n"
+           "def g(a, x):\n    return a * x\n"
+           "def step(x, a):\n    return run(ARG, x)\n"
+           "def loop(x):\n    for _ in range(9):\n        x = step(x, 2.0)\n")
+    for arg, reported in (("jax.tree_util.Partial(g, a)", False), ("functools.partial(g, a)", True),
+                          ("jax.tree_util.Partial(lambda v: g(a, v))", True)):
+        found = premises(src.replace("ARG", arg), "JF302")
+        assert bool(found) is reported, arg

@@ -180,16 +180,23 @@ class StaticCallables:
 
     # -- which values are new on every call -----------------------------------------------------------
 
-    def fresh_value(self, expr: cst.BaseExpression, scope: Function, depth: int = 0) -> FreshValue | None:
+    def fresh_value(self, expr: cst.BaseExpression, scope: Function, depth: int = 0,
+                    filtered: bool = False) -> FreshValue | None:
         """`expr` (an argument in `scope`'s own code) is a function object, or an object holding
         one, built anew on every call of `scope` and compared by identity; None otherwise (a
-        module-level function, a bound method, anything the code does not show)."""
+        module-level function, a bound method, anything the code does not show). `filtered`: for a
+        filtered jit, which flattens pytrees (a `jax.tree_util.Partial` of one function is compared
+        by that function, not by identity)."""
         m = self.model
         if depth > MAX_DEPTH:
             return None
         if isinstance(expr, cst.Lambda):
             return FreshValue("a lambda", expr, expr)
         if isinstance(expr, cst.Call):
+            if filtered and m.qn(expr.func, scope) == "jax.tree_util.Partial":
+                inner = positional(expr, 0)
+                got = self.fresh_value(inner, scope, depth + 1, filtered) if inner is not None else None
+                return FreshValue(f"a `Partial` of {got.what}", expr, expr) if got is not None else None
             kind = self._fresh_call(expr, scope, depth)
             return FreshValue(kind, expr, expr) if kind is not None else None
         if isinstance(expr, cst.Name):
@@ -203,9 +210,9 @@ class StaticCallables:
                 return FreshValue(f"`{expr.value}` (a lambda made inside `{scope.display_name}`)", b.value, b.value)
             value = call_bound_to(m, expr, scope)
             if value is not None and m.scope_of(value) is scope:
-                kind = self._fresh_call(value, scope, depth)
-                if kind is not None:
-                    return FreshValue(f"`{expr.value}` ({kind} made inside `{scope.display_name}`)", value, value)
+                got = self.fresh_value(value, scope, depth + 1, filtered)
+                if got is not None:
+                    return FreshValue(f"`{expr.value}` ({got.what} made inside `{scope.display_name}`)", value, value)
         return None
 
     def _fresh_call(self, call: cst.Call, scope: Function, depth: int) -> str | None:

@@ -286,7 +286,7 @@ class JitOfFreshCallable(Rule):
                 continue
             slots = statics.static_slots(site.call, scope)
             for slot in slots:
-                value = statics.fresh_value(slot.arg, scope)
+                value = statics.fresh_value(slot.arg, scope, filtered=slot.filtered)
                 if value is None or id(value.made) in seen:
                     continue
                 seen.add(id(value.made))
