@@ -287,7 +287,47 @@ class TracedAnalysis:
                     iqn = m.qn(inner, scope)
                     if iqn in TRANSFORMS:
                         return iqn, expr
+                    wrapped = self._transform_wrapper(inner, scope)
+                    if wrapped is not None:
+                        return wrapped, expr
+        if isinstance(expr, cst.Name):
+            wrapped = self._transform_wrapper(expr, scope)
+            if wrapped is not None:
+                return wrapped, None
+            # `pmap_for_my_devices = partial(jax.pmap, devices=...)`, then `pmap_for_my_devices(f)`:
+            # the name holds the transform (its one binding, an assignment of one).
+            found = m.lookup(expr.value, scope)
+            if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" \
+                    and found[1][0].index is None and isinstance(found[1][0].value, (cst.Call, cst.Attribute)):
+                bound = found[1][0].value
+                t = self.transform_of(bound, found[0])
+                if t is not None and (t[1] is None or t[1] is bound):
+                    return t
         return None
+
+    def _transform_wrapper(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
+        """A def of the module that returns a transform of its first parameter (`def maybe_jit(fn,
+        *args, **kwargs): ... return jit(fn, *args, **kwargs)`), or on other paths that parameter
+        unchanged: calling it applies that transform. Its canonical name, else None."""
+        if not isinstance(expr, cst.Name):
+            return None
+        fn = self.model.function_named(expr.value, scope)
+        if fn is None or not isinstance(fn.node, cst.FunctionDef) or not fn.params or not fn.returns \
+                or fn.cls is not None or fn.params[0] in fn.star_params:
+            return None
+        first = fn.params[0]
+        found: set[str] = set()
+        for r in fn.returns:
+            if isinstance(r, cst.Name) and r.value == first:
+                continue  # the function unchanged (`if disabled: return fn`)
+            if not isinstance(r, cst.Call) or not isinstance(positional(r, 0), cst.Name) \
+                    or positional(r, 0).value != first:
+                return None
+            qn = self.model.qn(r.func, fn)
+            if qn not in TRANSFORMS:
+                return None
+            found.add(qn)
+        return found.pop() if len(found) == 1 else None
 
     def run(self, external: dict[str, str] | None = None) -> TracedRegions:
         """Seed, then spread. `external` maps top-level function (or `Class.method`) names
