@@ -164,9 +164,9 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _spec(pattern: str):
-    import pathspec
+    from jaxfuse_lint.core.gitignore import spec
 
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+    return spec([pattern])
 
 
 _KEYS = {
@@ -285,12 +285,14 @@ def _requires_python_of(path: Path) -> str | None:
 
 
 def check_globs(patterns: tuple[str, ...], where: str) -> tuple[str, ...]:
-    """The patterns, or a ConfigError for one that is not a glob (an unclosed `[`: git's
-    matching makes it match nothing, silently; ruff's globset rejects it)."""
+    """The patterns, or a ConfigError for one that is not a glob (an unclosed `[`, a trailing
+    backslash: git's matching makes it match nothing, silently; ruff's globset rejects it)."""
     for pattern in patterns:
         i = 0
         while i < len(pattern):
             if pattern[i] == "\\":
+                if i + 1 == len(pattern):
+                    raise ConfigError(f"{where}: invalid glob {pattern!r}: it ends with a lone backslash")
                 i += 2
                 continue
             if pattern[i] == "[":
