@@ -278,7 +278,7 @@ def _requires_python_of(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return None
     project = data.get("project")
     return target_from_requires_python(project.get("requires-python")) if isinstance(project, dict) else None
@@ -306,6 +306,11 @@ def check_globs(patterns: tuple[str, ...], where: str) -> tuple[str, ...]:
     return patterns
 
 
+# tomllib reads nested arrays and inline tables by recursion: a file nested thousands deep
+# exhausts Python's stack (a RecursionError, never a TOMLDecodeError).
+_TOO_DEEP = "arrays or tables nested too deeply to read"
+
+
 def find_pyproject(start: str | os.PathLike) -> Path | None:
     """The nearest pyproject.toml with a [tool.jaxfuse-lint] table, looking upward."""
     p = Path(start).resolve()
@@ -321,6 +326,8 @@ def find_pyproject(start: str | os.PathLike) -> Path | None:
                 continue
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{candidate}: invalid TOML: {_toml_error(exc, candidate)}") from None
+            except RecursionError:
+                raise ConfigError(f"{candidate}: invalid TOML: {_TOO_DEEP}") from None
             if "jaxfuse-lint" in data.get("tool", {}):
                 return candidate
     return None
@@ -372,6 +379,8 @@ def _read_table(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a directory, not a config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {_toml_error(exc, path)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: {_TOO_DEEP}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     if path.name == "pyproject.toml" or "tool" in data:

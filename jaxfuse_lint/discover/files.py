@@ -265,9 +265,12 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
                 seen.add(resolved)
                 found.files.append(p)  # named explicitly: always checked (a missing one is reported by the caller)
             continue
-        if not p.is_dir():  # a socket, a fifo...
-            found.not_sources.append(raw)
-            found.skipped.append((raw, "not a regular file"))
+        if not p.is_dir():  # a socket, a fifo...: said once, what it is (the walk's words)
+            try:
+                what = kind(p.stat().st_mode)
+            except OSError:
+                what = None
+            found.skipped.append((raw, f"not a regular file: {what}" if what else "not a regular file"))
             continue
         walked = _walk_remembered(p, settings, root, excluder, cache) if cache is not None else \
             _walk(p, settings, root, excluder)
