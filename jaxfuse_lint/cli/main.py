@@ -8,7 +8,6 @@ import jax and never import or run the code they lint.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -132,7 +131,9 @@ def _fail(message: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print diagnostics only: no summary, warnings or progress.")
 @click.option("-s", "--silent", is_flag=True, help="Print nothing; only the exit code tells.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+              help="Write the report to this file instead of stdout (never through a symbolic link).")
+@click.option("--follow-output-link", is_flag=True,
+              help="Let -o write through a symbolic link (the output file's, or a folder's in the working directory).")
 @click.option("--exclude", multiple=True, help="Patterns to exclude (replaces the configured `exclude`).")
 @click.option("--extend-exclude", multiple=True, help="Patterns to exclude in addition.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes; do not report or exit non-zero for what is left.")
@@ -143,8 +144,8 @@ def _fail(message: str) -> None:
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
                   jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, gpu, verify_fixes,
                   profile_path, no_profile, force_exclude, preview, confirm,
-                  show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
-                  no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
+                  show_files, show_settings, verbose, quiet, silent, output_file, follow_output_link, exclude,
+                  extend_exclude, fix_only, no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
 
     Paths named here are always checked, even inside excluded or gitignored folders
@@ -162,6 +163,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     except ConfigError as exc:
         _fail(str(exc))
         return
+    if output_file:  # a link there is refused before the run, not after it
+        _check_output_file(output_file, follow_output_link)
     if exclude or extend_exclude:
         from dataclasses import replace
 
@@ -228,7 +231,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
         if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
-            _emit(render(output_format, [], ReportContext()), output_file, out)
+            _emit(render(output_format, [], ReportContext()), output_file, out, follow_output_link)
         sys.exit(EXIT_CLEAN)
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
@@ -259,7 +262,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     changed = [o for o in run.fixes if o.changed]
     if diff:
         text = "".join(_unified_diff(o.original, o.source, o.filename) for o in changed)
-        _emit(text, output_file, out)
+        _emit(text, output_file, out, follow_output_link)
         n = sum(len(o.fixed) for o in changed)
         out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
                     f"file{'s' if len(changed) != 1 else ''}.")
@@ -319,7 +322,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
             from jaxfuse_lint.report.summary import summary_text
 
             closing.append(summary_text(diagnostics, unsafe_fixes))
-    _emit(report + out.closing(closing), output_file, out)
+    _emit(report + out.closing(closing), output_file, out, follow_output_link)
     if profile is not None and text_format and not fix and not statistics:
         from jaxfuse_lint.runtime.use import stale_note
 
@@ -407,14 +410,27 @@ def _color() -> bool:
     return color_wanted(sys.stdout)
 
 
-def _emit(text: str, output_file: str | None, out) -> None:
-    """The report: to stdout, or to -o FILE (written whole, atomically); -s prints nothing."""
+def _check_output_file(output_file: str, follow_link: bool) -> None:
+    from jaxfuse_lint.core.writer import LinkRefused, check_output_path
+
+    try:
+        check_output_path(output_file, follow_links=follow_link)
+    except LinkRefused as exc:
+        _fail(f"{output_file}: cannot write the output file: {exc} (--follow-output-link writes through it)")
+    except OSError:
+        pass  # said when the report is written
+
+
+def _emit(text: str, output_file: str | None, out, follow_link: bool = False) -> None:
+    """The report: to stdout, or to -o FILE (written whole, atomically, never through a
+    symbolic link unless `follow_link`: core/writer.py, write_output); -s prints nothing."""
     if output_file:
-        from jaxfuse_lint.core.writer import write_atomic
+        from jaxfuse_lint.core.writer import LinkRefused, write_output
 
         try:
-            Path(output_file).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(output_file, text, "utf-8")
+            write_output(output_file, text, "utf-8", follow_links=follow_link)
+        except LinkRefused as exc:
+            _fail(f"{output_file}: cannot write the output file: {exc} (--follow-output-link writes through it)")
         except OSError as exc:
             _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
         return
