@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
-from jaxfuse_lint.parse import continuations
+from jaxfuse_lint.parse import continuations, identifiers
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, syntax_error_diagnostic
@@ -373,25 +373,30 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         result.diagnostics.extend([broken] if broken is not None else [])
         result.errors.extend([notice] if notice is not None else [])
         return result
-    masked, unsupported = continuations.mask(text)  # lone backslash lines: libcst misreads them
+    # Identifiers as Python reads them (`ｇ` is `g`): analysed normalised, reported as written.
+    names = identifiers.normalized(text)
+    work = names.text if names is not None else text
+    masked, unsupported = continuations.mask(work)  # lone backslash lines: libcst misreads them
     if unsupported is not None:
         result.diagnostics.append(continuation_diagnostic(filename, text, unsupported))
         return result
     _checkpoint(should_stop)
-    module, unparsed = parse_verdict(text, filename, settings, parse, code=masked)
+    module, unparsed = parse_verdict(work, filename, settings, parse, code=masked)
     if module is None:
         if isinstance(unparsed, str):
             result.errors.append(unparsed)
         elif unparsed is not None:
-            result.diagnostics.append(unparsed)
+            result.diagnostics.append(names.diagnostic(unparsed) if names is not None else unparsed)
         return result
     _checkpoint(should_stop)
     try:
         analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
-        if masked is not text:
+        if masked is not work:
             result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
+        if names is not None:
+            result.diagnostics = [names.diagnostic(d) for d in result.diagnostics]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -439,19 +444,22 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         outcome.errors.extend([notice] if notice is not None else [])
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
-    code = text
     rejected: set[tuple[str, int, int, str]] = set()
     first_analysis: Analysis | None = None
-    code, unsupported = continuations.mask(text)  # restored in what is written (`_fixed_text`)
+    # Identifiers as Python reads them (`ｇ` is `g`): fixed normalised; the lines the fixes leave
+    # keep their spelling (`names.restore`).
+    names = identifiers.normalized(text)
+    work = names.text if names is not None else text
+    code, unsupported = continuations.mask(work)  # restored in what is written (`_fixed_text`)
     if unsupported is not None:
         outcome.remaining = [continuation_diagnostic(filename, text, unsupported)]  # left alone
         return outcome
-    parsed, unparsed = parse_verdict(text, filename, settings, code=code)
+    parsed, unparsed = parse_verdict(work, filename, settings, code=code)
     if parsed is None:  # left alone
         if isinstance(unparsed, str):
             outcome.errors.append(unparsed)
         else:
-            outcome.remaining = [unparsed]
+            outcome.remaining = [names.diagnostic(unparsed) if names is not None else unparsed]
         return outcome
     cpython = cpython_reads(settings)
     for _ in range(MAX_FIX_PASSES):
@@ -503,7 +511,14 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
             final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
                                  runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
-    outcome.source = _fixed_text(code, text, filename, outcome)
+    outcome.source = _fixed_text(code, work, filename, outcome)
+    if names is not None:
+        outcome.source = names.restore(outcome.source)
+        outcome.fixed = [names.diagnostic(d) for d in outcome.fixed]
+        if outcome.source != code:  # what is left, located in the text as it will be written
+            outcome.remaining = check_source(outcome.source, filename, settings, with_fixes=True,
+                                             external_traced=external_traced, runtime=runtime,
+                                             as_python=True).diagnostics
     return outcome
 
 
