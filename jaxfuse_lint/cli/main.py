@@ -2,7 +2,9 @@
 
 Exit codes (ruff's): 0 clean, or nothing to check (a warning says "No Python files
 found"), or --fix-only; 1 diagnostics (a path that cannot be read is one, JF000; or changes
-with --diff, or a fix applied with --exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
+with --diff, or a fix applied with --exit-non-zero-on-fix); 2 usage or configuration error,
+or a file an internal error left unchecked (a crash, a timeout: named in the closing lines;
+--exit-zero does not hide it). `check` and `--fix` never
 import jax and never import or run the code they lint.
 """
 from __future__ import annotations
@@ -268,6 +270,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                     f"file{'s' if len(changed) != 1 else ''}.")
         for line in _hidden_fixes_lines(run.diagnostics, unsafe_fixes):
             out.summary(line)  # stdout is the patch: its closing lines go to stderr (ruff's)
+        if run.unchecked:
+            from jaxfuse_lint.report.summary import unchecked_text
+
+            out.summary(unchecked_text(run.unchecked))
+            sys.exit(EXIT_ERROR)  # an internal error is not a finding: --exit-zero does not hide it
         sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
 
     if fix:
@@ -291,6 +298,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     if fix_only:
         diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
     context.sources = run.sources
+    context.unchecked = run.unchecked
     text_format = output_format in ("concise", "full")
     report = ""
     if statistics:
@@ -318,17 +326,27 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                 closing.append(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
                                f"{len(diagnostics)} remaining.")
             closing += _hidden_fixes_lines(hidden_from, unsafe_fixes)
+            if run.unchecked:
+                from jaxfuse_lint.report.summary import unchecked_text
+
+                closing.append(unchecked_text(run.unchecked))
         elif not statistics:  # the statistics table ends with these lines itself
             from jaxfuse_lint.report.summary import summary_text
 
-            closing.append(summary_text(diagnostics, unsafe_fixes))
+            closing.append(summary_text(diagnostics, unsafe_fixes, run.unchecked))
     _emit(report + out.closing(closing), output_file, out, follow_output_link)
+    if run.unchecked and not (text_format and (fix or not statistics or diagnostics)):
+        from jaxfuse_lint.report.summary import unchecked_text
+
+        out.summary(unchecked_text(run.unchecked))  # a machine-readable report has no closing lines: on stderr
     if profile is not None and text_format and not fix and not statistics:
         from jaxfuse_lint.runtime.use import stale_note
 
         note = stale_note(profile)
         if note:
             out.summary(note)  # about the run, not its findings: on stderr, as warnings are
+    if run.unchecked:  # a file was not checked: an internal error, not a finding (--exit-zero does not hide it)
+        sys.exit(EXIT_ERROR)
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 

@@ -151,12 +151,23 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
         return None
 
 
+def leaves_unchecked(error: str) -> bool:
+    """Whether an error of a file's result says an internal error kept (part of) the file from
+    being checked: an analysis or a rule that crashed, a worker that died or ran out of time, a
+    project summary that could not be made. Not a codemod's error: its finding is kept, without
+    the fix. The run fails with such a file, and names it (cli/main.py)."""
+    return ": internal error" in error and _FIX_DROPPED not in error
+
+
+_FIX_DROPPED = "codemod (fix dropped, finding kept)"
+
+
 def _fix_error(errors: list[str], filename: str, code: str, exc: Exception) -> None:
     """A fix that could not be built (a codemod bug): the finding is reported without it, and the
     error is kept for the run's diagnostics (once per file and message)."""
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" [{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}]" if tb else ""
-    text = f"{filename}: internal error in the {code} codemod (fix dropped, finding kept): " \
+    text = f"{filename}: internal error in the {code} {_FIX_DROPPED}: " \
            f"{type(exc).__name__}: {' '.join(str(exc).split())}{where}"
     if text not in errors:
         errors.append(text)

@@ -38,6 +38,8 @@ class ReportContext:
     # github/gitlab fall back to $GITHUB_WORKSPACE/$CI_PROJECT_DIR).
     root: str | None = None
     color: bool = False
+    # Files an internal error left unchecked: the closing lines name them, never "All checks passed!".
+    unchecked: list[str] = field(default_factory=list)
 
 
 def renderer(name: str) -> Callable[[list[Diagnostic], ReportContext], str]:

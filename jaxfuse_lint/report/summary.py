@@ -4,10 +4,24 @@ from __future__ import annotations
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 
 
-def summary_text(diagnostics: list[Diagnostic], unsafe: bool) -> str:
-    """ruff's closing lines: the count, and how many fixes `--fix` (and `--unsafe-fixes`) would apply."""
+def unchecked_text(filenames: list[str], limit: int = 10) -> str:
+    """The closing line that names the files an internal error left unchecked (empty: none)."""
+    if not filenames:
+        return ""
+    from jaxfuse_lint.report.paths import display_path
+
+    n = len(filenames)
+    names = ", ".join(display_path(f, None) for f in filenames[:limit])
+    more = f" and {n - limit} more" if n > limit else ""
+    return (f"{n} file{'s' if n != 1 else ''} not checked (an internal error stopped the analysis; see above): "
+            f"{names}{more}")
+
+
+def summary_text(diagnostics: list[Diagnostic], unsafe: bool, unchecked: list[str] = ()) -> str:
+    """ruff's closing lines: the count, and how many fixes `--fix` (and `--unsafe-fixes`) would apply;
+    never "All checks passed!" when a file was not checked (`unchecked`)."""
     if not diagnostics:
-        return "All checks passed!"
+        return unchecked_text(list(unchecked)) or "All checks passed!"
     n = len(diagnostics)
     fixable = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
     unsafe_n = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
@@ -19,6 +33,8 @@ def summary_text(diagnostics: list[Diagnostic], unsafe: bool) -> str:
         msg += f"\n[*] {fixable} fixable with `jaxfuse-lint --fix{' --unsafe-fixes' if unsafe else ''}`."
     if unsafe_n:
         msg += f"\n{unsafe_n} more fixable with `--fix --unsafe-fixes` (review those)."
+    if unchecked:
+        msg += "\n" + unchecked_text(list(unchecked))
     return msg
 
 
