@@ -328,7 +328,9 @@ def parse_verdict(text: str, filename: str, settings: Settings,
     try:
         # `code`: the text as libcst is given it (lone backslash lines masked: parse/continuations.py;
         # same rows and columns), where it differs.
-        return (parse or cst.parse_module)(text if code is None else code), None
+        if parse is None:
+            from jaxfuse_lint.parse.reparse import parse_in_pieces as parse  # a large file in pieces (memory)
+        return parse(text if code is None else code), None
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         if not readable(settings):
             return None, not_checked(filename, settings)
@@ -456,7 +458,6 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     rejected: set[tuple[str, int, int, str]] = set()
-    first_analysis: Analysis | None = None
     # Identifiers as Python reads them (`ｇ` is `g`): fixed normalised; the lines the fixes leave
     # keep their spelling (`names.restore`).
     names = identifiers.normalized(text)
@@ -473,14 +474,24 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
             outcome.remaining = [names.diagnostic(unparsed) if names is not None else unparsed]
         return outcome
     cpython = cpython_reads(settings)
+    # Each pass reads the parse that judged its text (the first: parse_verdict's; the next: the
+    # one that validated the fixes), and only one pass's tree and model are alive at a time: a
+    # file at the size ceiling took ~1.3 KB of memory per byte of source with three of them.
+    module: cst.Module | None = parsed
+    parsed = None
+    analysis: Analysis | None = None
+    hooked = False
     for _ in range(MAX_FIX_PASSES):
-        module = cst.parse_module(code)
+        if module is None:
+            from jaxfuse_lint.parse.reparse import parse_in_pieces
+
+            module = parse_in_pieces(code)
         # The recorded facts are about the original text; later passes match them by name.
-        analysis = Analysis(module, filename, settings, external_traced,
+        analysis = Analysis(module, filename, settings, external_traced, source=code,
                             runtime=runtime.for_text(code) if runtime else None)
         outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
-        if first_analysis is None:
-            first_analysis = analysis
+        if not hooked:
+            hooked = True
             if model_hook is not None:  # the model of the original text
                 model_hook(analysis.model)
         candidates: list[tuple[Rule, Violation, FixPlan]] = []
@@ -497,17 +508,25 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         chosen = non_overlapping([p for _, _, p in candidates], analysis.model.index.parents)
         chosen_ids = {id(p) for p in chosen}
         batch = [(r, v, p) for r, v, p in candidates if id(p) in chosen_ids]
-        new_code, applied = _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython)
+        new_code, applied, new_module = _apply_valid(module, batch, filename, outcome, rejected, code, analysis,
+                                                     cpython)
         if not applied or new_code == code:
             break
         for r, v, _ in applied:
             d = analysis.diagnostic(r, v, with_fix=False)
             outcome.fixed.append(d)
         code = new_code
+        module, analysis = new_module, None
     outcome.source = code
-    # What is left, located in the fixed text.
-    final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
-                         runtime=runtime, as_python=True)
+    # What is left, located in the fixed text: the last pass's findings when it analysed that
+    # text (it found nothing more to fix), else a check of it.
+    if analysis is not None:
+        final = FileResult(filename, analysis.diagnostics(with_fixes=True), code)
+    else:
+        module = None
+        final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                             runtime=runtime, as_python=True)
+    module = analysis = None
     # JF901's fixes edit comments only (text edits, not libcst plans): applied last, once the
     # other fixes have settled which directives are still used.
     noqa_fixes = [d for d in final.diagnostics if d.code == UNUSED_NOQA and d.fix is not None
@@ -572,20 +591,22 @@ def continuation_diagnostic(filename: str, text: str, row: int) -> Diagnostic:
 
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython: bool = True):
-    """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
-    from jaxfuse_lint.codemods.plan import apply_plans
-    from jaxfuse_lint.codemods.plan import is_valid_python
+    """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it.
+    (the new code, the fixes applied, libcst's parse of the new code (None: not made))."""
+    from jaxfuse_lint.codemods.plan import apply_plans, is_valid_python, parse_valid
 
+    parent = analysis.model.parent  # only the paths to the replaced nodes are visited
     try:
-        new_code = apply_plans(module, [p for _, _, p in batch]).code
-        if is_valid_python(new_code, filename, with_cpython=cpython) is None:
-            return new_code, batch
+        new_code = apply_plans(module, [p for _, _, p in batch], parent).code
+        new_module, problem = parse_valid(new_code, filename, with_cpython=cpython)
+        if problem is None:
+            return new_code, batch, new_module
     except Exception:  # one plan that cannot be applied: found and dropped one by one below
         pass
     good = []
     for r, v, p in batch:
         try:
-            single = apply_plans(module, [p]).code
+            single = apply_plans(module, [p], parent).code
             problem = is_valid_python(single, filename, with_cpython=cpython)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
@@ -598,14 +619,15 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpy
                 f"{filename}:{start.row}:{start.column}: {r.code} fix dropped: it would produce invalid code ({problem})"
             )
     if not good:
-        return code, []
+        return code, [], None
     try:
-        new_code = apply_plans(module, [p for _, _, p in good]).code
+        new_code = apply_plans(module, [p for _, _, p in good], parent).code
     except Exception:
-        return code, []
-    if is_valid_python(new_code, filename, with_cpython=cpython) is not None:
-        return code, []
-    return new_code, good
+        return code, [], None
+    new_module, problem = parse_valid(new_code, filename, with_cpython=cpython)
+    if problem is not None:
+        return code, [], None
+    return new_code, good, new_module
 
 
 # -- notebooks: the pipeline over a notebook's cells joined into one module (parse/notebook.py) --------
