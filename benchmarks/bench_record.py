@@ -14,7 +14,10 @@ process tree, which a busy machine disturbs far less than wall-clock time) and w
 The recorder only acts when JAX traces or compiles, so the overhead is per compilation,
 not per step: it is reported per compilation as well as in total.
 
-    python benchmarks/bench_record.py [--entries 20] [--shapes 3] [--steps 50] [--repeat 3]
+    python benchmarks/bench_record.py [--entries 20] [--shapes 3] [--steps 50] [--ops 0] [--repeat 3]
+
+`--ops N` adds N operations to each entry point: larger programs, whose per-line attribution
+costs more (a library's test programs are often of that size).
 
 Prints a Markdown table. Keep runs short on shared machines (the defaults take ~30 s idle).
 """
@@ -42,6 +45,8 @@ def helper(x):
 def make(k):
     def entry(x):
         y = helper(x) * (k + 1.0) + x
+        for i in range({ops}):  # --ops: a larger program (more kernels, lines and temporaries)
+            y = jnp.cumsum(jnp.sin(y) * (i + 2.0), axis=0) + y[::-1]
         return jnp.sum(y * y, axis=-1) + jnp.max(y, axis=-1)
     entry.__name__ = entry.__qualname__ = f"entry_{{k}}"
     return jax.jit(entry)
@@ -77,21 +82,24 @@ def main() -> None:
     parser.add_argument("--shapes", type=int, default=3)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ops", type=int, default=0, help="extra operations per entry point (larger programs)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_record_") as work:
         Path(work, "workload.py").write_text(WORKLOAD.format(entries=args.entries, shapes=args.shapes,
-                                                             steps=args.steps))
+                                                             steps=args.steps, ops=args.ops))
         python = [sys.executable, "workload.py"]
         tool = [sys.executable, "-m", "jaxfuse_lint", "record", "-o", "profile.json"]
         plain = timed(python, work, args.repeat)
         full = timed([*tool, "--", *python], work, args.repeat)
-        no_costs = timed([*tool, "--no-costs", "--", *python], work, args.repeat)
         size = Path(work, "profile.json").stat().st_size
+        no_costs = timed([*tool, "--no-costs", "--", *python], work, args.repeat)
+        size_no_costs = Path(work, "profile.json").stat().st_size
     compilations = args.entries * args.shapes
     import jax
 
     print(f"jax {jax.__version__}, {platform.processor() or platform.machine()}, Python {platform.python_version()}; "
-          f"{args.entries} entry points x {args.shapes} shapes = {compilations} compilations, "
+          f"{args.entries} entry points x {args.shapes} shapes = {compilations} compilations"
+          f"{f' of {args.ops} extra operations' if args.ops else ''}, "
           f"{args.steps} steps each (best of {args.repeat})\n")
     print("| run | CPU time | overhead | per compilation | wall time |")
     print("|---|---|---|---|---|")
@@ -100,7 +108,7 @@ def main() -> None:
         extra = cpu - plain[0]
         print(f"| {name} | {cpu:.2f} s | +{extra:.2f} s ({100 * extra / plain[0]:.0f}%) | "
               f"{1000 * extra / compilations:.1f} ms | {wall:.2f} s |")
-    print(f"\nprofile (last run, --no-costs): {size / 1024:.0f} KiB")
+    print(f"\nprofile: {size / 1024:.0f} KiB ({size_no_costs / 1024:.0f} KiB with --no-costs)")
 
 
 if __name__ == "__main__":

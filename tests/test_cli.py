@@ -61,7 +61,9 @@ def test_json_is_ruff_schema(project):
     data = json.loads(r.stdout)
     assert {d["code"] for d in data} == {"JF101", "JF201"}
     d = next(d for d in data if d["code"] == "JF101")
-    assert set(d) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    # ruff's fields, and the finding's premises (model/premises.py)
+    assert set(d) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url",
+                      "premises"}
     assert d["location"] == {"row": 9, "column": 16}
     assert d["end_location"] == {"row": 9, "column": 54}
     assert Path(d["filename"]).is_absolute()

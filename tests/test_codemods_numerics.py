@@ -219,6 +219,9 @@ DETECTION_VERIFY: dict[str, dict[str, object]] = {
         "in_comprehension": ["host", "f32[3,2]"], "pmapped": ["host", "f32[1,1,2]"],
     },
     "JF302/cases.py": {"apply_once": ["f32[4]"]},
+    # flax Modules without parameters: bound to empty variables and jitted (flax is a test dependency).
+    "JF202/framework_body_compiled_only.py": {"Applied().bind({}).__call__": ["f32[4096]"]},
+    "JF202/routes_and_library.py": {"kernel": ["f32[4096]"]},
 }
 
 

@@ -87,3 +87,59 @@ def test_a_finding_the_compile_does_not_show_is_dropped(tmp_path, monkeypatch):
     kept = confirm_findings([claimed], Settings(), echo=said.append, keep_preview=False)
     assert kept == []
     assert any("dropped: compiling `unit` for f32[65536,3]" in line and "shows no harm" in line for line in said)
+
+
+# -- issue 41, item 4: a trade-off is called a trade-off ----------------------------------------------
+
+def test_a_trade_off_is_never_called_no_harm():
+    from jaxfuse_lint.core.calibration import Figures, verdict
+    from jaxfuse_lint.runtime.confirm import outcome_text
+
+    before, after = Figures(6, 19, 4 << 20, 0), Figures(4, 4, 8 << 20, 0)
+    assert verdict(before, after, code="JF103") == "mixed"
+    text = outcome_text("mixed", before, after)
+    assert text == ("shows a trade-off, not a gain: better on kernels 6 → 4, launches 19 → 4; "
+                    "worse on temporaries 4.0 MiB → 8.0 MiB")
+    assert "no harm" not in text
+    worse = outcome_text("worse", Figures(2, 2, 0, 0), Figures(3, 3, 0, 0))
+    assert worse == "shows the fix makes it worse (kernels 2 → 3, launches 2 → 3)"
+    assert outcome_text("none", Figures(1, 1, 0, 0), Figures(1, 1, 0, 0)).startswith("shows no harm (")
+
+
+STENCIL = textwrap.dedent(
+    '''\
+    from __future__ import annotations
+
+    from typing import TYPE_CHECKING
+
+    import jax
+    import jax.numpy as jnp
+
+    if TYPE_CHECKING:
+        from jaxtyping import Array, Float32
+
+
+    @jax.jit
+    def smooth(u: Float32[Array, "1024 1024"]):
+        def sweep(i, v):
+            return 0.25 * (jnp.roll(v, 1, 0) + jnp.roll(v, -1, 0) + jnp.roll(v, 1, 1) + jnp.roll(v, -1, 1))
+
+        return jax.lax.fori_loop(0, 4, sweep, u)
+    '''
+)
+
+
+def test_confirm_calls_the_unrolled_stencil_a_trade_off(tmp_path):
+    """The roll stencil is outside JF103's table (a preview finding); compiled, unrolling it trades
+    temporaries for launches: dropped, and said to be a trade-off."""
+    if not gpu_compiler_here():
+        pytest.skip("no XLA:GPU compiler here (jax's CUDA plugin)")
+    (tmp_path / "m.py").write_text(STENCIL)
+    proc = subprocess.run([sys.executable, "-m", "jaxfuse_lint", "check", "--no-cache", "--select", "JF103",
+                           "--preview", "--confirm", "m.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert "JF103" not in proc.stdout, proc.stdout
+    assert "dropped: compiling `smooth` for f32[1024,1024]" in proc.stderr, proc.stderr
+    assert "shows a trade-off, not a gain: better on kernels 6 → 4, launches 19 → 4; worse on temporaries " \
+           "4.0 MiB → 8.0 MiB" in proc.stderr, proc.stderr
+    assert "no harm" not in proc.stderr

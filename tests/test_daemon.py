@@ -118,6 +118,9 @@ def project(tmp_path) -> Path:
     (["--help"], False),
     (["--version"], False),
     (["check", "--no-daemon"], False),
+    (["--preview", "verify", "m.py::f"], False),  # options before the command are the command's
+    (["--preview", "check", "src"], True),
+    (["check", "--watch", "src"], False),  # runs until Ctrl-C: here, not in a forked child of the daemon
 ])
 def test_only_check_is_forwarded(argv, expected):
     assert daemon.forwardable(argv) is expected

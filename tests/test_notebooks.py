@@ -21,6 +21,7 @@ from jaxfuse_lint.core.lines import split_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 FUSION = ROOT / "fixtures" / "notebooks" / "fusion_examples.ipynb"
+FROZEN = ROOT / "fixtures" / "notebooks" / "frozen_globals.ipynb"
 
 # (cell, row, column, code): cell numbers count every cell (markdown too), rows count in the cell.
 # What the calibration tables report by default (cell 6's meshgrid, JF102, they keep silent) ...
@@ -84,6 +85,24 @@ def test_check_reports_the_fusion_examples_per_cell(fusion):
     assert "Found 5 diagnostics." in proc.stdout
     assert found == [["fusion.ipynb:cell", f"{c}:{r}:{col}:", code]
                      for c, r, col, code in FUSION_EXPECTED + FUSION_PREVIEW]
+
+
+def test_frozen_globals_of_a_notebook_are_default_findings_with_proven_premises():
+    """Notebook-shaped code (the cells joined into one module): a top-level training loop rebinds the
+    step counter a jitted update reads for its bias correction, and a later cell re-runs a jitted
+    solver after rebinding the wave speed it reads. Both are found by default, every premise proven
+    (the timeline of the cells, no argument rebuilt from the new value, read into the program)."""
+    from jaxfuse_lint.engine.pipeline import check_notebook
+
+    found = check_notebook(FROZEN.read_text(), str(FROZEN), Settings()).diagnostics
+    assert [(d.cell, d.location.row, d.code) for d in found] == [(3, 9, "JF404"), (6, 6, "JF404")]
+    for d in found:
+        assert {p.premise.split("(")[0] for p in d.premises} == {
+            "runs-traced", "rebound-after-trace", "no-retrace-between", "program-reads-it"}
+        assert all(p.status == "proven" for p in d.premises), d.premises
+    assert "`update` reads module-level `t`" in found[0].message
+    assert "rebound on cell 4, line 4 (`for t in range(200)`)" in found[0].message
+    assert "`wave_step` reads module-level `c`, which is rebound on cell 7, line 1" in found[1].message
 
 
 def test_json_output_carries_the_cell(fusion):

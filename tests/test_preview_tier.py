@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from jaxfuse_lint.model import premises
+
 from jaxfuse_lint.core.config import ConfigError, Settings, settings_from_table
 from jaxfuse_lint.engine import check_source
 from jaxfuse_lint.rules import get_rule
@@ -49,8 +51,7 @@ def test_a_finding_with_an_assumed_link_is_preview(monkeypatch):
 
     def assumed(self, model, settings):
         for v in check(self, model, settings):
-            v.preview = "the route into `jax.jit` is assumed"
-            yield v
+            yield v.with_premises(premises.assumed("runs-traced", "`f`", "the route into `jax.jit` is assumed"))
 
     monkeypatch.setattr(type(rule), "check", assumed)
     assert check_source(PRINTS, "m.py", Settings()).diagnostics == []

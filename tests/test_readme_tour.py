@@ -25,8 +25,8 @@ README = (ROOT / "README.md").read_text()
 README_JAX = "0.10.2"
 
 
-def tour_commands() -> list[tuple[str, list[str]]]:
-    tour = README.split("<!-- tour:start -->", 1)[1].split("<!-- tour:end -->", 1)[0]
+def tour_commands(section: str = "tour") -> list[tuple[str, list[str]]]:
+    tour = README.split(f"<!-- {section}:start -->", 1)[1].split(f"<!-- {section}:end -->", 1)[0]
     out: list[tuple[str, list[str]]] = []
     for block in re.findall(r"```console\n(.*?)```", tour, re.S):
         for chunk in re.split(r"^(?=\$ )", block, flags=re.M):
@@ -36,7 +36,9 @@ def tour_commands() -> list[tuple[str, list[str]]]:
     return out
 
 
-COMMANDS = tour_commands()
+# The set-up's first command, then the tour's.
+SETUP = tour_commands("setup")
+COMMANDS = SETUP + tour_commands()
 
 
 def normalise(line: str) -> str:
@@ -57,8 +59,19 @@ def _has_gpu_compiler() -> bool:
 
 def test_the_tour_has_the_commands_a_newcomer_needs():
     verbs = [shlex.split(c)[1] for c, _ in COMMANDS]
-    assert verbs[:2] == ["check", "check"] and "verify" in verbs and "explain" in verbs
+    assert verbs[:3] == ["check", "check", "check"] and "verify" in verbs and "explain" in verbs
     assert len(README.splitlines()) <= 400
+
+
+def test_the_first_command_shows_a_clean_representative_result():
+    """The set-up's command runs on a small example: a few findings, none of them JF000 (a newcomer
+    reads a parse error as breakage), and a step to run it on one's own project follows."""
+    ((command, output),) = SETUP
+    assert command == "jaxfuse-lint check examples/quickstart.py"
+    findings = [line for line in output if line.startswith("examples/")]
+    assert 1 <= len(findings) <= 5 and not any(" JF000 " in line for line in findings)
+    assert output[len(findings)] == f"Found {len(findings)} diagnostics."
+    assert "run it on your project" in README.split("<!-- setup:end -->", 1)[1].split("## A two-minute tour")[0]
 
 
 @pytest.mark.parametrize("command,expected", COMMANDS, ids=[c.split(" ")[1] + str(i) for i, (c, _) in

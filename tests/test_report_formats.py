@@ -324,8 +324,8 @@ def test_full_shows_the_fix_as_a_diff(case):
 def test_json_is_unchanged_ruff_schema(case):
     _, diags, context, _ = case
     data = json.loads(render("json", diags, context))
-    assert [sorted(d) for d in data][0] == sorted(
-        ["cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"])
+    assert [sorted(d) for d in data][0] == sorted(  # ruff's fields, and the premises (model/premises.py)
+        ["cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url", "premises"])
     assert data[0]["location"] == {"row": 8, "column": 19}
     assert data[0]["fix"]["edits"][0] == {"content": '    return {"𝜋²": (v * v)[..., 0] + (v * v)[..., 1]}\n',
                                           "location": {"row": 8, "column": 1},

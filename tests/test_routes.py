@@ -469,7 +469,7 @@ def test_a_framework_only_file_is_analysed():
         class Head(nnx.Module):
             def __call__(self, x):
                 print(x)
-                return x
+                return x.T
     """, "JF401")
     assert len(found) == 1 and "flax nnx Module `__call__`" in found[0].message
 

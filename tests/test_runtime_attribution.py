@@ -374,3 +374,62 @@ ENTRY %main (x: f32[64,16]) -> f32[64,16] {
     assert window.inferred and window.lines == ["/m.py:7"] and not window.inserted
     assert result.line("/m.py", 7).kernels == ["sin_fusion", "window_fusion"]
     assert result.unattributed_kernels == []
+
+
+# -- issue 41, item 8: a captured constant's lines are the user's, not those of the `.lower()` call ------
+
+LOWERED_CONSTANT = """HloModule jit_f
+
+FileNames
+1 "/site-packages/click/core.py"
+2 "/work/jaxfuse_lint/verify/measure.py"
+3 "/home/me/ex.py"
+
+FunctionNames
+1 "Context.invoke"
+2 "measure"
+3 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=911 end_line=911 column=1 end_column=2}
+2 {file_name_id=2 function_name_id=2 line=134 end_line=134 column=1 end_column=2}
+3 {file_name_id=3 function_name_id=3 line=9 end_line=9 column=5 end_column=20}
+4 {file_name_id=3 function_name_id=3 line=10 end_line=10 column=5 end_column=20}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=2}
+3 {file_location_id=3 parent_frame_id=3}
+4 {file_location_id=4 parent_frame_id=3}
+
+%fused_add (p0: f32[512,512], p1: f32[512,512]) -> f32[512,512] {
+  %p0 = f32[512,512]{1,0} parameter(0)
+  %p1 = f32[512,512]{1,0} parameter(1)
+  %two = f32[] constant(2)
+  %b = f32[512,512]{1,0} broadcast(%two), dimensions={}, metadata={op_name="jit(f)/jit(f)/mul" stack_frame_id=3}
+  %m = f32[512,512]{1,0} multiply(%p0, %b), metadata={op_name="jit(f)/jit(f)/mul" stack_frame_id=3}
+  ROOT %a = f32[512,512]{1,0} add(%m, %p1), metadata={op_name="jit(f)/jit(f)/add" stack_frame_id=4}
+}
+
+ENTRY %main (x: f32[512,512]) -> f32[512,512] {
+  %x = f32[512,512]{1,0} parameter(0), metadata={op_name="x"}
+  %noise = f32[512,512]{1,0} constant({...}), metadata={op_name="jit(f)/jit(f)" stack_frame_id=2}
+  ROOT %fusion = f32[512,512]{1,0} fusion(%x, %noise), kind=kLoop, calls=%fused_add, metadata={op_name="jit(f)/jit(f)/add" stack_frame_id=4}
+}
+"""
+
+
+def test_a_captured_constant_is_on_the_user_line_that_reads_it_not_on_the_lowering_call():
+    """jax lowers a captured NumPy array with the Python stack of the `.lower()` call (explain's own frames,
+    click's core.py:911 outermost): none of it is in the function. The constant belongs to the line that
+    reads it (ex.py:10), as every other cost does."""
+    module = parse_hlo_module(LOWERED_CONSTANT)
+    constant = module.entry.by_name["noise"]
+    assert [f.file for f in module.source_stack(constant)] == ["/work/jaxfuse_lint/verify/measure.py",
+                                                               "/site-packages/click/core.py"]
+    result = attribute_hlo(LOWERED_CONSTANT, read_source_lines=False, exclude_dirs=("/work/jaxfuse_lint",))
+    (c,) = result.constants
+    assert c.lines == [line_key("/home/me/ex.py", 10)]
+    assert result.line("/home/me/ex.py", 10).constant_bytes == 512 * 512 * 4
+    assert result.line("/site-packages/click/core.py", 911) is None
+    assert {a.file for a in result.lines} == {"/home/me/ex.py"}

@@ -178,3 +178,36 @@ def test_cli_subprocess_and_help_warns_it_runs_code():
             "assert 'jax' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+CAPTURED = '''import jax
+import numpy as np
+
+noise = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+
+
+@jax.jit
+def f(x):
+    y = x * 2.0
+    return y + noise
+'''
+
+
+def test_a_folded_constant_is_on_the_users_line(tmp_path):
+    """jax lowers a captured array with the stack of the `.lower()` call (click's core.py:911 outermost):
+    explain names the user's line that reads it (issue 41, item 8)."""
+    from jaxfuse_lint.verify.backend import select
+
+    if not select("gpu").deviceless:
+        pytest.skip("no XLA:GPU compiler here (jax's CUDA plugin)")
+    path = tmp_path / "ex.py"
+    path.write_text(CAPTURED)
+    result = run(f"{path}::f", "--arg", "f32[512,512]")
+    assert result.exit_code == 0, result.output
+    constants = result.stdout.split("Folded constants:")[1].strip().splitlines()[0]
+    assert constants.endswith("f32[512,512] 1.0 MiB  lines: L10"), result.stdout
+    assert "core.py" not in result.stdout
+    data = json.loads(run(f"{path}::f", "--arg", "f32[512,512]", "--output-format", "json").stdout)
+    rows = {row["line"]: row for row in data["lines"]}
+    assert rows[10]["constant_bytes"] == 512 * 512 * 4
+    assert {a["file"] for a in data["attribution"]["lines"]} == {str(path)}

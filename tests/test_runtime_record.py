@@ -68,8 +68,12 @@ def test_profile_records_entry_points_signatures_and_causes(recorded):
     assert entries["weighted_speed"]["constants"][0]["bytes"] == 32768 * 4
     assert entries["weighted_speed"]["constants"][0]["lines"][0]["line"] == 29
     # Every compilation carries the per-line account of its program.
-    costs = entries["power_spectrum"]["compilations"][0]["costs"]
+    costs = profile["programs"][entries["power_spectrum"]["compilations"][0]["program"]]
     assert costs["kernels"] and any(acc["line"] == 22 for acc in costs["lines"])
+    # Each distinct program's account is stored once: `advance`'s four compilations (one per
+    # static value) are four programs, and no account is stored inline.
+    assert len({c["program"] for c in entries["advance"]["compilations"]}) == 4
+    assert all("costs" not in c for e in profile["entries"] for c in e["compilations"])
 
 
 def test_functions_called_under_an_entry_are_recorded_with_their_parameters(recorded):
@@ -138,16 +142,26 @@ def test_verify_with_the_profile_proves_the_fixes_without_arguments(recorded):
     assert "1 proved, 2 unchanged" in proc.stderr
 
 
-def test_stale_entries_are_ignored(recorded, tmp_path):
+def test_facts_are_keyed_by_each_functions_own_source(recorded, tmp_path):
     project, _, _ = recorded
     copy = tmp_path / "edited"
     shutil.copytree(project, copy)
     kernels = copy / "particles" / "kernels.py"
-    kernels.write_text(kernels.read_text() + "\n# edited after the run\n")
+    text = kernels.read_text()
+    # An edit elsewhere in the file (a line above, a comment below) keeps every fact, at its line now.
+    kernels.write_text("# a new first line\n" + text + "\n# edited after the run\n")
     result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
-    assert result.returncode == 0, result.stdout
+    assert _codes(result.stdout) == [("particles/kernels.py:17", "JF503"), ("particles/kernels.py:23", "JF503"),
+                                     ("particles/kernels.py:30", "JF502"), ("particles/kernels.py:30", "JF202")]
     assert ("note: 1 file changed since .jaxfuse_lint/profile.json was recorded (particles/kernels.py): "
-            "its run-time facts are ignored") in result.stderr
+            "the facts of the functions that changed are ignored") in result.stderr
+    # An edit to a function drops its facts; one to a function an entry called drops the entry's
+    # programs (`weighted_speed` calls `kinetic_energy`), not the others'.
+    kernels.write_text(text.replace("u = 1.0 - jnp.cos(theta)", "u = 1.0 - jnp.cos(theta)  # pendulum energy")
+                       .replace("return 0.5 * jnp.sum(v * v, axis=-1)", "return jnp.sum(v * v, axis=-1) / 2"))
+    result = jaxfuse("check", "--no-cache", "particles/kernels.py", cwd=copy)
+    # (JF202 stays: `weighted_speed` itself is unchanged, so it is still known traced.)
+    assert _codes(result.stdout) == [("particles/kernels.py:22", "JF503"), ("particles/kernels.py:29", "JF202")]
 
 
 def test_check_never_imports_jax_when_reading_a_profile(recorded):
@@ -310,3 +324,161 @@ def test_a_process_ending_with_os_exit_still_leaves_its_record(tmp_path):
     assert proc.returncode == 0, proc.stderr
     profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
     assert [e["qualname"] for e in profile["entries"]] == ["double"]
+
+
+def test_the_profile_folder_ignores_itself_in_git(tmp_path):
+    (tmp_path / "work.py").write_text("import jax, jax.numpy as jnp\n\n\ndef double(x):\n    return x * 2\n\n\n"
+                                      "jax.jit(double)(jnp.ones(3))\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / ".jaxfuse_lint" / ".gitignore").read_text().splitlines()[-1] == "*"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert status.splitlines() == ["?? work.py"]
+    # A profile written where the user chose (`-o`) leaves the user's folder alone.
+    proc = jaxfuse("record", "-o", "run.json", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / ".gitignore").exists()
+
+
+def test_each_distinct_program_is_stored_once(tmp_path):
+    # The same program compiled three times (a fresh callable each time) and another shape once.
+    (tmp_path / "work.py").write_text("import jax, jax.numpy as jnp\n\n"
+                                      "for n in (3, 3, 3, 5):\n"
+                                      "    jax.jit(lambda x: x * 2 + 1)(jnp.ones(n))\n")
+    proc = jaxfuse("record", "--", sys.executable, "work.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    (entry,) = profile["entries"]
+    assert [c["kind"] for c in entry["compilations"]] == ["first", "fresh-callable", "fresh-callable", "shape"]
+    assert len({c["program"] for c in entry["compilations"]}) == 2
+    assert len(profile["programs"]) == 2
+
+
+def test_explain_finds_a_nested_function_by_its_qualified_name(tmp_path):
+    (tmp_path / "kernels.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+
+        class A:
+            @staticmethod
+            def make():
+                def kernel(x):
+                    y = jnp.sin(x) * 2.0
+                    return jnp.cumsum(y, axis=0) + jnp.cumsum(y, axis=1)
+                return jax.jit(kernel)
+
+
+        class B:
+            @staticmethod
+            def make():
+                def kernel(x):
+                    return jnp.exp(x) + 1.0
+                return jax.jit(kernel)
+
+
+        A.make()(jnp.ones((64, 64)))
+        B.make()(jnp.ones((8,)))
+    """))
+    assert jaxfuse("record", "--", sys.executable, "kernels.py", cwd=tmp_path).returncode == 0
+    for name, shape, row in (("A", "f32[64,64]", "y = jnp.sin(x) * 2.0"), ("B", "f32[8]", "jnp.exp(x) + 1.0")):
+        proc = jaxfuse("explain", f"kernels.py::{name}.make.<locals>.kernel", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"kernels.py::{name}.make.<locals>.kernel({shape}) on CPU\n")
+        assert row in proc.stdout
+    # The whole file: each program under its own function, and every kernel at a source line.
+    proc = jaxfuse("explain", "kernels.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    heads = [line for line in proc.stdout.splitlines() if line.startswith("kernels.py::")]
+    assert heads == ["kernels.py::A.make.<locals>.kernel(f32[64,64]) on CPU",
+                     "kernels.py::B.make.<locals>.kernel(f32[8]) on CPU"]
+    assert "no source line" not in proc.stdout
+
+
+def test_the_line_that_captured_a_constant_is_recorded(tmp_path):
+    (tmp_path / "design.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        FMAT = np.ones((512, 512), np.float32)
+
+
+        def helper(m, x):
+            return m @ x
+
+
+        def make():
+            design = lambda params: FMAT
+            def loss(params, x):
+                F = design(params)
+                return helper(F, x).sum() + helper(F, 2 * x).sum()
+            return jax.jit(loss)
+
+
+        class Model:
+            def __init__(self):
+                self.table = np.ones((300, 300), np.float32)
+
+            def apply(self, x):
+                return x @ self.table
+
+
+        make()(None, jnp.ones((512, 4)))
+        jax.jit(Model().apply)(jnp.ones((2, 300)))
+    """))
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nconstant-bytes-max = 1024\n")
+    assert jaxfuse("record", "--", sys.executable, "design.py", cwd=tmp_path).returncode == 0
+    profile = json.loads((tmp_path / ".jaxfuse_lint" / "profile.json").read_text())
+    consts = {e["qualname"]: e["constants"][0] for e in profile["entries"]}
+    loss = consts["make.<locals>.loss"]
+    assert [ref["line"] for ref in loss["lines"]] == [10]  # the helper's matmul, where it is a parameter
+    assert [ref["line"] for ref in loss["captures"]] == [14]  # `design = lambda params: FMAT`
+    assert [ref["line"] for ref in consts["Model.apply"]["captures"]] == [26]  # `x @ self.table`
+    check = jaxfuse("check", "--no-cache", "--select", "JF502", "design.py", cwd=tmp_path)
+    assert _codes(check.stdout) == [("design.py:14", "JF502"), ("design.py:26", "JF502")]
+
+
+def test_measured_findings_withheld_by_per_file_ignores_are_counted(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_scale.py").write_text(textwrap.dedent("""
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+
+        @functools.partial(jax.jit, static_argnums=1)
+        def scale(x, n):
+            return x * n
+
+
+        def test_scale():
+            for n in range(6):
+                scale(jnp.ones(3), n)
+    """))
+    proc = jaxfuse("record", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check = jaxfuse("check", "--no-cache", ".", cwd=tmp_path)
+    assert check.returncode == 0 and "JF501" not in check.stdout
+    assert ("note: 1 measured finding in tests/ not reported: per-file-ignores (test code runs on inputs the "
+            "test chose: see docs/record.md; set `per-file-ignores` to report it)") in check.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxfuse-lint]\nper-file-ignores = {}\n")
+    check = jaxfuse("check", "--no-cache", ".", cwd=tmp_path)
+    assert _codes(check.stdout) == [("tests/test_scale.py:8", "JF501")]
+    assert "not reported" not in check.stderr
+
+
+@needs_xla_gpu
+def test_confirm_decides_a_temporary_measured_on_cpu_by_compiling_for_the_target(recorded):
+    project, _, _ = recorded
+    proc = jaxfuse("check", "--no-cache", "--confirm", "--select", "JF503", "particles", cwd=project)
+    # XLA:GPU fuses `swing_ratio` whole (the CPU run wrote 48 KiB on line 16); the FFT's line still
+    # writes its temporaries there.
+    assert _codes(proc.stdout) == [("particles/kernels.py:22", "JF503")]
+    assert ("confirmed on GPU (H100, deviceless): compiling `power_spectrum` for the recorded field: f32[16,16,3] "
+            "writes 12.0 KiB of temporaries for this line") in proc.stdout
+    assert ("particles/kernels.py:16:5: JF503: dropped: on GPU (H100, deviceless), compiling `swing_ratio` for the "
+            "recorded theta: f32[4096,3] writes 0 B of temporaries for this line") in proc.stderr

@@ -365,7 +365,9 @@ def test_a_notebook_over_the_document_limit_is_not_analysed(server, tmp_path):
     worker.start()
     worker.join(60)
     (d,) = out["checked"].diagnostics[cells[0].uri]
-    assert d.code == "JF000" and d.message.startswith("File not checked") and f"({MAX_DOCUMENT:,} bytes)" in d.message
+    # The cap is on the notebook's code (its cells), not on its JSON (issue 41, item 1).
+    assert d.code == "JF000" and d.message.startswith("Notebook not checked: its code cells hold") \
+        and f"({MAX_DOCUMENT:,} bytes)" in d.message
     assert out["checked"].diagnostics[cells[1].uri] == []
 
 

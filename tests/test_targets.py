@@ -1,8 +1,6 @@
 """The target backend: configuration, per-target policy of rules and fixes, and the evidence behind it."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -118,11 +116,12 @@ def test_check_target_flag_on_the_command_line(tmp_path):
     path = tmp_path / "damp.py"
     path.write_text(LOOP_INPUT)
 
-    def diff(*extra):
-        return subprocess.run(
-            [sys.executable, "-m", "jaxfuse_lint", "check", "--diff", "--no-cache", "--select", "JF203", *extra,
-             str(path)], capture_output=True, text=True, cwd=tmp_path,
-        )
+    def diff(*extra):  # the command line, in this process
+        from click.testing import CliRunner
+
+        from jaxfuse_lint.cli.main import cli
+
+        return CliRunner().invoke(cli, ["check", "--diff", "--no-cache", "--select", "JF203", *extra, str(path)])
 
     assert "+        w = jnp.exp(-0.5 * a0)" in diff().stdout
     assert diff("--target", "cpu").stdout == ""
@@ -130,7 +129,7 @@ def test_check_target_flag_on_the_command_line(tmp_path):
     assert diff().stdout == ""
     assert "+        w = jnp.exp(-0.5 * a0)" in diff("--target", "gpu").stdout
     bad = diff("--target", "cuda")
-    assert bad.returncode == 2 and "cuda" in bad.stderr
+    assert bad.exit_code == 2 and "cuda" in bad.stderr
 
 
 # --- every rule says what its claims rest on, per backend ------------------------------------

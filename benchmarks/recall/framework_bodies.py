@@ -25,7 +25,9 @@ class MLP(nn.Module):
 
 class Block(eqx.Module):
     def __call__(self, x, *, key=None):
-        print(x)  # expect: JF401
+        # Preview since the premise ledger (issue 40): nothing here shows `x` is an array, so that it is a
+        # tracer is the framework's convention, an assumed premise (the cost of that change on this corpus).
+        print(x)  # expect?: JF401
         return x
 
 

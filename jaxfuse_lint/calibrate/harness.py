@@ -30,7 +30,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from jaxfuse_lint.core.calibration import FIGURES, RAW, VERDICTS, Figures, Row, Table, change, table_path, verdict
+from jaxfuse_lint.core.calibration import (FIGURES, RAW, VERDICTS, Figures, Row, Table, change, measured_verdicts,
+                                           table_path, verdict)
 
 BATCH = 40
 GPU_KEYS = ("h100", "a100")
@@ -278,6 +279,15 @@ def reverdict(path: str) -> dict[str, int]:
         table = Table.from_json(json.load(fh))
     changed: dict[str, int] = {}
     rows = []
+    if table.meta.get("measured"):  # a real GPU's timings (calibrate/measured.py): their own policy
+        verdicts = measured_verdicts(list(table.rows), float(table.meta.get("noise", 0.2)),
+                                     table.meta.get("group_by", ()), table.rule)
+        for row, new in zip(table.rows, verdicts):
+            if new != row.verdict:
+                changed[new] = changed.get(new, 0) + 1
+            rows.append(replace(row, verdict=new))
+        write_table(replace(table, rows=tuple(rows)), path)
+        return changed
     for row in table.rows:
         if row.before is not None and row.after is not None:
             new = verdict(row.before, row.after, row.noise, table.rule, row.features)

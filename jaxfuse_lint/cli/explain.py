@@ -102,6 +102,8 @@ def explain_command(target: str, arg_specs: tuple[str, ...], statics: tuple[str,
 def _explanations(target, arg_specs, statics, dims, compile_for, gpu, profile_path, backend, config_path):
     """(the explanations, the profile they came from or None); a VerifyError is one line, exit 2."""
     try:
+        if profile_path is None and "<locals>" in target and not arg_specs and os.path.exists(DEFAULT_PROFILE):
+            profile_path = DEFAULT_PROFILE  # a nested function: only a recorded run has its programs
         if profile_path is None and "::" not in target:
             if not os.path.exists(DEFAULT_PROFILE):
                 raise VerifyError(f"explain needs PATH::FUNC, or a profile for `{target}`: pass --profile FILE "
@@ -149,6 +151,10 @@ def explain_target(target: str, *, arg_specs: tuple[str, ...] = (), statics: tup
     from jaxfuse_lint.verify.shapes import parse_arg_spec, parse_dims, parse_static, specs_from_annotations
 
     parsed = parse_target(target)
+    if "<locals>" in parsed.func:
+        raise VerifyError(f"`{parsed.func}` is a nested function, made when its enclosing function runs: explain "
+                          "reads its programs from a recorded run (`jaxfuse-lint record -- COMMAND`, then "
+                          "`explain --profile FILE`)")
     source = read_source(parsed.path)
     settings = _load_settings(config_path, parsed.path, compile_for, gpu)
     dim_sizes = parse_dims(dims)
@@ -203,7 +209,8 @@ def explanations_recompiled(profile_path: str, path: str, *, compile_for: str | 
     if not os.path.exists(path):
         raise VerifyError(f"{path}: no such file")
     entries = [e for e in profile.entries_in(path)
-               if not wanted or e.get("qualname", "").split(".")[-1] == wanted.split(".")[-1]]
+               if not wanted or _same_function(wanted, e.get("qualname", ""))
+               or e.get("qualname", "").split(".")[-1] == wanted.split(".")[-1] and "." not in wanted]
     if not entries:
         raise VerifyError(f"{profile_path}: no entry point recorded for the current text of {path}"
                           + (f"::{wanted}" if wanted else "") + " (changed since, or not traced while recording)")
@@ -252,6 +259,10 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
             from None
     except (OSError, json.JSONDecodeError) as exc:
         raise VerifyError(f"{profile_path}: not a readable profile: {exc}") from None
+    if isinstance(data, dict):
+        from jaxfuse_lint.core.profile import with_costs_inline
+
+        data = with_costs_inline(data)  # each program's account is stored once; read per compilation
     if "::" in path:
         path, _, wanted = path.rpartition("::")
     else:
@@ -283,7 +294,7 @@ def explanations_from_profile(profile_path: str, path: str) -> list[Any]:
                 raise VerifyError(f"{path}: no function `{wanted}`")
             if not any(span[1] <= line <= span[2] for line in lines):
                 continue
-            if name and name.split(".")[-1] != wanted.split(".")[-1]:
+            if name and not _same_function(name, span[0]):
                 under = name
         else:
             span = _enclosing_span(spans, lines, name)  # the entry it was recorded for, first
@@ -420,12 +431,28 @@ def _function_spans(path: str) -> list[tuple[str, int, int]]:
     return spans
 
 
+def _same_function(name: str, qualname: str) -> bool:
+    """Whether a recorded name is the function `qualname`: the same qualified name, or (a short
+    name, as older profiles and `PATH::func` give) the same last part."""
+    if name == qualname:
+        return True
+    return "." not in name and name == qualname.split(".")[-1]
+
+
 def _enclosing_span(spans: list[tuple[str, int, int]], lines: list[int], name: str | None):
-    """The function the account is about: the named one, else the outermost holding the most lines."""
+    """The function the account is about: the named one (by its qualified name, so that
+    `A.make.<locals>.kernel` is not `B.make.<locals>.kernel`; a short name where it names one
+    function, else the one holding the account's lines), else the outermost holding the most lines."""
     if name:
-        for span in spans:
-            if span[0] == name or span[0].split(".")[-1] == name.split(".")[-1]:
-                return span
+        exact = [span for span in spans if span[0] == name]
+        if exact:
+            return exact[0]
+        short = [span for span in spans if span[0].split(".")[-1] == name.split(".")[-1]
+                 and ("." not in name or span[0].endswith("." + name))]
+        if len(short) == 1 or (short and not lines):
+            return short[0]
+        if short:
+            return max(short, key=lambda span: sum(1 for line in lines if span[1] <= line <= span[2]))
     best, best_count = None, 0
     for span in spans:
         count = sum(1 for line in lines if span[1] <= line <= span[2])

@@ -47,12 +47,23 @@ def lazy_command(name: str) -> click.Command:
 
 
 class DefaultCommandGroup(click.Group):
-    """`jaxfuse-lint PATHS` and `jaxfuse-lint --fix PATHS` mean `jaxfuse-lint check ...`."""
+    """`jaxfuse-lint PATHS` and `jaxfuse-lint --fix PATHS` mean `jaxfuse-lint check ...`; options
+    before a subcommand are its own; an unknown command or option is a usage error with the closest
+    names (cli/arguments.py)."""
 
     def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version")):
-            args = ["check", *args]
-        return super().parse_args(ctx, args)
+        from jaxfuse_lint.cli.arguments import with_command
+
+        return super().parse_args(ctx, with_command(self, ctx, list(args)))
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            from jaxfuse_lint.cli.arguments import close_options
+
+            exc.possibilities = close_options(exc.option_name, exc.ctx.command if exc.ctx is not None else None)
+            raise
 
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
@@ -75,12 +86,33 @@ def cli() -> None:
     """
 
 
-def _load(config: str | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None,
-          target=None, gpu=None, preview=None) -> Settings:
+def _load(config: str | tuple[str, ...] | None, paths: tuple[str, ...], select, extend_select, ignore, cache_dir=None,
+          target=None, gpu=None, preview=None, isolated: bool = False, **overrides) -> Settings:
+    """The settings of a run: the configuration file (named with --config PATH, else found upward from
+    the first path; none with --isolated), then the `--config KEY=VALUE` settings over it (ruff's), then
+    the command line's own options."""
+    from jaxfuse_lint.core.config import isolated_settings, with_config_overrides
+
     start = paths[0] if paths and paths[0] != "-" else "."
-    settings = load_settings(config, start=start)
+    files, inline = _config_arguments(config)
+    if isolated and files:
+        raise ConfigError(f"--config {files[0]}: a config file cannot be used with --isolated")
+    if len(files) > 1:
+        raise ConfigError(f"--config names one config file, got {len(files)}: {', '.join(files)}")
+    settings = isolated_settings(start) if isolated else load_settings(files[0] if files else None, start=start)
+    settings = with_config_overrides(settings, inline)
     return with_cli_overrides(settings, select=select, extend_select=extend_select, ignore=ignore, cache_dir=cache_dir,
-                              target=target, gpu=gpu, preview=preview)
+                              target=target, gpu=gpu, preview=preview, **overrides)
+
+
+def _config_arguments(config: str | tuple[str, ...] | None) -> tuple[list[str], list[str]]:
+    """--config values: (config files, `KEY=VALUE` settings). A value is a file when one exists by
+    that name or it has no `=` (ruff's rule); else it is a TOML setting."""
+    import os
+
+    values = [config] if isinstance(config, str) else list(config or ())
+    files = [v for v in values if os.path.exists(v) or "=" not in v]
+    return files, [v for v in values if v not in files]
 
 
 def _fail(message: str) -> None:
@@ -101,12 +133,21 @@ def _fail(message: str) -> None:
 @click.option("--cache-dir", type=click.Path(), default=None, help="Where to keep the cache (default .jaxfuse_lint_cache).")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="0: one per core",
               help="Worker processes to check files in.")
-@click.option("--config", type=click.Path(dir_okay=False), default=None, help="A pyproject.toml (or jaxfuse-lint.toml) to use.")
+@click.option("--config", multiple=True, metavar="PATH | KEY=VALUE",
+              help="A pyproject.toml (or jaxfuse-lint.toml) to use, or a setting that overrides the file's, in TOML "
+                   "(`--config \"select = ['JF1']\"`, `--config preview=true`); repeatable.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file (use the defaults and the command line).")
 @click.option("--stdin-filename", default=None, help="The name of the file given on stdin as `-` (for editors).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change results (review them).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there would be changes.")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed.")
+@click.option("--fixable", multiple=True, help="Rule codes or prefixes whose fixes may be applied (replaces the "
+                                               "configured `fixable`).")
+@click.option("--extend-fixable", multiple=True, help="Rule codes or prefixes whose fixes may be applied, in addition.")
+@click.option("--unfixable", multiple=True, help="Rule codes or prefixes whose fixes are never applied (added to the "
+                                                 "configured `unfixable`).")
+@click.option("--ignore-noqa", is_flag=True, help="Ignore every `# noqa` comment and file-level exemption.")
 @click.option("--target", type=click.Choice(["gpu", "cpu", "tpu"], case_sensitive=False), default=None,
               help="Backend the code runs on; rules and fixes decide for it (default: the config's `target`, "
                    "else gpu).")
@@ -127,6 +168,8 @@ def _fail(message: str) -> None:
 @click.option("--confirm", is_flag=True,
               help="Confirm findings about kernels, temporaries and constants by compiling their functions where "
                    "argument shapes are known (imports and runs your code; docs/verify.md#confirm).")
+@click.option("--show-undecided", is_flag=True,
+              help="List the patterns seen but not decided (their findings assume a premise), with what each assumes.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (and where they come from), then exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say which config was used, which files were checked and skipped.")
@@ -143,22 +186,39 @@ def _fail(message: str) -> None:
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing is left.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments to every line with a diagnostic.")
 @click.option("--no-daemon", is_flag=True, help="Run here even if a `jaxfuse-lint daemon` runs.")
+@click.option("--watch", "-w", is_flag=True, help="Check again whenever a checked file (or the configuration) "
+                                                  "changes; Ctrl-C ends it.")
 def check_command(paths, select, extend_select, ignore, output_format, statistics, exit_zero, no_cache, cache_dir,
-                  jobs, config, stdin_filename, fix, unsafe_fixes, diff, show_fixes, target, gpu, verify_fixes,
-                  profile_path, no_profile, force_exclude, preview, confirm,
+                  jobs, config, isolated, stdin_filename, fix, unsafe_fixes, diff, show_fixes, fixable, extend_fixable,
+                  unfixable, ignore_noqa, target, gpu, verify_fixes,
+                  profile_path, no_profile, force_exclude, preview, confirm, show_undecided,
                   show_files, show_settings, verbose, quiet, silent, output_file, follow_output_link, exclude,
-                  extend_exclude, fix_only, no_fix, exit_non_zero_on_fix, add_noqa, no_daemon) -> None:
+                  extend_exclude, fix_only, no_fix, exit_non_zero_on_fix, add_noqa, no_daemon, watch) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
 
     Paths named here are always checked, even inside excluded or gitignored folders
     (--force-exclude applies the excludes to them too). When no source file is found,
     a warning says so on stderr and the exit code is 0 (ruff's behaviour).
     """
+    if watch:
+        from jaxfuse_lint.cli.watch import watch_check
+
+        refused = [flag for flag, given in (("-", "-" in paths), ("--add-noqa", add_noqa), ("--show-files", show_files),
+                                            ("--show-settings", show_settings), ("--diff", diff)) if given]
+        if refused:
+            _fail(f"--watch cannot be used with {refused[0]}")
+        params = dict(click.get_current_context().params, watch=False)
+        watch_check(lambda: check_command.callback(**params), paths or (".",),
+                    lambda: _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu, preview,
+                                  isolated, fixable=fixable, extend_fixable=extend_fixable, unfixable=unfixable,
+                                  ignore_noqa=ignore_noqa))
+        return
     from jaxfuse_lint.cli.output import Output
 
     out = Output(verbose=verbose, quiet=quiet, silent=silent)
     try:
-        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu, preview)
+        settings = _load(config, paths, select, extend_select, ignore, cache_dir, target, gpu, preview, isolated,
+                         fixable=fixable, extend_fixable=extend_fixable, unfixable=unfixable, ignore_noqa=ignore_noqa)
         from jaxfuse_lint.runtime.use import with_profile
 
         settings, profile = with_profile(settings, profile_path, no_profile)
@@ -233,10 +293,11 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
         if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
-            _emit(render(output_format, [], ReportContext()), output_file, out, follow_output_link)
+            _emit(render(output_format, [], ReportContext(severity=settings.severity)), output_file, out,
+                  follow_output_link)
         sys.exit(EXIT_CLEAN)
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
-    context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes)
+    context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes, severity=settings.severity)
     if add_noqa:
         _add_noqa(files, settings, jobs, out, checked)
         return
@@ -294,6 +355,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         diagnostics = confirm_findings(diagnostics, settings, echo=lambda m: click.echo(m, err=True),
                                        keep_preview=keep_preview)
     hidden_from = diagnostics  # what is left, before --fix-only drops it from the report
+    # Patterns seen but not decided (preview-tier findings, preview off): counted, listed on request.
+    undecided = [] if keep_preview or fix else run.undecided
     fixed = [d for o in changed for d in o.fixed] if fix else []
     if fix_only:
         diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
@@ -310,7 +373,15 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         report = render_statistics(diagnostics, context, json_format=output_format == "json")
     elif not fix_only or not text_format:
         context.color = text_format and not output_file and _color()
-        report = render(output_format, diagnostics, context)
+        shown = diagnostics
+        if show_undecided and output_format in ("json", "json-lines", "sarif"):  # as notes, not findings
+            from dataclasses import replace
+
+            from jaxfuse_lint.core.diagnostics import Diagnostic
+
+            shown = sorted(diagnostics + [replace(d, extra={**d.extra, "undecided": True}) for d in undecided],
+                           key=Diagnostic.sort_key)
+        report = render(output_format, shown, context)
     # The closing lines follow a text report (ruff's; machine formats carry none).
     closing: list[str] = []
     if text_format:
@@ -331,20 +402,23 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
 
                 closing.append(unchecked_text(run.unchecked))
         elif not statistics:  # the statistics table ends with these lines itself
-            from jaxfuse_lint.report.summary import summary_text
+            from jaxfuse_lint.report.summary import summary_text, undecided_lines
 
-            closing.append(summary_text(diagnostics, unsafe_fixes, run.unchecked))
+            if show_undecided:
+                closing += undecided_lines(undecided)
+            closing.append(summary_text(diagnostics, unsafe_fixes, undecided, listed=show_undecided,
+                                        unchecked=run.unchecked))
     _emit(report + out.closing(closing), output_file, out, follow_output_link)
     if run.unchecked and not (text_format and (fix or not statistics or diagnostics)):
         from jaxfuse_lint.report.summary import unchecked_text
 
         out.summary(unchecked_text(run.unchecked))  # a machine-readable report has no closing lines: on stderr
     if profile is not None and text_format and not fix and not statistics:
-        from jaxfuse_lint.runtime.use import stale_note
+        from jaxfuse_lint.runtime.use import stale_note, withheld_note
 
-        note = stale_note(profile)
-        if note:
-            out.summary(note)  # about the run, not its findings: on stderr, as warnings are
+        for note in (stale_note(profile), withheld_note(profile, settings, files)):
+            if note:
+                out.summary(note)  # about the run, not its findings: on stderr, as warnings are
     if run.unchecked:  # a file was not checked: an internal error, not a finding (--exit-zero does not hide it)
         sys.exit(EXIT_ERROR)
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
@@ -482,7 +556,7 @@ def _add_noqa(files, settings, jobs, out, checked) -> None:
         from jaxfuse_lint.engine.pipeline import decode
 
         try:
-            data, identity = read_identified_source(filename, settings.max_file_size)
+            data, identity = read_identified_source(filename, settings.size_limit(filename))
             if identity != run.identities.get(filename):
                 out.warn(f"{filename}: no `# noqa` added: changed since it was checked (run again)")
                 continue
@@ -558,7 +632,7 @@ def _check_stdin(settings, filename, output_format, fix, unsafe, diff, exit_zero
     result = check_source(data, filename, settings)
     for err in result.errors:
         click.echo(f"jaxfuse-lint: {err}", err=True)
-    context = ReportContext(sources={filename: result.source or ""}, unsafe_fixes=unsafe)
+    context = ReportContext(sources={filename: result.source or ""}, unsafe_fixes=unsafe, severity=settings.severity)
     out = render(output_format, result.diagnostics, context)
     sys.stdout.write(out)
     sys.exit(EXIT_FINDINGS if result.diagnostics and not exit_zero else EXIT_CLEAN)

@@ -25,7 +25,7 @@ from jaxfuse_lint.codemods._lookups import containing_block, document_order, fre
 from jaxfuse_lint.codemods._names import fresh_name
 from jaxfuse_lint.codemods._statements import assign, remove_statement, replace_within
 from jaxfuse_lint.codemods.plan import plan
-from jaxfuse_lint.model.fresh_callables import describe_callable
+from jaxfuse_lint.model.fresh_callables import call_bound_to, describe_callable
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
 CODE = "JF301"
@@ -107,6 +107,10 @@ def _would_be_jf302(model, target, scope) -> bool:
     from jaxfuse_lint.model.compile_cache import memoised_function
 
     if not isinstance(scope, Function) or model.is_traced_scope(scope) or memoised_function(model, scope):
+        return False
+    if isinstance(target, cst.Name) and call_bound_to(model, target, scope) is not None:
+        # `body = partial(f, k=k)` before the loop: `body_jit = jax.jit(body)` there is built once per call and
+        # reused by the loop, which JF302 reports only where the function is shown to rebuild it.
         return False
     return describe_callable(model, target, scope, None)[1] is True
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Union
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from jaxfuse_lint.core.lines import split_lines
 from jaxfuse_lint.core.diagnostics import Applicability, Edit, Fix, Location, split_fix_message
@@ -77,6 +75,11 @@ def apply_plans(module: cst.Module, plans: Iterable[FixPlan],
     paths = _paths_to(replacements, parent, module) if parent is not None else None
     new = module.visit(_Replacer(replacements, paths)) if replacements else module
     if imports:
+        # Only a fix that adds an import needs libcst's codemod package: importing it (its matchers)
+        # takes about 2 s, more than checking a whole file.
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
+
         context = CodemodContext()
         for imp in imports:
             AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)

@@ -24,13 +24,32 @@ What counts as a change: kernels and launches, any difference; bytes (temporarie
 difference of at least `BYTES_FLOOR` and `BYTES_RELATIVE` of the larger figure (XLA's buffer
 assignment moves a few bytes of padding and scalars around between forms); wall-clock, a
 difference beyond the noise of the runs (`noise` in the row, from the timings' spread).
+
+A size class stands for the sizes around it (`Table.nearest`), never for sizes far outside the
+calibrated range: a value more than one class step below the smallest class or above the largest
+(a scalar carry against classes of 1,024 elements and up) is not calibrated.
+
+Where a decision depends on a feature the rule could not establish, `Decision.threshold` reads the
+table's answer to "from which size on": the smallest value of the feature among the harmful forms,
+and whether every larger calibrated value is harmful too. A rule's finding then assumes the size
+("harm from 4,194,304 rows"), and its harm holds for the sizes from there (model/premises.py).
+
+Measured on a real GPU (`MEASURED_TABLES`): a compile table cannot tell whether one kernel launch
+saved and nothing else makes a program faster (the "launch" verdict). Where a GPU timed the same
+form, the timing decides it: `<CODE>.<device>.json` (made by `python -m jaxfuse_lint.calibrate.measured`
+from the device's timings) holds the timed pairs, keyed by the same features as the compile tables,
+each with a verdict from `measured_verdicts` (the timings' own noise statement decides what is
+signal). `decide` reads the compile table of the target with each "launch" row replaced by the
+measured verdict of the same form where the GPU timed a pair that saves the same kernel
+(`table_for`); the row then cites the device and its times (`Row.timing`). Nothing else changes: a
+verdict the compiled figures already decide (memory saved, a kernel added) stays theirs.
 """
 from __future__ import annotations
 
 import functools
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration_tables")
@@ -122,12 +141,12 @@ def verdict(before: Figures, after: Figures, noise: float | None = None, code: s
     - "worse" / "mixed": the fixed form is worse on some figure (and better on none / on another);
     - "harm": better on memory (temporaries, folded constants) or, where it was timed, faster; or,
       untimed, two or more kernel launches per run fewer (a loop's launches);
-    - "launch": untimed, one kernel launch fewer and nothing else: not evidence enough — on a real
-      H200, such rewrites of small-axis reductions were slower in 9 of 48 forms (up to 2.7x for
-      `sqrt(sum((x - 1) ** 2, -1))` over 2 columns: the reduction kernel's loads beat the fused
-      strided ones), so a finding that rests on it is in the preview tier; except for the rules in
-      ONE_LAUNCH_IS_HARM (`code`, and the variant's `features` where given), whose fix saves the
-      launch without such a trade ("harm");
+    - "launch": untimed, one kernel launch fewer and nothing else: a compiler cannot say whether
+      that is faster — on a real H200 (jax 0.11.2), such rewrites of small-axis reductions ran
+      0.70-0.94x the time at 4,194,304 rows and within the noise (±20%) at 262,144 — so a finding
+      that rests on it is in the preview tier unless a GPU timed the form (MEASURED_TABLES,
+      `table_for`); except for the rules in ONE_LAUNCH_IS_HARM (`code`, and the variant's
+      `features` where given), whose fix saves the launch without a trade ("harm");
     - "none": nothing changed (or, timed, no faster).
     """
     changes = {f: change(f, getattr(before, f), getattr(after, f), noise) for f in FIGURES}
@@ -152,6 +171,26 @@ def _launches(f: Figures) -> int:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """Where a real GPU timed a form: the device as the measurement table names it, the form as
+    timed (`sum(x)*2+1`), and the median seconds before and after the fix."""
+
+    device: str
+    form: str
+    before: float
+    after: float
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else 1.0
+
+    def text(self) -> str:
+        """"timed on the NVIDIA H200 (...): `sum(x)*2+1` 100 µs, the fix 89 µs (0.88×)"."""
+        return (f"timed on the {self.device}: `{self.form}` {self.before * 1e6:.0f} µs, the fix "
+                f"{self.after * 1e6:.0f} µs ({self.ratio:.2f}×)")
+
+
+@dataclass(frozen=True)
 class Row:
     features: Mapping[str, Any]
     before: Figures | None
@@ -159,6 +198,9 @@ class Row:
     verdict: str
     noise: float | None = None
     args: str = ""  # the argument shapes compiled for, as `verify --arg` spells them
+    form: str = ""  # measurement tables: the form as it was timed (`sum(x)*2+1`)
+    # A compile table's row whose verdict a real GPU's timing decided (`table_for`): that timing.
+    timing: Timing | None = None
 
     def changes(self) -> dict[str, str]:
         if self.before is None or self.after is None:
@@ -197,6 +239,9 @@ class Table:
             return value
         import math
 
+        classes = sorted(v for v in values if isinstance(v, (int, float)) and v > 0)
+        if len(classes) >= 2 and not classes[0] ** 2 / classes[1] <= value <= classes[-1] ** 2 / classes[-2]:
+            return value  # more than one class step outside the calibrated range: not calibrated
         return min(values, key=lambda v: abs(math.log(v) - math.log(value)))
 
     def matching(self, features: Mapping[str, Any]) -> list[Row]:
@@ -231,7 +276,8 @@ class Table:
             "features": {k: list(v) for k, v in self.features.items()}, "nearest": list(self.nearest),
             "figures": list(FIGURES),
             "rows": [[[r.features[n] for n in names], r.before.to_list() if r.before else None,
-                      r.after.to_list() if r.after else None, r.verdict, r.noise, r.args] for r in self.rows],
+                      r.after.to_list() if r.after else None, r.verdict, r.noise, r.args]
+                     + ([r.form] if r.form else []) for r in self.rows],
         }
 
     @classmethod
@@ -239,9 +285,9 @@ class Table:
         features = {k: tuple(v) for k, v in data["features"].items()}
         names = list(features)
         rows = []
-        for values, before, after, v, noise, args in data["rows"]:
+        for values, before, after, v, noise, args, *form in data["rows"]:
             rows.append(Row(dict(zip(names, values)), Figures.from_list(before) if before else None,
-                            Figures.from_list(after) if after else None, v, noise, args))
+                            Figures.from_list(after) if after else None, v, noise, args, *form))
         meta = {k: v for k, v in data.items() if k not in ("rule", "key", "features", "figures", "rows", "nearest")}
         return cls(data["rule"], data["key"], meta, features, tuple(rows), tuple(data.get("nearest", ())))
 
@@ -260,6 +306,107 @@ def load_table(code: str, key: str) -> Table | None:
         return None
 
 
+# Measurement tables (`<CODE>.<device>.json`, `meta["measured"]`) and the compile tables they decide
+# "launch" rows of: the H200 is the H100's chip (the same SMs, compiled for the same target) with
+# more and faster memory, so its timings stand for the `h100` target; the A100 is not measured.
+MEASURED_TABLES: dict[str, tuple[str, ...]] = {"h100": ("h200",)}
+# How many timed pairs of one kind (the same kernel change at the same size class) must all lie on
+# one side of 1 for their direction to be signal, whatever each ratio's noise (by chance alone, all
+# of 5 on one side: 2 × 2⁻⁵ ≈ 6%).
+SIGNAL_PAIRS = 5
+
+
+def measured_verdicts(rows: list[Row], noise: float, group_by: Iterable[str] = (), code: str | None = None) -> list[str]:
+    """The verdicts of timed pairs (`Row.before`/`after` with `seconds`), as a measurement table
+    stores them:
+
+    - the compiled figures decide first (`verdict` without the clock): memory saved is harm, a
+      kernel or memory added is worse, no change is none (the clock's difference between two equal
+      programs is noise, however large);
+    - a pair that saves kernel launches and nothing else (the "launch" the compile tables cannot
+      decide) is decided by the clock: where at least SIGNAL_PAIRS such pairs with the same kernel
+      change and the same `group_by` features (the size class) all ran faster (or all slower), that
+      is signal — harm (worse) for each of them; otherwise a pair counts only beyond the noise
+      (`noise`: the relative spread of a single ratio): faster by more is harm, slower by more is
+      worse, within it none.
+    """
+    group_by = tuple(group_by)
+
+    def untimed(f: Figures) -> Figures:
+        return Figures(f.kernels, f.launches, f.temp_bytes, f.constant_bytes)
+
+    compiled = [verdict(untimed(r.before), untimed(r.after), code=None, features=r.features)
+                if r.before is not None and r.after is not None else "error" for r in rows]
+    groups: dict[tuple, list[int]] = {}
+    for i, (r, v) in enumerate(zip(rows, compiled)):
+        if v == "launch":
+            key = (r.before.kernels, r.after.kernels, *(r.features.get(n) for n in group_by))  # type: ignore[union-attr]
+            groups.setdefault(key, []).append(i)
+    out = list(compiled)
+    for members in groups.values():
+        ratios = [rows[i].after.seconds / rows[i].before.seconds for i in members]  # type: ignore[union-attr, operator]
+        consistent = len(members) >= SIGNAL_PAIRS and (all(x < 1 for x in ratios) or all(x > 1 for x in ratios))
+        for i, ratio in zip(members, ratios):
+            if consistent:
+                out[i] = "harm" if ratio < 1 else "worse"
+            elif ratio < 1 - noise:
+                out[i] = "harm"
+            elif ratio > 1 + noise:
+                out[i] = "worse"
+            else:
+                out[i] = "none"
+    return out
+
+
+def _measured_form(row: Row, measured: Table) -> list[Row]:
+    """The timed pairs of `row`'s form that change the kernels as its compiled versions do."""
+    found = []
+    for m in measured.matching(dict(row.features)):
+        if dict(m.features) != dict(row.features) or m.before is None or m.after is None or row.before is None \
+                or row.after is None:
+            continue
+        if (m.before.kernels, m.after.kernels) == (row.before.kernels, row.after.kernels) and m.verdict in MEASURED:
+            found.append(m)
+    return found
+
+
+_EFFECTIVE: dict[tuple[int, ...], Table] = {}
+
+
+def table_for(code: str, key: str) -> Table | None:
+    """The compile table `decide` reads for `key`: its "launch" rows decided by a real GPU's timing
+    of the same form where one timed it (MEASURED_TABLES; the row's `timing` cites it)."""
+    table = load_table(code, key)
+    if table is None:
+        return None
+    measured = [m for m in (load_table(code, device) for device in MEASURED_TABLES.get(key, ())) if m is not None]
+    if not measured:
+        return table
+    memo = (id(table), *map(id, measured))
+    if memo not in _EFFECTIVE:
+        _EFFECTIVE[memo] = _with_timings(table, measured)
+    return _EFFECTIVE[memo]
+
+
+def _with_timings(table: Table, measured: list[Table]) -> Table:
+    rows = []
+    for row in table.rows:
+        if row.verdict == "launch":
+            for m_table in measured:
+                timed = _measured_form(row, m_table)
+                verdicts = {m.verdict for m in timed}
+                if len(verdicts) == 1:
+                    (new,) = verdicts
+                    # The least favourable of the pairs: the message claims no more than each of them shows.
+                    cited = max(timed, key=lambda m: m.after.seconds / m.before.seconds) if new == "harm" else timed[0]
+                    row = replace(row, verdict=new, timing=Timing(str(m_table.meta.get("device", m_table.key)),
+                                                                  cited.form, cited.before.seconds,
+                                                                  cited.after.seconds))
+                    break
+        rows.append(row)
+    return replace(table, rows=tuple(rows))
+
+
 def target_key(settings: Any) -> str | None:
     """Which table the configured target reads: the GPU model's name, "cpu", or None (no table:
     XLA:TPU's pipeline is not public; a GPU given as a target-config file was not calibrated)."""
@@ -274,6 +421,32 @@ def target_key(settings: Any) -> str | None:
     return gpu if gpu in MODELS else None
 
 
+# What a size feature counts, as a message says it ("harm from 4,194,304 rows").
+UNITS = {"rows": "rows", "points": "points", "size": "elements", "steps": "iterations", "trips": "iterations",
+         "iterations": "iterations", "components": "components"}
+
+
+def unit(name: str, table: "Table | None" = None) -> str:
+    units = (table.meta.get("units") or {}) if table is not None else {}
+    return units.get(name) or UNITS.get(name, name)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """From which value of an open numeric feature the table shows the harm: `value`, the smallest
+    value of the feature among the harmful forms; `every_larger`, whether every calibrated form
+    with that value or a larger one is harmful (else the harm also depends on something else)."""
+
+    feature: str
+    value: Any
+    every_larger: bool
+    unit: str
+
+    def text(self) -> str:
+        amount = f"{self.value:,}" if isinstance(self.value, int) else str(self.value)
+        return f"harm from {amount} {self.unit}" + ("" if self.every_larger else " (not in every form there)")
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the table says about one flagged form."""
@@ -282,6 +455,8 @@ class Decision:
     table: Table | None
     rows: tuple[Row, ...]
     why: str = ""  # for "some" and "unknown": what is not established, in a few words
+    # The features the rule asked with (None / OneOf: not established).
+    features: Mapping[str, Any] | None = None
 
     @property
     def fires(self) -> bool:
@@ -300,15 +475,64 @@ class Decision:
             return None
         return max(harmful, key=lambda r: (r.before.temp_bytes or 0, r.before.launches or 0, r.before.kernels or 0))
 
+    def open_features(self) -> list[str]:
+        """The features the rule did not establish whose values among the harmful forms are not
+        those among the others: what the harm depends on."""
+        if self.table is None or self.outcome != "some":
+            return []
+        asked = self.features or {}
+        harmful = [r for r in self.rows if r.verdict == "harm"]
+        harmless = [r for r in self.rows if r.verdict != "harm"]
+        return [name for name in self.table.features
+                if (asked.get(name) is None or isinstance(asked.get(name), OneOf))
+                and {r.features.get(name) for r in harmful} != {r.features.get(name) for r in harmless}]
+
+    def threshold(self, name: str) -> Threshold | None:
+        """For an open numeric feature: from which calibrated value on the harm shows (None where
+        it shows at the smallest value the code may take too: no line drawn by the size)."""
+        harmful = [r.features.get(name) for r in self.rows if r.verdict == "harm"]
+        values = [v for v in harmful if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not values or len(values) != len(harmful):
+            return None
+        least = min(values)
+        if least == min(r.features.get(name) for r in self.rows):
+            return None  # harm at the smallest size this code may take too: the size draws no line
+        larger = [r for r in self.rows if isinstance(r.features.get(name), (int, float))
+                  and r.features.get(name) >= least]
+        return Threshold(name, least, all(r.verdict == "harm" for r in larger), unit(name, self.table))
+
+    def given(self, name: str, values: Iterable[Any]) -> "Decision":
+        """The decision for the forms whose `name` is one of `values` (what it would be were it known)."""
+        values = set(values)
+        rows = tuple(r for r in self.rows if r.features.get(name) in values)
+        asked = dict(self.features or {})
+        asked[name] = OneOf(values)
+        if not rows:
+            return Decision("unknown", self.table, rows, self.why, asked)
+        harmful = [r for r in rows if r.verdict == "harm"]
+        if len(harmful) == len(rows):
+            return Decision("harm", self.table, rows, "", asked)
+        if not harmful:
+            return Decision("none" if not any(r.verdict == "launch" for r in rows) else "some", self.table, rows,
+                            _launch_why(self.table) if any(r.verdict == "launch" for r in rows) else "", asked)
+        return Decision("some", self.table, rows, _some_why(self.table, rows, asked), asked)
+
+    @property
+    def measured_on(self) -> str | None:
+        """The device whose timings decided the cited evidence, if a real GPU's did."""
+        row = self.evidence
+        return row.timing.device if row is not None and row.timing is not None else None
+
 
 def decide(code: str, settings: Any, **features: Any) -> Decision:
     key = target_key(settings)
     if key is None:
         what = "the TPU" if getattr(settings, "target", "") == "tpu" else "this GPU target config"
-        return Decision("unknown", None, (), f"no calibration table for {what}: the compiler's behaviour is not measured")
-    table = load_table(code, key)
+        return Decision("unknown", None, (), f"no calibration table for {what}: the compiler's behaviour is not "
+                        "measured", features)
+    table = table_for(code, key)
     if table is None:
-        return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`")
+        return Decision("unknown", None, (), f"no calibration table of {code} for `{key}`", features)
     unknown_values = [f"its {name} (`{value}`) is none of the calibrated ones ({', '.join(map(str, table.features[name]))})"
                       for name, value in features.items()
                       if name in table.features and not isinstance(value, OneOf)
@@ -317,26 +541,39 @@ def decide(code: str, settings: Any, **features: Any) -> Decision:
     measured = [r for r in rows if r.verdict in MEASURED]
     if not measured:
         what = "; ".join(unknown_values) or "this form has no calibrated variant"
-        return Decision("unknown", table, tuple(rows), f"what the compiler does here is not calibrated: {what}")
+        return Decision("unknown", table, tuple(rows), f"what the compiler does here is not calibrated: {what}",
+                        features)
     harmful = [r for r in measured if r.verdict == "harm"]
     if len(harmful) == len(measured):
-        return Decision("harm", table, tuple(measured))
+        return Decision("harm", table, tuple(measured), "", features)
     launches = [r for r in measured if r.verdict == "launch"]
     if not harmful and not launches:
-        return Decision("none", table, tuple(measured))
+        return Decision("none", table, tuple(measured), "", features)
     if not harmful:
-        return Decision("some", table, tuple(measured),
-                        f"{table.meta.get('compiler', 'the compiler')} saves one kernel launch per call here and no "
-                        f"memory; whether that is faster depends on the GPU (not timed without one)")
-    # The open features the harm follows: their values among the harmful forms are not those among the others.
-    harmless = [r for r in measured if r.verdict != "harm"]
-    open_features = sorted({name for name in table.features
-                            if (features.get(name) is None or isinstance(features.get(name), OneOf))
-                            and {r.features[name] for r in harmful} != {r.features[name] for r in harmless}})
-    depends = ", ".join(open_features) if open_features else "the form"
-    return Decision("some", table, tuple(measured),
-                    f"{table.meta.get('compiler', 'the compiler')} shows the harm in {len(harmful)} of the "
-                    f"{len(measured)} calibrated forms this code may take (it depends on: {depends})")
+        return Decision("some", table, tuple(measured), _launch_why(table), features)
+    return Decision("some", table, tuple(measured), _some_why(table, tuple(measured), features), features)
+
+
+def _launch_why(table: Table | None) -> str:
+    compiler = table.meta.get("compiler", "the compiler") if table is not None else "the compiler"
+    return (f"{compiler} saves one kernel launch per call here and no memory; whether that is faster depends on "
+            f"the GPU (not timed without one)")
+
+
+def _some_why(table: Table | None, rows: tuple[Row, ...], features: Mapping[str, Any] | None) -> str:
+    """Why only some forms show the harm: the open features it follows, a size by its threshold."""
+    found = Decision("some", table, rows, "", features)
+    harmful = [r for r in rows if r.verdict == "harm"]
+    parts = []
+    for name in found.open_features():
+        threshold = found.threshold(name)
+        values = sorted({r.features[name] for r in harmful}, key=str)
+        parts.append(f"{name}: {threshold.text()}" if threshold is not None
+                     else f"{name}: harm for {', '.join(map(str, values))}")
+    depends = "; ".join(parts) if parts else "the form"
+    compiler = table.meta.get("compiler", "the compiler") if table is not None else "the compiler"
+    return (f"{compiler} shows the harm in {len(harmful)} of the {len(rows)} calibrated forms this code may take "
+            f"(it depends on {depends})")
 
 
 def size_text(n: int | None) -> str:
@@ -372,8 +609,11 @@ def evidence_text(decision: Decision, form: str, fixed: str) -> str:
     if row is None or decision.table is None:
         return ""
     where = f" at {row.args}" if row.args else ""
-    return (f"on {decision.table.compiler}, {form}{where} compiles to {figures_text(row.before)}; "
+    text = (f"on {decision.table.compiler}, {form}{where} compiles to {figures_text(row.before)}; "
             f"{fixed} to {figures_text(row.after)}")
+    if row.timing is not None:
+        text += f"; {row.timing.text()}"
+    return text
 
 
 PAGE_KEYS = ("h100", "a100", "cpu")
@@ -391,14 +631,17 @@ def page_section(code: str) -> str:
            "where every form the code may take shows the harm — the fixed form better on some figure "
            "(kernels, launches, temporaries, folded constants; wall-clock on XLA:CPU) and worse on none; "
            "where only some do, it is in the preview tier; where none does, nothing is reported.", ""]
-    for table in tables:
+    for compiled in tables:
+        table = table_for(code, compiled.key) or compiled  # with the verdicts a real GPU's timing decided
+        timed = [r for r in table.rows if r.timing is not None]
         counts = {v: sum(r.verdict == v for r in table.rows) for v in VERDICTS}
         measured = sum(counts[v] for v in MEASURED)
         out.append(f"**{table.compiler}** (`{table.key}`, {table.meta.get('date', '')}): harm in "
                    f"{counts['harm']} of {measured} variants; one kernel launch saved and nothing else in "
                    f"{counts['launch']}; no change in {counts['none']}; the fix worse in {counts['worse']} and "
                    f"mixed in {counts['mixed']}"
-                   + (f"; {counts['error']} did not compile" if counts["error"] else "") + ".")
+                   + (f"; {counts['error']} did not compile" if counts["error"] else "")
+                   + (f" ({len(timed)} of these verdicts timed on a real GPU: see below)" if timed else "") + ".")
         out.append("")
         for group in table.meta.get("page", [list(table.features)[:2]]):
             header = " × ".join(group)
@@ -407,7 +650,41 @@ def page_section(code: str) -> str:
             for key, harmful, n in summarize(table, group):
                 out.append(f"| {' · '.join(str(k) for k in key)} | {harmful} / {n} |")
             out.append("")
+    out += _measured_section(code)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _measured_section(code: str) -> list[str]:
+    """The page's "Measured on a GPU" part: each timed pair of the rule's measurement tables, its
+    verdict, and which compile tables' "launch" rows it decides."""
+    out: list[str] = []
+    for key, devices in MEASURED_TABLES.items():
+        for device in devices:
+            table = load_table(code, device)
+            if table is None:
+                continue
+            decided = [r for r in (table_for(code, key) or table).rows if r.timing is not None]
+            names = list(table.features)
+            out += [f"### Measured on a GPU: {table.meta.get('device', device)}",
+                    f"{table.meta.get('about', '')} Source: `{table.meta.get('source', '')}`. Each pair's verdict "
+                    f"(`measured_verdicts` in core/calibration.py): the compiled figures decide first (memory saved is "
+                    f"harm, a kernel added is worse); where the fix only saves a kernel launch, the clock decides — "
+                    f"at least {SIGNAL_PAIRS} such pairs of one size class all faster (or all slower) are signal, "
+                    f"else a single ratio counts only beyond ±{table.meta.get('noise', 0.2):.0%} (noise). These "
+                    f"verdicts decide {len(decided)} \"launch\" rows of the `{key}` table: "
+                    f"{sum(r.verdict == 'harm' for r in decided)} harm, {sum(r.verdict == 'none' for r in decided)} "
+                    f"none, {sum(r.verdict == 'worse' for r in decided)} worse.", "",
+                    "| form | " + " | ".join(names) + " | kernels | µs before → after | ratio | verdict |",
+                    "|---|" + "---|" * len(names) + "---|---|---|---|"]
+            for r in table.rows:
+                if r.before is None or r.after is None:
+                    continue
+                ratio = (r.after.seconds or 0) / (r.before.seconds or 1)
+                out.append(f"| `{r.form}` | " + " | ".join(str(r.features.get(n)) for n in names)
+                           + f" | {r.before.kernels} → {r.after.kernels} | {(r.before.seconds or 0) * 1e6:.1f} → "
+                           f"{(r.after.seconds or 0) * 1e6:.1f} | {ratio:.2f} | {r.verdict} |")
+            out.append("")
+    return out
 
 
 def summarize(table: Table, by: Iterable[str]) -> list[tuple[tuple, int, int]]:

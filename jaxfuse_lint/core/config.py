@@ -33,12 +33,20 @@ OPT_IN_PREFIXES = ("JF9",)
 # How far a configuration may raise `max-file-size`: memory per file stays bounded whatever the
 # linted tree's pyproject.toml says (a file of this size takes ~2.5 GB to fix).
 MAX_FILE_SIZE_CEILING = 2 << 20
+# A notebook's JSON is mostly its outputs (pictures as base64), which are stepped over, never built
+# (parse/notebook.py): its own limit, `max-notebook-size`, bounds only what reading the file holds.
+MAX_NOTEBOOK_SIZE_CEILING = 1 << 30
 # Test code runs once: its recompilation, constant and memory findings are rarely worth a change.
 # Performance rules (JF1xx, JF2xx, JF3xx, JF5xx) are off there by default; correctness rules
 # (JF4xx) stay on. `per-file-ignores` replaces this table, `extend-per-file-ignores` adds to it.
 PERFORMANCE_CODES = ("JF1", "JF2", "JF3", "JF5")
 DEFAULT_PER_FILE_IGNORES = tuple(
     (pattern, PERFORMANCE_CODES) for pattern in ("**/tests/**", "**/test/**", "test_*.py", "*_test.py", "conftest.py"))
+
+
+# `--ignore-noqa` (the command line's only; ruff's): `# noqa` comments and file-level exemptions
+# suppress nothing. An internal switch (Settings.extra): part of the cache key.
+IGNORE_NOQA = ("noqa", "ignore")
 
 
 class ConfigError(Exception):
@@ -95,6 +103,9 @@ class Settings:
     # take a run down). Checking costs ~0.6 KB of memory per byte of source, fixing ~1.2 KB, and
     # about 16 s of CPU per MiB (benchmarks/bench_fix_scaling.py): 10 MiB took a worker to 9 GB.
     max_file_size: int = 1 << 20
+    # A notebook's `max-file-size` applies to its code (the joined code cells); its file, mostly
+    # outputs, is read up to this many bytes (50 MiB: notebooks with pictures are a few MB).
+    max_notebook_size: int = 50 << 20
     # The preview tier (ruff's meaning): rules and findings whose evidence is not yet good enough for
     # the default output are reported only when this is on (`preview = true`, `--preview`).
     preview: bool = False
@@ -102,6 +113,9 @@ class Settings:
     # is a syntax error (parse/grammar.py). None: `requires-python` of the project's pyproject.toml
     # gave none either; the running Python's grammar.
     target_version: str | None = None
+    # `[tool.jaxfuse-lint.severity]`: (code or prefix, "error" | "warning" | "note") over the default
+    # levels of core/severity.py (output formats only: not part of what `check` finds).
+    severity: tuple[tuple[str, str], ...] = ()
     # Internal-only switches that change analysis results (part of the cache key).
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -111,11 +125,16 @@ class Settings:
             self.select, self.extend_select, self.ignore, self.per_file_ignores,
             self.small_axis_max, self.unroll_max, self.jax_modules, self.target, self.extra,
             self.max_compilations, self.constant_bytes_max, self.temporary_bytes_max, self.assume_traced,
-            self.max_file_size, self.preview, self.target_version,
+            self.max_file_size, self.max_notebook_size, self.preview, self.target_version,
         )
         if self.fixable != ("ALL",) or self.unfixable:  # whether diagnostics carry fixes
             fields += (self.fixable, self.unfixable)
         return repr(fields)
+
+    def size_limit(self, filename: str | os.PathLike) -> int:
+        """How many bytes of this file are read: `max-notebook-size` for a notebook (the limit on
+        its code is `max-file-size`), else `max-file-size`."""
+        return self.max_notebook_size if os.fspath(filename).lower().endswith(".ipynb") else self.max_file_size
 
     def is_fixable(self, code: str) -> bool:
         """In `fixable` and not in `unfixable` (ruff: `unfixable` removes from `fixable`)."""
@@ -173,7 +192,7 @@ _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "small-axis-max", "unroll-max", "jax-modules", "respect-gitignore", "verify",
     "cache-dir", "target", "gpu", "max-compilations", "constant-bytes-max", "temporary-bytes-max", "assume-traced",
-    "max-file-size", "preview", "target-version",
+    "max-file-size", "max-notebook-size", "preview", "target-version",
 }
 # Settings fields that are not configuration keys (where the settings came from, internals).
 _NOT_KEYS = {"config_path", "project_root", "cache_dir_root", "extra"}
@@ -463,12 +482,15 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
         kw["small_axis_max"] = pos_int("small-axis-max")
     if "unroll-max" in table:
         kw["unroll_max"] = pos_int("unroll-max")
-    for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max", "max-file-size"):
+    for key in ("max-compilations", "constant-bytes-max", "temporary-bytes-max", "max-file-size", "max-notebook-size"):
         if key in table:
             kw[key.replace("-", "_")] = pos_int(key)
     if kw.get("max_file_size", 0) > MAX_FILE_SIZE_CEILING:
         raise ConfigError(f"{where}: `max-file-size` must be at most {MAX_FILE_SIZE_CEILING:,} bytes (a larger file "
                           f"takes gigabytes of memory to analyse), got {kw['max_file_size']:,}")
+    if kw.get("max_notebook_size", 0) > MAX_NOTEBOOK_SIZE_CEILING:
+        raise ConfigError(f"{where}: `max-notebook-size` must be at most {MAX_NOTEBOOK_SIZE_CEILING:,} bytes, "
+                          f"got {kw['max_notebook_size']:,}")
     if "jax-modules" in table:
         mods = str_list("jax-modules")
         if not mods:
@@ -507,7 +529,27 @@ def settings_from_table(table: dict[str, Any], where: str, root: str, base: Sett
                               f'qualified-name patterns like "pkg.kernels.*", got {value!r}')
     if "verify" in table:
         kw["verify"] = _verify_specs(table["verify"], where)
+    if "severity" in table:
+        kw["severity"] = _severity(table["severity"], where)
     return replace(s, **kw)
+
+
+def _severity(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """[tool.jaxfuse-lint.severity]: code or prefix = "error" | "warning" | "note"."""
+    from jaxfuse_lint.core.severity import LEVELS
+
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: [tool.jaxfuse-lint.severity] must map codes to a level, e.g. JF401 = "error"')
+    out = []
+    for code, level in value.items():
+        (selector,) = validate_codes([code], f"{where}: severity") or ("",)
+        if not selector:
+            raise ConfigError(f"{where}: severity: an empty rule selector")
+        if level not in LEVELS:
+            raise ConfigError(f"{where}: severity of `{code}` must be one of {', '.join(repr(x) for x in LEVELS)}, "
+                              f"got {level!r}")
+        out.append((selector, level))
+    return tuple(out)
 
 
 def _per_file_ignores(table: dict[str, Any], key: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -564,6 +606,39 @@ def _cache_dir(value: Any, where: str, root: str) -> str:
     return rel
 
 
+def isolated_settings(start: str | os.PathLike = ".") -> Settings:
+    """`--isolated`: the built-in defaults, no configuration file read (not even `requires-python`)."""
+    p = Path(start).resolve()
+    return Settings(project_root=str(p if p.is_dir() else p.parent))
+
+
+def config_override(text: str) -> dict[str, Any]:
+    """One `--config KEY=VALUE` (ruff's): a TOML setting of [tool.jaxfuse-lint], such as
+    `select = ["JF1"]`, `preview=true`, `per-file-ignores = {"x.py" = ["JF2"]}`."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {text!r}: not a config file, and not a valid `KEY = VALUE` TOML setting "
+                          f"({exc})") from None
+    if "extend" in table:
+        raise ConfigError(f"--config {text!r}: `extend` names a config file: give it with --config PATH")
+    return table
+
+
+def with_config_overrides(settings: Settings, overrides: Iterable[str]) -> Settings:
+    """The settings with each `--config KEY=VALUE` applied over the configuration file's (ruff: an
+    inline setting wins over the file's; `extend-select` and the other `extend-*` keys add to it).
+    Unknown keys and wrongly typed values are errors, as in a file."""
+    table: dict[str, Any] = {}
+    for text in overrides:
+        table.update(config_override(text))
+    if not table:
+        return settings
+    root = settings.project_root or os.getcwd()
+    updated = settings_from_table(table, "--config", root, base=settings)
+    return replace(updated, config_path=settings.config_path, project_root=settings.project_root)
+
+
 def with_cli_overrides(
     settings: Settings,
     *,
@@ -574,9 +649,22 @@ def with_cli_overrides(
     target: str | None = None,
     gpu: str | None = None,
     preview: bool | None = None,
+    fixable: Iterable[str] | None = None,
+    extend_fixable: Iterable[str] | None = None,
+    unfixable: Iterable[str] | None = None,
+    ignore_noqa: bool = False,
 ) -> Settings:
-    """Command-line selectors replace (select) or extend (extend-select, ignore) the file's."""
+    """Command-line selectors replace (select, fixable) or extend (extend-select, ignore,
+    extend-fixable, unfixable) the file's."""
     kw: dict[str, Any] = {}
+    if fixable:
+        kw["fixable"] = validate_codes(_split(fixable), "--fixable")
+    if extend_fixable:
+        kw["fixable"] = kw.get("fixable", settings.fixable) + validate_codes(_split(extend_fixable), "--extend-fixable")
+    if unfixable:
+        kw["unfixable"] = settings.unfixable + validate_codes(_split(unfixable), "--unfixable")
+    if ignore_noqa and IGNORE_NOQA not in settings.extra:
+        kw["extra"] = settings.extra + (IGNORE_NOQA,)
     if preview is not None:
         kw["preview"] = preview
     if target:

@@ -94,6 +94,26 @@ def split_fix_message(message: str) -> tuple[str, str]:
     return message, ""
 
 
+@dataclass(frozen=True)
+class PremiseRecord:
+    """One premise of a finding as the outputs carry it (model/premises.py is the ledger): the
+    premise (`traced(`x > 0`)`), its status (proven, recorded, assumed) and its source (the
+    inference and the line that show it, the run that recorded it, or what is assumed)."""
+
+    premise: str
+    status: str
+    source: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"premise": self.premise, "status": self.status, "source": self.source}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "PremiseRecord":
+        typed(data, dict, "premise")
+        return cls(typed(data["premise"], str, "premise"), typed(data["status"], str, "premise status"),
+                   typed(data["source"], str, "premise source"))
+
+
 @dataclass
 class Diagnostic:
     code: str
@@ -109,6 +129,8 @@ class Diagnostic:
     # In a notebook (ruff's convention): the cell, 1-based among all cells; rows count
     # from the cell's first line.
     cell: int | None = None
+    # What the finding's claim rests on, premise by premise (model/premises.py).
+    premises: tuple[PremiseRecord, ...] = ()
 
     @property
     def url(self) -> str | None:
@@ -120,7 +142,7 @@ class Diagnostic:
         return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:
-        """ruff's JSON schema, field for field."""
+        """ruff's JSON schema, field for field, and the finding's premises."""
         return {
             "cell": self.cell,
             "code": self.code,
@@ -130,6 +152,7 @@ class Diagnostic:
             "location": self.location.to_json(),
             "message": self.message,
             "noqa_row": self.noqa_row,
+            "premises": [p.to_json() for p in self.premises],
             "url": self.url,
         }
 
@@ -164,6 +187,7 @@ class Diagnostic:
             noqa_row=None if data.get("noqa_row") is None else positive(data["noqa_row"], "noqa_row"),
             extra=dict(typed(data.get("extra") or {}, dict, "extra")),
             cell=_cell(data.get("cell")),
+            premises=tuple(PremiseRecord.from_json(p) for p in typed(data.get("premises") or [], list, "premises")),
         )
 
 

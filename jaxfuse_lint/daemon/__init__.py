@@ -40,7 +40,7 @@ AUTO = ("1", "auto", "on", "yes", "true")
 # Commands that never run in the daemon (besides `daemon` itself): they import user code, or
 # are long-lived, or are cheap enough that forwarding buys nothing.
 LOCAL_COMMANDS = frozenset({"verify", "review", "server", "record", "explain", "rule", "daemon"})
-LOCAL_FLAGS = frozenset({"--verify", "--no-daemon", "--help", "-h", "--version"})
+LOCAL_FLAGS = frozenset({"--verify", "--no-daemon", "--help", "-h", "--version", "--watch", "-w"})
 SUFFIX = ".sock"
 # sockaddr_un.sun_path: 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 100
@@ -56,7 +56,10 @@ def forwardable(argv: list[str]) -> bool:
     """Whether this command line is a `check` the daemon may run."""
     if any(a in LOCAL_FLAGS for a in argv):
         return False
-    return not argv or argv[0] == "check" or argv[0] not in LOCAL_COMMANDS
+    # Options may come before the command (`--preview verify ...`): a command word anywhere is run
+    # here (a path named like a command too: here is always right, only slower).
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    return not any(a in LOCAL_COMMANDS for a in words)
 
 
 def socket_dir() -> str:

@@ -18,8 +18,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from jaxfuse_lint.core.config import Settings
-from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
+from jaxfuse_lint.core.config import IGNORE_NOQA, Settings
+from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location, PremiseRecord
 from jaxfuse_lint.parse import continuations, identifiers
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
@@ -58,6 +58,9 @@ class FileResult:
     # Internal errors (a rule or codemod that crashed): reported, never fatal.
     errors: list[str] = field(default_factory=list)
     skipped: bool = False  # no reference to JAX at all: not parsed
+    # Patterns seen but not decided: findings in the preview tier this run does not report (each
+    # names the premise it assumes; `--show-undecided`, the summary's "N not decided").
+    undecided: list[Diagnostic] = field(default_factory=list)
 
 
 @dataclass
@@ -137,8 +140,8 @@ def _run_rules(model: SemanticModel, rules: Iterable[Rule], settings: Settings, 
 
 def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settings, errors: list[str],
                 filename: str) -> FixPlan | None:
-    if rule.fixable == "never" or v.no_fix is not None:
-        return None
+    if rule.fixable == "never" or v.no_fix is not None or v.preview is not None:
+        return None  # (a finding that assumes a premise never carries a fix)
     from jaxfuse_lint.codemods import fixer_for
 
     build = fixer_for(rule.code)
@@ -192,12 +195,14 @@ class Analysis:
         `should_stop`: see AnalysisStopped."""
         from jaxfuse_lint.parse.locate import Locator
         from jaxfuse_lint.model import SemanticModel
+        from jaxfuse_lint.model.premises import PREVIEW, SILENT
         from jaxfuse_lint.engine.noqa import parse_suppressions
 
         self.module = module
         self._source = source
         self.filename = filename
         self.settings = settings
+        apply_noqa = apply_noqa and IGNORE_NOQA not in settings.extra  # `--ignore-noqa`
         self.errors: list[str] = []
         self.model = SemanticModel(module, settings.jax_modules, external_traced, runtime=runtime)
         # The file's dotted module name, asked for only when a rule needs it (a package's module is a
@@ -207,15 +212,24 @@ class Analysis:
             self.model.assume_traced = (module_name_of(filename), settings.assume_traced)
         rules = enabled_rules(settings, filename)
         self.should_stop = should_stop
-        self.violations = _run_rules(self.model, rules, settings, filename, self.errors, should_stop)
-        if not settings.preview:  # findings with an assumed link in their evidence: the preview tier
-            self.violations = [(r, v) for r, v in self.violations if v.preview is None]
+        self.violations: list[tuple[Rule, Violation]] = []
+        # Findings in the preview tier that this run does not report (preview is off): patterns seen
+        # but not decided, each with the premise it assumes (model/premises.py).
+        self.undecided: list[tuple[Rule, Violation]] = []
+        for r, v in _run_rules(self.model, rules, settings, filename, self.errors, should_stop):
+            t = v.tier  # the one decision, for every rule: from the finding's premises
+            if t == SILENT:
+                continue
+            if t == PREVIEW and not settings.preview:
+                self.undecided.append((r, v))
+                continue
+            self.violations.append((r, v))
         if runtime is not None:
             from jaxfuse_lint.model.runtime_facts import cite_evidence
 
             cite_evidence(self.model, [v for _, v in self.violations])
         nodes = set()
-        for _, v in self.violations:
+        for _, v in self.violations + self.undecided:
             nodes.add(v.range_node or v.node)
             nodes.update(v.line_refs())
         self.locator = Locator(module, nodes, source=self._source, parent=self.model.parent)
@@ -226,6 +240,10 @@ class Analysis:
                 (r, v) for r, v in self.violations
                 if not suppress.suppressed(r.code, self.locator.line(v.range_node or v.node))
             ]
+        if self.undecided and apply_noqa and "noqa" in self.source.lower():
+            found = suppress if suppress is not None else parse_suppressions(self.source)
+            self.undecided = [(r, v) for r, v in self.undecided
+                              if not found.suppressed(r.code, self.locator.line(v.range_node or v.node))]
         self.noqa_diagnostics = self._unused_noqa(suppress) if check_noqa and suppress is not None else []
         self.violations.sort(key=lambda rv: (self.locator.start(rv[1].range_node or rv[1].node), rv[0].code))
         self._plans: dict[int, FixPlan | None] = {}
@@ -292,12 +310,23 @@ class Analysis:
                     self._plans[id(v)] = None
                     _fix_error(self.errors, self.filename, rule.code, exc)
         text = v.render(self.locator.line)
-        if v.preview is not None:
-            text += f" (preview: {v.preview})"
+        line = self.locator.line
+        preview = v.preview
+        if preview is not None:
+            text += " (preview: " + "".join(p if isinstance(p, str) else str(line(p.node)) for p in preview) + ")"
+        premises = tuple(
+            PremiseRecord(p.name, p.status, ": ".join(x for x in (p.inference, p.render_source(line)) if x))
+            for p in v.premises)
         return Diagnostic(
             code=rule.code, name=rule.name, message=text, filename=self.filename,
-            location=start, end_location=end, fix=fix, noqa_row=start.row,
+            location=start, end_location=end, fix=fix, noqa_row=start.row, premises=premises,
         )
+
+    def undecided_diagnostics(self) -> list[Diagnostic]:
+        """The patterns seen but not decided (see `undecided`), located, without fixes."""
+        out = [self.diagnostic(r, v, with_fix=False) for r, v in self.undecided]
+        out.sort(key=lambda d: (d.location.row, d.location.column, d.code))
+        return out
 
     def diagnostics(self, with_fixes: bool = True) -> list[Diagnostic]:
         out = []
@@ -337,13 +366,21 @@ def parse_verdict(text: str, filename: str, settings: Settings,
         return None, syntax_error_diagnostic(filename, exc, text, cpython=cpython_reads(settings))
 
 
-def too_large(size: int, filename: str, settings: Settings) -> Diagnostic | None:
-    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB)."""
-    if size <= settings.max_file_size:
+def too_large(size: int, filename: str, settings: Settings, *, notebook_code: bool = False) -> Diagnostic | None:
+    """JF000 for a file over `max-file-size`: not analysed (a 50 MB file drove a worker to 14 GB).
+    A notebook's file is bounded by `max-notebook-size` (it is mostly outputs, which are never
+    decoded), and its code, the joined code cells (`notebook_code`), by `max-file-size`."""
+    notebook = filename.lower().endswith(".ipynb")
+    limit = settings.max_notebook_size if notebook and not notebook_code else settings.max_file_size
+    if size <= limit:
         return None
     loc = Location(1, 1)
-    return Diagnostic(SYNTAX_ERROR, "syntax-error", f"File not checked: {size:,} bytes is over `max-file-size` "
-                      f"({settings.max_file_size:,} bytes)", filename, loc, loc, noqa_row=1)
+    if notebook and notebook_code:
+        text = f"Notebook not checked: its code cells hold {size:,} bytes, over `max-file-size` ({limit:,} bytes)"
+    else:
+        key = "max-notebook-size" if notebook else "max-file-size"
+        text = f"File not checked: {size:,} bytes is over `{key}` ({limit:,} bytes)"
+    return Diagnostic(SYNTAX_ERROR, "syntax-error", text, filename, loc, loc, noqa_row=1)
 
 
 def check_source(source: bytes | str, filename: str, settings: Settings, *, with_fixes: bool = True,
@@ -364,7 +401,7 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         return check_notebook(source, filename, settings, with_fixes=with_fixes, external_traced=external_traced,
                               apply_noqa=apply_noqa, model_hook=model_hook, should_stop=should_stop)
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -406,10 +443,13 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         analysis = Analysis(module, filename, settings, external_traced, apply_noqa, runtime=runtime, source=masked,
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
+        result.undecided = analysis.undecided_diagnostics()
         if masked is not work:
             result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
+            result.undecided = [_with_backslash_lines(d) for d in result.undecided]
         if names is not None:
             result.diagnostics = [names.diagnostic(d) for d in result.diagnostics]
+            result.undecided = [names.diagnostic(d) for d in result.undecided]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -435,7 +475,7 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
     if filename.lower().endswith(".ipynb") and not as_python:
         return fix_notebook(source, filename, settings, unsafe=unsafe, external_traced=external_traced,
                             model_hook=model_hook)
-    big = too_large(len(source), filename, settings)
+    big = too_large(len(source), filename, settings, notebook_code=as_python)
     if big is not None:
         outcome = FixOutcome(filename, "", "", undecodable=source if isinstance(source, bytes) else source.encode())
         outcome.remaining = [big]
@@ -643,7 +683,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     from jaxfuse_lint.parse.notebook import NotebookError, decode_text, read
 
     result = FileResult(filename)
-    big = too_large(len(source), filename, settings)  # as for a .py file: not read, one JF000
+    big = too_large(len(source), filename, settings)  # `max-notebook-size`: not read, one JF000
     if big is not None:
         result.diagnostics.append(big)
         return result
@@ -656,6 +696,10 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
     result.source = raw
     if not nb.python or not nb.module:
         result.skipped = True
+        return result
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        result.diagnostics.append(big)
         return result
     # A cell the parser guard refuses (CPython rejects it, shaped to hurt libcst's parser: HTML after a
     # Colab form line) is left out alone, before any parse of the joined cells.
@@ -670,6 +714,7 @@ def check_notebook(source: bytes | str, filename: str, settings, **kwargs):
             inner.errors[:0] = [d for d in said if isinstance(d, str)]
     result.diagnostics = cells + [nb.to_cells(d) for d in inner.diagnostics]
     result.diagnostics.sort(key=lambda d: (d.cell or 0, d.location.row, d.location.column, d.code))
+    result.undecided = [nb.to_cells(d) for d in inner.undecided]
     result.errors = inner.errors
     result.skipped = inner.skipped
     return result
@@ -722,6 +767,10 @@ def fix_notebook(source: bytes | str, filename: str, settings, **kwargs):
     encoding = "utf-8-sig" if isinstance(source, bytes) and source.startswith(b"\xef\xbb\xbf") else "utf-8"
     outcome = FixOutcome(filename, raw, raw, encoding=encoding)
     if not nb.python or not nb.module:
+        return outcome
+    big = too_large(len(nb.module), filename, settings, notebook_code=True)  # the code, not the outputs
+    if big is not None:
+        outcome.remaining = [big]
         return outcome
     cells = _guarded_cells(nb, filename, settings)
     inner = fix_source(nb.module, filename, settings, as_python=True, **kwargs)

@@ -270,3 +270,99 @@ def _name_from_get(model: "ModelView", if_node: cst.If, name: cst.Name):
                 and small.targets[0].target.value == name.value:
             return _get_call(small.value)
     return None
+
+
+# -- a jitted callable kept for reuse ---------------------------------------------------------------
+
+_STORING_METHODS = frozenset({"append", "add", "insert", "appendleft", "put", "setdefault", "update"})
+
+
+def kept_for_reuse(model: "ModelView", node: cst.Call | cst.FunctionDef, scope: "Scope",
+                   loops: list[cst.CSTNode]) -> cst.CSTNode | None:
+    """Where a jitted callable built inside `loops` (a `jax.jit(...)` call, or a jit-decorated def)
+    is kept beyond its iteration for later calls, or None (called and dropped): the element of a
+    comprehension (`[jax.jit(partial(f, c)) for c in cs]`), yielded, returned, stored on an object
+    (`self.fns[k] = ...`), or stored into a container that outlives the loop (a global, an
+    attribute, a local the function returns or reads after the loop) — directly or through a local
+    name (`f = jax.jit(...); fns.append(f)`)."""
+    names: list[str] = []
+    if isinstance(node, cst.FunctionDef):
+        names.append(node.name.value)
+        stmt: cst.CSTNode | None = node
+    else:
+        keeper = _keeps(model, node, scope, loops)
+        if keeper is not None:
+            return keeper
+        parent = model.parent(node)
+        if isinstance(parent, cst.Assign) and parent.value is node:
+            names.extend(t.target.value for t in parent.targets if isinstance(t.target, cst.Name))
+        stmt = model.parent(parent) if isinstance(parent, cst.Assign) else None
+    if not names or stmt is None or not loops:
+        return None
+    from jaxfuse_lint.model.scopes import Function
+
+    outer = loops[-1]
+    for name in names:
+        for read in model.index.reads_named(name, scope if isinstance(scope, Function) else None):
+            reaching = model.bindings_at(read.name, read.scope)
+            if reaching is None or not any(b.node is stmt or b.node is model.parent(node) for b in reaching[1]):
+                continue  # another binding of the name (an identical block's own)
+            if not any(a is outer for a in model.ancestors(read.name)):
+                return read.name  # read after the loop (returned, handed on): the last one built is kept
+            keeper = _keeps(model, read.name, scope, loops)
+            if keeper is not None:
+                return keeper
+    return None
+
+
+def _keeps(model: "ModelView", value: cst.CSTNode, scope: "Scope", loops: list[cst.CSTNode]) -> cst.CSTNode | None:
+    """The node that keeps `value` beyond its iteration, where one does."""
+    parent = model.parent(value)
+    if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) and parent.elt is value:
+        return parent
+    if isinstance(parent, cst.DictComp) and parent.value is value:
+        return parent
+    if isinstance(parent, (cst.Yield, cst.Return)):
+        return parent
+    if isinstance(parent, cst.Arg) and parent.value is value:
+        call = model.parent(parent)
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value in _STORING_METHODS and _outlives(model, call.func.value, scope, loops):
+            return call
+    if isinstance(parent, cst.Element) or isinstance(parent, cst.DictElement) and parent.value is value:
+        outer = model.parent(parent)  # `fns.append((name, jax.jit(...)))`, `d[k] = {"f": jax.jit(...)}`
+        if isinstance(outer, (cst.Tuple, cst.List, cst.Dict)):
+            return _keeps(model, outer, scope, loops)
+    if isinstance(parent, cst.Assign) and parent.value is value:
+        for t in parent.targets:
+            target = t.target
+            if isinstance(target, cst.Attribute):
+                return parent  # `self.step = jax.jit(...)`: on an object
+            if isinstance(target, cst.Subscript) and _outlives(model, target.value, scope, loops):
+                return parent
+    return None
+
+
+def _outlives(model: "ModelView", container: cst.BaseExpression, scope: "Scope", loops: list[cst.CSTNode]) -> bool:
+    """A container that lives beyond the loop: an attribute (`self.cache`), a name bound outside
+    the function, or a local read after the loop (returned, handed on)."""
+    from jaxfuse_lint.model.scopes import Function
+
+    while isinstance(container, cst.Subscript):
+        container = container.value  # `tables[i][k] = ...`
+    if isinstance(container, cst.Attribute):
+        return True
+    if not isinstance(container, cst.Name):
+        return False
+    found = model.lookup(container.value, scope)
+    if found is None:
+        return False
+    if found[0] is not scope or not isinstance(scope, Function):
+        return True  # a global or an enclosing function's
+    outer = loops[-1] if loops else None
+    for read in model.index.reads_named(container.value, scope):
+        if model.lookup(container.value, read.scope) != found:
+            continue
+        if outer is not None and not any(a is outer for a in model.ancestors(read.name)):
+            return True
+    return False

@@ -23,6 +23,8 @@ vocabulary; what this module cannot establish is None (it matches every calibrat
   value), "index" (indices of a gather from a traced array: `x[C, a]`, `jnp.take(x, C)`), "table"
   (gathered at traced indices: `jnp.take(C, i)`, `jnp.asarray(C)[i]`), "matmul"; None for any other
   use (a scatter, a `lax` call, a return...), or where uses differ;
+- `program_op(node, scope)`: the `jax` operation a value is passed to (`jnp.fft.fft(pulse)`), where
+  `use` names none;
 - `declared_elements(bindings)`: the size a binding's annotation declares (`W: Float32[np.ndarray,
   "1024 64"] = np.load(path)`).
 """
@@ -475,9 +477,9 @@ def _random_elements(model: ConstantContextView, e: cst.Call, qn: str | None, sc
             total *= v
         return total
     arg = keyword(e, "size")
-    if arg is None and qn is not None:
+    if arg is None:  # the module's functions and a Generator's methods take `size` at the same place
         arg = positional(e, 0 if name in ("random", "random_sample", "ranf", "sample")
-                         else _RANDOM_SIZE_POSITION.get(name, 2))
+                         else 1 if name == "choice" else _RANDOM_SIZE_POSITION.get(name, 2))
     if arg is None or _is_none(arg):
         return None
     s = shapes.literal_shape(arg, scope)
@@ -676,6 +678,19 @@ def use(model: ConstantContextView, node: cst.CSTNode, scope: "Scope", depth: in
             return _name_use(model, parent.targets[0].target, scope, depth)
         return None
     return None
+
+
+def program_op(model: ConstantContextView, node: cst.CSTNode, scope: "Scope") -> str | None:
+    """The `jax` operation the value at `node` is passed to directly (`jnp.fft.fft(pulse)`), as
+    written: it reaches the compiled program, through a use `use()` does not name."""
+    parent = model.parent(node)
+    call = model.parent(parent) if isinstance(parent, cst.Arg) and parent.value is node else None
+    if not isinstance(call, cst.Call):
+        return None
+    qn = model.qn(call.func, scope)
+    if qn is None or not qn.startswith("jax."):
+        return None
+    return model.module.code_for_node(call.func)
 
 
 def _returned_use(model: ConstantContextView, fn: "Scope", index: int | None, depth: int) -> str | None:

@@ -1,9 +1,10 @@
 """Shapes the source declares about names: jaxtyping annotations (`Float[Array, "n 3"]`),
 `assert x.shape[-1] == 3`, tuple unpacking (`w, x, y, z = q`: q's leading axis is 4;
-`a, b = p.T`: p's last is 2), a parameter's shape seen by a recorded run (model/runtime_facts.py)."""
+`a, b = p.T`: p's last is 2), the shape every call of a nested function passes for a parameter, a
+parameter's shape seen by a recorded run (model/runtime_facts.py)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
@@ -79,6 +80,8 @@ class DeclaredShapes:
 
     model: "ShapeView"
     _param_facts: dict[int, dict[str, Shape]]
+    _call_site_facts: dict
+    shape: "Callable[..., Shape | None]"
 
     def facts(self, fn: "Function") -> dict[str, list[tuple[frozenset[int], Shape]]]:
         """Sizes fn's own statements establish about a name's value: `assert x.shape[-1] == 3`,
@@ -161,8 +164,46 @@ class DeclaredShapes:
             if isinstance(ann, cst.Name) and ann.value in ("int", "float", "bool", "complex"):
                 return SCALAR
             shape = self.annotation_shape(ann, fn)
+        if shape is None:
+            found = self.call_site_shape(fn, name)
+            shape = found[0] if found is not None else None
         # What the source does not say, a recorded run may have seen (model/runtime_facts.py).
         return shape if shape is not None else self.model.runtime_param_shape(fn, name)
+
+    def call_site_shape(self, fn: "Function", name: str) -> "tuple[Shape, list[cst.Call]] | None":
+        """The shape every call of a nested function (a `def` inside another function) passes for
+        its parameter `name`, and those calls: where the function is only called by its name (never
+        passed, returned or stored: every call is in its enclosing function, so the module shows all
+        of them) and every call's argument has the same known shape."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if fn.is_lambda or not isinstance(fn.parent, Function) or name in fn.star_params:
+            return None
+        cached = self._call_site_facts.get((id(fn), name), False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        self._call_site_facts[(id(fn), name)] = None  # (a recursive call reads no fact)
+        result = None
+        calls: list[cst.Call] = []
+        shapes = []
+        called = set()
+        for site in self.model.index.calls_named(fn.name):
+            func = site.call.func
+            if not (isinstance(func, cst.Name) and self.model.function_named(func.value, site.scope) is fn):
+                continue
+            called.add(id(func))
+            arg = self.model.argument_for(site.call, fn, name)
+            if arg is None:
+                break  # the default, or a `*args` spread: not an array this module shows
+            shapes.append(self.shape(arg, site.scope))
+            calls.append(site.call)
+        else:
+            escapes = any(id(r.name) not in called and self.model.function_named(r.name.value, r.scope) is fn
+                          for r in self.model.index.reads_named(fn.name))
+            if calls and not escapes and shapes[0] is not None and all(s == shapes[0] for s in shapes):
+                result = (shapes[0], calls)
+        self._call_site_facts[(id(fn), name)] = result
+        return result
 
     def annotation_shape(self, ann: cst.BaseExpression, scope: "Scope") -> Shape | None:
         if isinstance(ann, cst.Subscript) and len(ann.slice) == 2:

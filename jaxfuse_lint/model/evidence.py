@@ -27,15 +27,17 @@ is None (default output) or the text for `Violation.preview`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from jaxfuse_lint.model.api import TRANSFORMS
+from jaxfuse_lint.model.premises import Premise, assumed, proven
 from jaxfuse_lint.model.routes import ROUTES
+from jaxfuse_lint.model.runtime_facts import runs_traced_from_run
 from jaxfuse_lint.model.staged_values import staged_values
-from jaxfuse_lint.model.traced import keyword, positional
+from jaxfuse_lint.model.traced import keyword, positional, reason_parts
 from jaxfuse_lint.model.values import Kind
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ _IS_CONCRETE = re.compile(r"^_?(is_)?concrete$", re.IGNORECASE)
 class Route:
     status: str
     why: str = ""  # ASSUMED: what is assumed, in a few words
+    # SHOWN: the trace reason whose route the code shows (the premise cites it).
+    reason: "TraceReason | None" = field(default=None, compare=False)
 
     @property
     def preview(self) -> str | None:
@@ -91,6 +95,10 @@ class Route:
 
 
 _SHOWN = Route(SHOWN)
+
+
+def _citing(route: Route, reason: "TraceReason") -> Route:
+    return replace(route, reason=reason) if route.status == SHOWN and route.reason is None else route
 
 
 def _weakest(a: Route, b: Route) -> Route:
@@ -133,6 +141,22 @@ class Evidence:
             return None
         return route
 
+    def premise(self, fn: "Function", node: cst.CSTNode, *, raises: bool) -> Premise | None:
+        """The premise `runs-traced(fn)` for a finding at `node`: PROVEN by the route the code shows
+        (the trace reason it cites), ASSUMED with what is assumed; None where the finding is not to
+        be reported at all (see `finding`)."""
+        route = self.finding(fn, node, raises=raises)
+        if route is None:
+            return None
+        subject = f"`{fn.display_name}`"
+        if route.status == SHOWN:
+            reason = route.reason or self.model.trace_reason(fn)
+            return proven("runs-traced", subject, reason.kind if reason is not None else "traced", *reason_parts(reason))
+        ran = runs_traced_from_run(self.model, fn, subject)  # a recorded run traced it (`check --profile`)
+        if ran is not None:
+            return ran
+        return assumed("runs-traced", subject, route.why or "assumes the route into the trace runs")
+
     def route(self, fn: "Function", *, raises: bool = True) -> Route:
         """The best route into a trace among fn's reasons."""
         key = (id(fn), raises)
@@ -145,7 +169,7 @@ class Evidence:
         self._active.add(key)
         cycles = self._cycles
         try:
-            result = _best(self.reason_route(fn, r, raises) for r in self.model.traced.reasons.get(fn, ()))
+            result = _best(_citing(self.reason_route(fn, r, raises), r) for r in self.model.traced.reasons.get(fn, ()))
         finally:
             self._active.discard(key)
         if self._cycles == cycles or not self._active or result.status == SHOWN:

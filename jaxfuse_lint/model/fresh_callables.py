@@ -52,11 +52,77 @@ def describe_callable(model: "SemanticModel", target: cst.BaseExpression | None,
             if _inside(model, made, loop):
                 return f"`{target.value}` (a lambda made in the {_loop_kind(loop)} body)", True
             return f"`{target.value}` (one lambda, made before the {_loop_kind(loop)})", False
-    if isinstance(target, cst.Attribute) and _bound_method(model, target, scope):
-        return f"`{model.module.code_for_node(target).strip()[:40]}` (a bound method: a new object each time it is read)", True
+        called = call_bound_to(model, target, scope)
+        if called is not None:
+            # `f = partial(step, k=k)`, then `jax.jit(f)`: what the call gives, made where the binding is.
+            what, fresh = _describe_call_result(model, called, scope)
+            per_run = _inside(model, called, loop) if loop is not None else model.scope_of(called) is scope
+            if not per_run:
+                where = f"before the {_loop_kind(loop)}" if loop is not None else "once, outside the function"
+                return f"`{target.value}` (one {_made_by(model, called, scope)}, made {where})", False
+            if fresh:
+                return f"`{target.value}` ({_made_by(model, called, scope)} made anew each time)", True
+            if fresh is False:
+                return f"`{target.value}`", False
+            return f"`{target.value}` (what {what} returns)", None
+    if isinstance(target, cst.Attribute):
+        text = model.module.code_for_node(target).strip()[:40]
+        if _bound_method(model, target, scope):
+            return f"`{text}` (a bound method: a new object each time it is read)", True
+        owner = _plain_function_owner(model, target, scope)
+        if owner is not None:
+            return f"`{text}` ({owner})", False
+        return f"`{text}`", None
     if target is None:
         return "a callable", False
     return f"`{model.module.code_for_node(target).strip()[:40]}`", False
+
+
+def call_bound_to(model: "SemanticModel", read: cst.Name, scope: Scope) -> cst.Call | None:
+    """The call a name is bound to where it is read (`f = partial(step, k=k)`: its one reaching
+    binding), if so."""
+    found = model.bindings_at(read, scope)
+    if found is None or len(found[1]) != 1:
+        return None
+    b = found[1][0]
+    return b.value if b.kind == "assign" and b.index is None and isinstance(b.value, cst.Call) else None
+
+
+def _made_by(model: "SemanticModel", call: cst.Call, scope: Scope) -> str:
+    if model.qn(call.func, scope) == "functools.partial":
+        return "`functools.partial`"
+    return f"`{' '.join(model.module.code_for_node(call.func).split())[:30]}(...)`"
+
+
+def _plain_function_owner(model: "SemanticModel", target: cst.Attribute, scope: Scope) -> str | None:
+    """`utils.step` with `utils` an imported module, `Solver.project` with `Solver` a class of the
+    module: one function object however often it is read, so the compiled program is found in the
+    cache. None when the code does not show what the attribute is (a bound method reads as a new
+    object every time)."""
+    from jaxfuse_lint.model.instances import instances
+
+    root = target.value
+    if isinstance(root, cst.Name):
+        found = model.lookup(root.value, scope)
+        if found is not None and len(found[1]) == 1:
+            b = found[1][0]
+            if b.kind == "import" and isinstance(b.node, cst.Import):
+                return f"a function of the module `{b.qualified_name}`"
+    inst = instances(model)
+    ci = inst.class_named(root, scope)
+    if ci is not None:
+        method = inst.method(ci, target.attr.value)
+        if method is not None and isinstance(method.node, cst.FunctionDef):
+            return f"a function of the class `{ci.name}`"
+    ci = inst.instance_class(root, scope)
+    if ci is not None:
+        method = inst.method(ci, target.attr.value)
+        if method is not None and isinstance(method.node, cst.FunctionDef) and any(
+                model.qn(d.decorator, ci) == "builtins.staticmethod" or (
+                    isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod")
+                for d in method.node.decorators):
+            return f"a staticmethod of `{ci.name}`"
+    return None
 
 
 def _bound_method(model: "SemanticModel", target: cst.Attribute, scope: Scope) -> bool:
@@ -145,3 +211,29 @@ def _transforms() -> frozenset:
 
 def _inside(model: "SemanticModel", node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return any(a is container for a in model.ancestors(node))
+
+
+def array_data(model: "SemanticModel", bindings, scope: Scope) -> bool:
+    """A local bound only to arrays (NumPy or jax, computed in the function): baked into the
+    program as data, which an argument would carry as well; the program's structure does not
+    depend on it."""
+    if model.numpy_arrays.binding_is_array(bindings, scope) or model.device_arrays.binding_is_array(bindings, scope):
+        return True
+    return bool(bindings) and all(b.kind in ("assign", "annassign") and b.index is None
+                                  and _array_value(model, b.value, scope) for b in bindings)
+
+
+_ARRAY_CONSTRUCTORS = frozenset({"numpy.array", "numpy.asarray", "jax.numpy.array", "jax.numpy.asarray",
+                                 "numpy.stack", "jax.numpy.stack"})
+
+
+def _array_value(model: "SemanticModel", e: cst.BaseExpression | None, scope, depth: int = 0) -> bool:
+    """`np.array([[c, -s], [s, c]])`, or a call of the module's helper that returns one."""
+    if not isinstance(e, cst.Call) or depth > 3:
+        return False
+    qn = model.qn(e.func, scope)
+    if qn in _ARRAY_CONSTRUCTORS:
+        return True
+    callee = model.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
+    return callee is not None and not callee.is_lambda and bool(callee.returns) and all(
+        _array_value(model, r, callee, depth + 1) or model.numpy_arrays.is_array(r, callee) for r in callee.returns)

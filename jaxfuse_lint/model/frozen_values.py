@@ -26,6 +26,12 @@ calls the jitted function), up to a few calls deep. Subjects:
 Rebindings in a loop count only when the value can change from one iteration to the next
 (it reads the name itself, a loop target, or a value the loop carries, such as the jitted
 function's own output `field = step(field)`); `n = len(data)` recomputed each epoch does not.
+
+After the rebinding, names assigned from the new value are followed (`opt_state = tx.init(params)`
+after `tx = optax.chain(...)`): the timeline records which arguments of the call that reuses the
+program carry it (`Timeline.rebuilt`), since a new pytree structure or static value there makes jit
+trace again and read the new value. `jax.clear_caches()` empties every cache: the next call
+traces afresh, as after a new function object.
 """
 from __future__ import annotations
 
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
     from jaxfuse_lint.model.semantic import SemanticModel
 
 MAX_INLINE = 4
+# Calls that empty every compilation cache: the next call of any jitted function traces again.
+_CLEAR_CACHES = frozenset({"jax.clear_caches", "jax.clear_backends"})
 _LOOPS = (cst.For, cst.While)
 _SKIP = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -60,16 +68,19 @@ class Event:
 @dataclass(frozen=True)
 class Timeline:
     """The witness of a finding: the first call (tracing with `first_value`), the rebinding,
-    and the later call that reuses the program."""
+    and the later call that reuses the program. `rebuilt`: the arguments of that later call
+    computed, after the rebinding, from the new value (`opt_state = tx.init(params)` after
+    `tx = ...`): each (the argument, the statement that rebuilt what it reads)."""
 
     first_use: cst.CSTNode
     first_value: Event | None
     rebind: Event
     stale_use: cst.CSTNode
+    rebuilt: tuple = ()
 
 
 # A state: level -> witness. 0: (last rebind event or None,); 1: (first use, value at it);
-# 2: (first use, value, rebind); 3: a Timeline.
+# 2: (first use, value, rebind, names rebuilt from the new value since); 3: a Timeline.
 State = dict
 
 
@@ -87,6 +98,10 @@ class Subject:
 
     def rebinds(self, node: cst.CSTNode, scope: "Scope", selfkey) -> Iterator[Event]:
         raise NotImplementedError
+
+    def read_in(self, expr: cst.CSTNode, scope: "Scope", selfkey) -> bool:
+        """Whether expr reads the subject's current value."""
+        return False
 
     def method_self(self, call: cst.Call, scope: "Scope", selfkey):
         """The object key `self` stands for in a method this call runs (attributes only)."""
@@ -179,8 +194,9 @@ def _holder_values(model: "SemanticModel", func: cst.BaseExpression, scope: "Sco
 class _Walker:
     """Runs the state machine of one subject over host code."""
 
-    def __init__(self, subject: Subject) -> None:
+    def __init__(self, subject: Subject, prune: bool = True) -> None:
         self.s = subject
+        self.prune = prune  # pass by statements no event of the subject can come from
         self.model = subject.model
         self.active: list[int] = []
         self.calls: list[cst.Call] = []  # the host calls being run in place, outermost first
@@ -194,37 +210,76 @@ class _Walker:
             out.setdefault(k, v)
         return out
 
-    def event(self, st: State, e: Event) -> State:
+    def event(self, st: State, e: Event, scope: "Scope | None" = None) -> State:
         out: State = {}
         for level, w in st.items():
             if e.kind == "reset":
-                # A new function object (a lambda or an inner def evaluated again): a new cache
-                # entry, traced afresh with the current value.
-                nxt = (level, w) if level in (0, 3) else (0, (w[-1],))
+                # A new function object (a lambda or an inner def evaluated again), or the caches
+                # cleared (`jax.clear_caches()`): the next call traces afresh with the current value.
+                nxt = (level, w) if level in (0, 3) else (0, (w[1] if level == 1 else w[2],))
             elif e.kind == "use":
                 if level == 0:
                     nxt = (1, (e.node, w[0]))
                 elif level == 2:
-                    nxt = (3, Timeline(w[0], w[1], w[2], e.node))
+                    nxt = (3, Timeline(w[0], w[1], w[2], e.node, self._rebuilt_arguments(e.node, scope, w[3])))
                 else:
                     nxt = (level, w)
             else:
                 if level == 0:
                     nxt = (0, (e,))
                 elif level == 1:
-                    nxt = (2, (w[0], w[1], e))
+                    nxt = (2, (w[0], w[1], e, ()))
                 else:
                     nxt = (level, w)
             out.setdefault(*nxt)
         return out
+
+    def derive(self, st: State, node: cst.CSTNode, scope: "Scope", selfkey, together: bool = False) -> State:
+        """After the rebinding, a name assigned from the new value (or from a name so assigned)
+        carries it: `opt_state = tx.init(params)` after `tx = optax.chain(...)`; so does one the
+        rebinding assigns with it (`tx, opt_state = make_optimizer(config)`)."""
+        w = st.get(2)
+        if w is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) or node.value is None:
+            return st
+        rebuilt = w[3]
+        known = {name for name, where, _ in rebuilt if where == id(scope)}
+        if not (together or self.s.read_in(node.value, scope, selfkey) or any(
+                isinstance(n, cst.Name) and n.value in known for n in walk(node.value))):
+            return st
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        names = tuple((n.value, id(scope), node) for t in targets for n in walk(t) if isinstance(n, cst.Name)
+                      and n.value not in known)
+        if not names:
+            return st
+        out = dict(st)
+        out[2] = (*w[:3], rebuilt + names)
+        return out
+
+    def _rebuilt_arguments(self, call: cst.CSTNode, scope: "Scope | None", rebuilt: tuple) -> tuple:
+        """The arguments of the call that reuses the program which carry the new value."""
+        if not isinstance(call, cst.Call) or scope is None:
+            return ()
+        by_name = {name: node for name, where, node in rebuilt if where == id(scope)}
+        out = []
+        for arg in call.args:
+            for n in walk(arg.value):
+                if isinstance(n, cst.Name) and n.value in by_name:
+                    out.append((arg, by_name[n.value]))
+                    break
+            else:
+                if self.s.read_in(arg.value, scope, None):
+                    out.append((arg, None))
+        return tuple(out)
 
     # -- code ------------------------------------------------------------------------------
     def block(self, stmts, st: State, scope: "Scope", selfkey, exits: list) -> State:
         for stmt in stmts:
             if not st:
                 return st
-            if not self.s.touched_by(_statement_summary(self.model, stmt, scope)):
-                continue  # no event of this subject can come from it: the state goes through
+            if self.prune and not self.s.touched_by(_statement_summary(self.model, stmt, scope)):
+                # No event of this subject can come from it: whether a timeline is found does not
+                # depend on it (what `derive` notes of it does: run_timeline walks again, whole).
+                continue
             st = self.statement(stmt, st, scope, selfkey, exits)
         return st
 
@@ -305,11 +360,16 @@ class _Walker:
                 continue
             if isinstance(n, cst.Call):
                 if self.s.uses(n, scope, selfkey):
-                    st = self.event(st, Event("use", n))
+                    st = self.event(st, Event("use", n), scope)
+                elif self.model.qn(n.func, scope) in _CLEAR_CACHES:
+                    st = self.event(st, Event("reset", n))
                 else:
                     st = self.inline(n, st, scope, selfkey)
+            rebound = False
             for e in self.s.rebinds(n, scope, selfkey):
                 st = self.event(st, self._made_by(e))
+                rebound = True
+            st = self.derive(st, n, scope, selfkey, together=rebound)
             if not st:
                 break
         return st
@@ -405,7 +465,7 @@ class _Summary:
     that runs in place), make functions anew (defs, lambdas), bind names (the ids of its binding
     nodes) and assign attributes (their names)."""
 
-    exits: bool
+    exits: bool  # or it empties the compilation caches (`jax.clear_caches()`): every subject's concern
     callees: frozenset  # the module's functions its calls run compiled
     inlines: frozenset  # the host functions its calls may run in place
     defs: frozenset
@@ -450,6 +510,8 @@ def _summarize(model: "SemanticModel", stmt: cst.CSTNode, scope: "Scope") -> _Su
         elif isinstance(n, cst.Call):
             callees.update(compiled_callees(model, n, scope))
             inlines.update(_inline_candidates(model, n, scope))
+            if model.qn(n.func, scope) in _CLEAR_CACHES:
+                exits = True
         elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             attrs.update(a.attr.value for t in targets for a in walk(t) if isinstance(a, cst.Attribute))
@@ -636,6 +698,13 @@ class GlobalName(Subject):
     def uses(self, call, scope, selfkey) -> bool:
         return bool(compiled_callees(self.model, call, scope) & self.entries)
 
+    def read_in(self, expr, scope, selfkey) -> bool:
+        for n in walk(expr):
+            if isinstance(n, cst.Name) and n.value == self.name:
+                found = self.model.lookup(self.name, scope)
+                return found is not None and found[0] is self.model.index.scope
+        return False
+
     def _rebound_in(self, summary) -> bool:
         return any(id(b.node) in summary.bound for b in self.bindings)
 
@@ -675,6 +744,13 @@ class ClosureLocal(Subject):
 
     def uses(self, call, scope, selfkey) -> bool:
         return bool(compiled_callees(self.model, call, scope) & self.entries)
+
+    def read_in(self, expr, scope, selfkey) -> bool:
+        for n in walk(expr):
+            if isinstance(n, cst.Name) and n.value == self.name:
+                found = self.model.lookup(self.name, scope)
+                return found is not None and found[0] is self.owner
+        return False
 
     def _rebound_in(self, summary) -> bool:
         return any(id(b.node) in summary.bound for b in self.bindings)
@@ -740,6 +816,10 @@ class ObjectAttribute(Subject):
                     return self.object_key(target.value, where, selfkey if where is scope else None)
         return None
 
+    def read_in(self, expr, scope, selfkey) -> bool:
+        return any(isinstance(n, cst.Attribute) and n.attr.value == self.attr and self._instance(n.value, scope)
+                   and self.object_key(n.value, scope, selfkey) == self.key for n in walk(expr))
+
     def _rebound_in(self, summary) -> bool:
         return self.attr in summary.attrs
 
@@ -764,8 +844,15 @@ class ObjectAttribute(Subject):
         return None
 
 
-def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None) -> Timeline | None:
-    return _Walker(subject).run(body, scope, selfkey)
+def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None, whole=None) -> Timeline | None:
+    """The subject's timeline over `body`, if there is one. The walk passes by statements that
+    cannot give the subject an event (their summaries), and `body` may be a selection of the
+    statements of `whole` (jf404's module-level walk): those decide whether there is a timeline;
+    when there is, the walk runs again over `whole` (default `body`) statement by statement, for
+    the witness with everything `derive` notes on the way."""
+    if _Walker(subject).run(body, scope, selfkey) is None:
+        return None
+    return _Walker(subject, prune=False).run(body if whole is None else whole, scope, selfkey)
 
 
 def host_roots(model: "SemanticModel") -> list[Function]:

@@ -5,11 +5,14 @@ A rule reads those here, in the vocabulary of the table's features; a value this
 establish (a carry of undeclared shape) is None, and the table is asked about every value it may
 take; code around the loop of another kind than the calibrated ones is "other" (no variant has it):
 
-- `body_kind(bodies)`: the heaviest work the body does: "matmul" (`@`, `dot`, `einsum`...),
-  "scatter" (`x.at[i].set/add/...`), "reduction" (`sum`, `mean`, `max`...), "gather" (indexing
-  with a traced index: `c[perm]`, `xs[i]`, `jnp.take`), else "elementwise"; None for a body this
-  module cannot classify (an FFT, a nested loop, a call it cannot see into, a write to an object):
-  such a loop is not the pattern;
+- `body_kind(bodies)`: the heaviest work the body does: "shift" (data moved between elements:
+  `jnp.roll`, shifted or strided slices `v[1:]`, `v[::-1]`, concatenation and stacking, padding,
+  flips and transposes, an `.at[...]` update of a static window: no calibrated variant has it, so
+  a body with it is outside the table's vocabulary whatever else it does), "matmul" (`@`, `dot`,
+  `einsum`...), "scatter" (`x.at[i].set/add/...` with a traced index), "reduction" (`sum`, `mean`,
+  `max`...), "gather" (indexing with a traced index: `c[perm]`, `xs[i]`, `jnp.take`), else
+  "elementwise"; None for a body this module cannot classify (an FFT, a nested loop, a call it
+  cannot see into, a write to an object): such a loop is not the pattern;
 - `carry(call)`: the loop's initial carry (`init_val` of `fori_loop`, `init` of `scan`);
 - `context(call)`: "alone" (lax compiles the loop by itself: the enclosing code is not traced, or
   the carry is a parameter as it comes and the result is returned as it is), "around"
@@ -49,11 +52,21 @@ class LoopContextView(ModelView, Protocol):
     def loop_sites(self) -> "list[LoopSite]": ...
 
 
-# The order of weight: a body with a matmul and a gather is calibrated as a matmul body.
-KINDS = ("matmul", "scatter", "reduction", "gather", "elementwise")
+# The order of weight: a body with a matmul and a gather is calibrated as a matmul body. "shift" is
+# none of the calibrated bodies (calibrate/jf103.py): a body with it is outside the table, first.
+KINDS = ("shift", "matmul", "scatter", "reduction", "gather", "elementwise")
 _MATMULS = CONTRACTIONS - {"jax.numpy.convolve", "jax.numpy.correlate", "jax.numpy.kron"}
 _GATHERS = frozenset({"jax.numpy.take", "jax.numpy.take_along_axis", "jax.lax.dynamic_slice",
                       "jax.lax.dynamic_index_in_dim", "jax.lax.dynamic_slice_in_dim", "jax.lax.gather"})
+# Data moved between elements (XLA: slices, concatenates, pads, reverses, transposes, update slices):
+# `fusion.cheap_call` accepts them as fusible, but no calibrated body has them.
+_SHIFTS = frozenset({"jax.numpy." + n for n in (
+    "roll rollaxis concatenate concat hstack vstack dstack column_stack row_stack stack append pad flip fliplr "
+    "flipud rot90 transpose permute_dims swapaxes moveaxis matrix_transpose diff ediff1d gradient tile repeat "
+    "insert delete").split()} | {"jax.lax." + n for n in (
+        "pad concatenate slice slice_in_dim rev transpose dynamic_update_slice dynamic_update_index_in_dim "
+        "dynamic_update_slice_in_dim").split()})
+_SHIFT_METHODS = frozenset({"transpose", "swapaxes"})
 _AT_UPDATES = frozenset("set add multiply mul divide min max apply power".split())
 _DEPTH = 4
 
@@ -84,6 +97,10 @@ def _kinds(model: LoopContextView, fn: Function, depth: int, seen: set[int]) -> 
             return None  # writes to a mutable ref or object: state, not dataflow
         elif isinstance(n, cst.Subscript) and _gathers(model, n):
             out.add("gather")
+        elif isinstance(n, cst.Subscript) and _shifted(n):
+            out.add("shift")
+        elif isinstance(n, cst.Attribute) and n.attr.value in ("T", "mT"):
+            out.add("shift")  # a transpose
         elif isinstance(n, cst.Call):
             kind = _call_kind(model, n, depth, seen)
             if kind is None:
@@ -101,6 +118,8 @@ def _call_kind(model: LoopContextView, call: cst.Call, depth: int, seen: set[int
         return {"matmul"}
     if qn in _GATHERS:
         return {"gather"}
+    if qn in _SHIFTS:
+        return {"shift"}
     func = call.func
     if qn is None and isinstance(func, cst.Attribute):
         attr = func.attr.value
@@ -108,9 +127,16 @@ def _call_kind(model: LoopContextView, call: cst.Call, depth: int, seen: set[int
             return {"reduction"}
         if attr == "dot":
             return {"matmul"}
-        at = func.value.value if isinstance(func.value, cst.Subscript) else None
+        if attr in _SHIFT_METHODS:
+            return {"shift"}
+        index = func.value if isinstance(func.value, cst.Subscript) else None
+        at = index.value if index is not None else None
         if isinstance(at, cst.Attribute) and at.attr.value == "at":
-            return {"scatter"} if attr in _AT_UPDATES else {"gather"} if attr == "get" else None
+            if attr not in _AT_UPDATES and attr != "get":
+                return None
+            if not _traced_index(model, index):  # type: ignore[arg-type]
+                return {"shift"}  # a static window (`v.at[1:-1].set(...)`): an update slice, not a scatter
+            return {"scatter"} if attr in _AT_UPDATES else {"gather"}
     if qn is None and isinstance(func, cst.Name):
         callee = model.function_named(func.value, scope)
         if callee is not None:
@@ -132,6 +158,33 @@ def _gathers(model: LoopContextView, sub: cst.Subscript) -> bool:
         if model.kind(value, scope) is not Kind.STATIC:
             return True
     return False
+
+
+def _traced_index(model: LoopContextView, sub: cst.Subscript) -> bool:
+    """Whether an index of `x.at[...]` is not a Python value (a static window is an update slice)."""
+    scope = model.scope_of(sub)
+    for element in sub.slice:
+        if isinstance(element.slice, cst.Index):
+            value = element.slice.value
+            if isinstance(value, (cst.Integer, cst.Ellipsis)) or isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if model.kind(value, scope) is not Kind.STATIC:
+                return True
+        else:
+            bounds = (element.slice.lower, element.slice.upper, element.slice.step)
+            if any(b is not None and model.kind(b, scope) is not Kind.STATIC for b in bounds):
+                return True
+    return False
+
+
+def _shifted(sub: cst.Subscript) -> bool:
+    """A slice that keeps part of an axis or reorders it (`v[1:]`, `v[:-1, 2:]`, `v[::-1]`): the
+    result's elements are other elements of the operand. `v[:, None]` and `v[...]` are not; nor is
+    the index of an `.at[...]` update (the update's call is classified instead)."""
+    if isinstance(sub.value, cst.Attribute) and sub.value.attr.value == "at":
+        return False
+    return any(isinstance(e.slice, cst.Slice) and
+               any(b is not None for b in (e.slice.lower, e.slice.upper, e.slice.step)) for e in sub.slice)
 
 
 def carry(call: cst.Call, qualified_name: str) -> cst.BaseExpression | None:

@@ -95,8 +95,14 @@ _RANDOM_SIZE_POSITION = {
     "randint": 2, "standard_normal": 0, "standard_cauchy": 0, "standard_exponential": 0, "exponential": 1,
     "poisson": 1, "rayleigh": 1, "chisquare": 1, "geometric": 1, "standard_t": 1, "power": 1, "pareto": 1,
     "weibull": 1, "zipf": 1, "gamma": 2, "beta": 2, "f": 2, "multivariate_normal": 2, "dirichlet": 1,
-    "multinomial": 2, "bytes": 0, "integers": 2,
+    "multinomial": 2, "integers": 2, "standard_gamma": 1, "vonmises": 2, "wald": 2, "triangular": 3,
+    "hypergeometric": 3, "negative_binomial": 2, "noncentral_chisquare": 2, "noncentral_f": 3, "logseries": 1,
 }
+# Draws that are never an array (`bytes` gives bytes; `shuffle` works in place) and those that are one
+# without `size` (a vector: a permutation, a multivariate draw).
+_DRAWS_NOT_ARRAYS = frozenset({"bytes", "shuffle", "spawn"})
+_DRAWS_ALWAYS_ARRAYS = frozenset({"permutation", "permuted", "multivariate_normal", "dirichlet", "multinomial",
+                                  "multivariate_hypergeometric"})
 
 
 def _is_none(e: cst.BaseExpression) -> bool:
@@ -172,9 +178,13 @@ class NumpyArrays(MemoizedArrays):
     model: "NumpyView"
 
     def is_numpy_call(self, e: cst.CSTNode, scope: "Scope") -> str | None:
-        """The numpy function a call (or `np.mgrid[...]`) makes, if any."""
+        """The numpy function a call (or `np.mgrid[...]`) makes, if any; a draw of a NumPy random
+        Generator (`rng.normal(...)`, `np.random.default_rng(0).standard_normal(...)`) is
+        "numpy.random.Generator.<method>"."""
         if isinstance(e, cst.Call):
             qn = self.model.qn(e.func, scope)
+            if qn is None and isinstance(e.func, cst.Attribute) and self._is_generator(e.func.value, scope):
+                return f"numpy.random.Generator.{e.func.attr.value}"
             return qn if qn is not None and qn.startswith("numpy.") else None
         if isinstance(e, cst.Subscript):
             qn = self.model.qn(e.value, scope)
@@ -189,11 +199,9 @@ class NumpyArrays(MemoizedArrays):
                 return self._numpy_call_is_array(e, qn, scope, depth)
             if qn is None and isinstance(e.func, cst.Attribute):
                 if self._is_generator(e.func.value, scope):
-                    # `rng.normal(size=(256, 3))`: a draw per element of `size`; without it, one number.
-                    if e.func.attr.value in ("permutation", "multivariate_normal", "dirichlet", "multinomial"):
-                        return True
-                    return any(a.keyword is not None and a.keyword.value == "size" and not _is_none(a.value)
-                               for a in e.args)
+                    # `rng.normal(0, 1, (256, 3))`: decided as the legacy `np.random.normal` is (the
+                    # Generator's methods take `size` where the module's functions do).
+                    return self._draw_is_array(e, e.func.attr.value)
                 if e.func.attr.value in _SCALAR_METHODS and not e.args:
                     return False
                 return self.is_array(e.func.value, scope, depth)
@@ -237,18 +245,7 @@ class NumpyArrays(MemoizedArrays):
             # rand/randn/random) makes an array.
             if qn in _RANDOM_NOT_ARRAYS:
                 return False
-            if any(a.keyword is not None and a.keyword.value == "size" and not _is_none(a.value) for a in e.args):
-                return True
-            name = qn[len("numpy.random."):]
-            if name in ("rand", "randn", "random", "random_sample", "ranf", "sample"):
-                return any(a.keyword is None for a in e.args)
-            if name in ("permutation", "multivariate_normal", "dirichlet", "multinomial"):
-                return True  # a vector even without `size`
-            if name == "shuffle":
-                return False  # in place; returns None
-            if name == "choice":
-                return self._random_size_positional(e, 1)
-            return self._random_size_positional(e, _RANDOM_SIZE_POSITION.get(name, 2))
+            return self._draw_is_array(e, qn[len("numpy.random."):])
         if qn in NUMPY_ARRAY_BUILDERS:
             return True
         has_axis = any(a.keyword is not None and a.keyword.value == "axis" and not _is_none(a.value) for a in e.args) \
@@ -276,6 +273,23 @@ class NumpyArrays(MemoizedArrays):
             return all(b.kind == "assign" and b.index is None and b.value is not None
                        and self._is_generator(b.value, found[0], depth + 1) for b in found[1])
         return False
+
+    def _draw_is_array(self, e: cst.Call, name: str) -> bool:
+        """Whether a random draw NAME (`np.random.NAME(...)`, or a Generator's or RandomState's
+        method) makes an array: one number per element of its `size` (a keyword, or the position
+        after the distribution's parameters), or of the dimensions `rand`/`randn` take; one number
+        without them."""
+        if name in _DRAWS_NOT_ARRAYS:
+            return False
+        if any(a.keyword is not None and a.keyword.value == "size" and not _is_none(a.value) for a in e.args):
+            return True
+        if name in ("rand", "randn", "random", "random_sample", "ranf", "sample"):
+            return any(a.keyword is None for a in e.args)
+        if name in _DRAWS_ALWAYS_ARRAYS:
+            return True
+        if name == "choice":
+            return self._random_size_positional(e, 1)
+        return self._random_size_positional(e, _RANDOM_SIZE_POSITION.get(name, 2))
 
     @staticmethod
     def _random_size_positional(e: cst.Call, position: int) -> bool:

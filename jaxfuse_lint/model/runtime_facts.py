@@ -29,6 +29,7 @@ from jaxfuse_lint.model.view import ModelView
 from jaxfuse_lint.core.profile import PROFILE_DIGEST_KEY, PROFILE_KEY
 
 if TYPE_CHECKING:
+    from jaxfuse_lint.model.premises import Premise
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.traced import TracedRegions, TraceReason
     from jaxfuse_lint.core.profile import FileFacts
@@ -71,7 +72,7 @@ class RuntimeFacts:
     def __init__(self, facts: "FileFacts", profile_path: str = "") -> None:
         self.facts = facts
         self.profile_path = profile_path
-        self._matched: dict["Function", tuple[list[dict], list[dict]]] | None = None
+        self._matched: dict["Function", tuple[list[dict], list[dict], list[dict]]] | None = None
         # Functions some rule asked a recorded shape of (their fixes cannot be safe).
         self.shapes_used: set["Function"] = set()
 
@@ -87,13 +88,13 @@ class RuntimeFacts:
 
         if text_digest(text) == self.facts.digest:
             return self.fresh()
-        return RuntimeFacts(FileFacts(self.facts.digest, self.facts.entries, self.facts.functions),
-                            self.profile_path)
+        return RuntimeFacts(FileFacts(self.facts.digest, self.facts.entries, self.facts.functions,
+                                      traced=self.facts.traced), self.profile_path)
 
     # -- matching ----------------------------------------------------------------------------------
-    def _match(self, model: "ModelView") -> dict["Function", tuple[list[dict], list[dict]]]:
-        """{Function: (entries, traced-function records)}: by first line and name, else by
-        qualified name alone (the text is the recorded one, but fixes move lines)."""
+    def _match(self, model: "ModelView") -> dict["Function", tuple[list[dict], list[dict], list[dict]]]:
+        """{Function: (entries, traced-function records, parameter records)}: by first line and
+        name, else by qualified name alone (the text is the recorded one, but fixes move lines)."""
         if self._matched is not None:
             return self._matched
         lines = _first_lines(model)
@@ -105,7 +106,7 @@ class RuntimeFacts:
             line = lines.get(fn)
             if line is not None:
                 by_line.setdefault((line, fn.name), []).append(fn)
-        matched: dict["Function", tuple[list[dict], list[dict]]] = {}
+        matched: dict["Function", tuple[list[dict], list[dict], list[dict]]] = {}
 
         def find(item: dict[str, Any]) -> "Function | None":
             qn = item.get("qualname") or ""
@@ -116,22 +117,58 @@ class RuntimeFacts:
             cands = by_qualname.get(qn, [])
             return cands[0] if len(cands) == 1 else None
 
-        for e in self.facts.entries:
-            fn = find(e)
-            if fn is not None:
-                matched.setdefault(fn, ([], []))[0].append(e)
-        for f in self.facts.functions:
-            fn = find(f)
-            if fn is not None:
-                matched.setdefault(fn, ([], []))[1].append(f)
+        for i, items in enumerate((self.facts.entries, self.facts.functions, self.facts.traced)):
+            for item in items:
+                fn = find(item)
+                if fn is not None:
+                    matched.setdefault(fn, ([], [], []))[i].append(item)
         self._matched = matched
         return matched
 
     def entries_of(self, model: "ModelView", fn: "Function") -> list[dict[str, Any]]:
-        return self._match(model).get(fn, ([], []))[0]
+        return self._match(model).get(fn, ([], [], []))[0]
 
     def records_of(self, model: "ModelView", fn: "Function") -> list[dict[str, Any]]:
-        return self._match(model).get(fn, ([], []))[1]
+        return self._match(model).get(fn, ([], [], []))[1]
+
+    def traced_of(self, model: "ModelView", fn: "Function") -> list[dict[str, Any]]:
+        """The records of what fn's parameters held each time a recorded run called it under a trace."""
+        return self._match(model).get(fn, ([], [], []))[2]
+
+    # -- what the parameters were -------------------------------------------------------------------
+    def param_kind(self, model: "ModelView", fn: "Function", name: str) -> str | None:
+        """"tracer" where some recorded trace of fn had a tracer (or a container holding one) in
+        parameter `name`; "python" where every recorded trace had a concrete value there (a
+        Python value, a NumPy array); None where no trace of fn was recorded, or one held an
+        object that may hold tracers (a Module, a dataclass)."""
+        from jaxfuse_lint.core.profile import OTHER, PYTHON, TRACER, param_kinds
+
+        kinds = param_kinds(self.traced_of(model, fn), name)
+        if kinds is None:
+            return None
+        if kinds[TRACER]:
+            return TRACER
+        if kinds[PYTHON] and not kinds[OTHER]:
+            return PYTHON
+        return None
+
+    def param_facts(self, model: "ModelView", fn: "Function", name: str) -> dict[str, Any] | None:
+        """The counts, values and first tests behind `param_kind` (core/profile.py `param_kinds`)."""
+        from jaxfuse_lint.core.profile import param_kinds
+
+        return param_kinds(self.traced_of(model, fn), name)
+
+    def was_traced(self, model: "ModelView", fn: "Function") -> str | None:
+        """Where a recorded run traced fn (a test, a script), or None: under a jit entry point
+        (its operations were in the program) or called while any trace ran."""
+        for record in self.traced_of(model, fn):
+            return str(record.get("where") or "a recorded run")
+        for record in self.records_of(model, fn):
+            return str(record.get("where") or "a recorded run")
+        for entry in self.entries_of(model, fn):
+            sigs = entry.get("signatures") or [{}]
+            return str(sigs[0].get("where") or "a recorded run")
+        return None
 
     # -- traced-ness ---------------------------------------------------------------------------------
     def evidence(self, model: "ModelView", fn: "Function") -> str | None:
@@ -168,8 +205,8 @@ class RuntimeFacts:
         """Mark every function the run traced (those static analysis missed get this reason)."""
         from jaxfuse_lint.model.traced import TraceReason
 
-        for fn in self._match(model):
-            if fn in regions.reasons:
+        for fn, (entries, records, _) in self._match(model).items():
+            if fn in regions.reasons or not (entries or records):
                 continue
             why = self.evidence(model, fn)
             if why:
@@ -273,6 +310,53 @@ def cite_evidence(model: "RuntimeView", violations: list[Any]) -> None:
         if why:
             v.message = (*v.message, f" ({why})")
 
+
+
+def traced_from_run(model: "RuntimeView", found: "Premise", roots: list[tuple["Function", str]],
+                    staged: bool = False) -> "Premise":
+    """The premise `traced(expr)` (model/traced_premise.py) where a recorded run saw the traced
+    parameters it is computed from (`roots`): DISPROVED where every recorded trace of their
+    functions had a Python value in each (a flag passed as `decode=False`: no concretization
+    error, no finding) and no jax operation stages the expression (`staged`: `jnp.any(mask)` of
+    a concrete `mask` is a tracer under jit all the same); RECORDED where the code only assumed
+    it and a recorded trace had a tracer there (citing where); else as the code decides it."""
+    from jaxfuse_lint.core.profile import PYTHON, TRACER
+    from jaxfuse_lint.model.premises import ASSUMED, disproved, recorded
+
+    runtime = getattr(model, "runtime", None)
+    if runtime is None or not roots:
+        return found
+    kinds = [(owner, name, runtime.param_kind(model, owner, name)) for owner, name in roots]
+    source = runtime.profile_path or "profile"
+    if not staged and all(kind == PYTHON for _, _, kind in kinds):
+        owner, name, _ = kinds[0]
+        facts = runtime.param_facts(model, owner, name) or {}
+        values = ", ".join(facts.get("values", [])[:3]) or " or ".join(facts.get("types", [])[:3]) or "a value"
+        where = (facts.get("where") or {}).get(PYTHON) or "a recorded run"
+        return disproved("traced", found.subject, "recorded-run",
+                         f"`{name}` was a Python value ({values}) in every recorded trace of "
+                         f"`{owner.display_name}` ({where}; {source})")
+    hit = next(((owner, name) for owner, name, kind in kinds if kind == TRACER), None)
+    if hit is not None and found.status == ASSUMED:
+        owner, name = hit
+        facts = runtime.param_facts(model, owner, name) or {}
+        where = (facts.get("where") or {}).get(TRACER) or "a recorded run"
+        return recorded("traced", found.subject, f"`{name}` was a tracer when `{owner.display_name}` was traced "
+                                                 f"({where}; {source})")
+    return found
+
+
+def runs_traced_from_run(model: "RuntimeView", fn: "Function", subject: str) -> "Premise | None":
+    """The premise `runs-traced(fn)` (model/evidence.py) RECORDED where a recorded run traced fn
+    (citing where), else None."""
+    from jaxfuse_lint.model.premises import recorded
+
+    runtime = getattr(model, "runtime", None)
+    where = runtime.was_traced(model, fn) if runtime is not None else None
+    if where is None:
+        return None
+    return recorded("runs-traced", subject, f"`{fn.display_name}` was traced in a recorded run "
+                                            f"({where}; {runtime.profile_path or 'profile'})")
 
 
 def facts_for_text(text: str, settings: Any) -> RuntimeFacts | None:

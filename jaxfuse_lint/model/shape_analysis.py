@@ -45,6 +45,7 @@ class ShapeAnalysis(CallShapes, DeclaredShapes):
         self._memo: dict[tuple[int, int], Shape | None] = {}
         self._active: set[tuple[int, int]] = set()
         self._param_facts: dict[int, dict[str, Shape]] = {}
+        self._call_site_facts: dict = {}
 
     def shape(self, e: cst.CSTNode, scope: "Scope", depth: int = 0) -> Shape | None:
         key = (id(e), id(scope))

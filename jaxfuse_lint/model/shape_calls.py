@@ -36,6 +36,10 @@ _RANDOM_SHAPE_POSITION = {
 }
 
 
+# Scalar types, called as functions (`jnp.float32(x)`: x's values in that dtype).
+_SCALAR_TYPES = frozenset("float16 float32 float64 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
+                          "complex64 complex128 bool_".split())
+
 _NOT_HANDLED = object()  # `_layout_call` of a function that is not a layout change
 
 
@@ -113,6 +117,10 @@ class CallShapes(LiteralSizes):
                 if shapes and all(s is not None and s.rank == 1 for s in shapes):
                     return Shape.make(2, None, {-1: len(shapes)})
             return None
+        if name in _SCALAR_TYPES and len(e.args) == 1 and e.args[0].keyword is None:
+            # `jnp.float32(0)`: a scalar type called on a value keeps its shape (a scalar of a scalar).
+            inner = self.shape(e.args[0].value, scope, depth)
+            return inner if inner is not None and inner.rank == 0 else None
         if name in ("zeros", "ones", "empty", "full"):
             return self.literal_shape(positional(e, 0) or keyword(e, "shape"), scope)
         if name in ("zeros_like", "ones_like", "empty_like", "full_like"):

@@ -31,6 +31,24 @@ class StagedParameters(ValueAnalysis):
     known to be an abstract tracer (see `StagedValues`, model/staged_values.py)."""
 
     model: "StagingView"
+    # False: a parameter that a convention makes a tracer (a Module body's input) is TRACED. True
+    # (`staged_values(model, strict=True)`): such a parameter is TRACED only where the code shows it
+    # (its body uses it as an array, a call passes it one), else UNKNOWN, and what the convention
+    # would have assumed is kept in `assumptions` (model/traced_premise.py reads both analyses:
+    # traced in the strict one is proven, traced only in the other is assumed).
+    strict = False
+
+    @property
+    def assumptions(self) -> dict[tuple[int, str], str]:
+        """(id(fn), parameter) -> what the convention assumes of it, in a few words."""
+        found = self.__dict__.get("_assumptions")
+        if found is None:
+            found = self.__dict__["_assumptions"] = {}
+        return found
+
+    def _assumed_traced(self, fn: "Function", name: str, why: str) -> Kind:
+        self.assumptions[(id(fn), name)] = why
+        return UNKNOWN if self.strict else TRACED
 
     def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
         if self._string_annotated(fn, name):
@@ -132,7 +150,12 @@ class StagedParameters(ValueAnalysis):
         if not params or params[0] != name or name in fn.params_with_default:
             return UNKNOWN
         p = fn.param_nodes.get(name)
-        return TRACED if p is None or p.annotation is None else UNKNOWN
+        if p is not None and p.annotation is not None:
+            return UNKNOWN
+        if self._param_is_array(fn, name):
+            return TRACED  # the body uses it as an array (`x.shape`, `x - 1`), or a call passes one
+        return self._assumed_traced(fn, name, f"the input of `{fn.display_name}`, a framework Module's body, "
+                                              "is taken to be an array by convention; the code shows no array here")
 
     def _string_annotated(self, fn: "Function", name: str) -> bool:
         p = fn.param_nodes.get(name)

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES, TRANSFORMS
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
 from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, combine
 
@@ -35,6 +37,17 @@ NOT_AN_ARRAY = frozenset({
     "jax.lax.psum", "jax.lax.pmean", "jax.lax.pmax", "jax.lax.pmin", "jax.lax.all_gather", "jax.lax.stop_gradient",
     "jax.lax.optimization_barrier", "jax.device_put", "jax.lax.with_sharding_constraint",
 })
+# jax functions that take any value (a pytree, a Python number): an argument of theirs is no array.
+_ANY_VALUE = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put", "jax.lax.stop_gradient",
+                        "jax.lax.optimization_barrier"})
+# Framework layer classes: what their instances are called with is the layer's input (an array).
+_LAYER_ROOTS = ("flax.linen.", "flax.nnx.", "haiku.", "equinox.nn.")
+
+
+def _is_layer(qn: str | None) -> bool:
+    return qn is not None and qn.startswith(_LAYER_ROOTS) and qn.rsplit(".", 1)[-1][:1].isupper()
+
+
 # pytree functions that list the leaves.
 TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
 
@@ -163,6 +176,9 @@ class StagedValues(StagedParameters):
                 return True  # a list, tuple or dict has no `-`, `/`, `**`, `@`
             if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
                 return True
+            if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star and \
+                    self._array_operand(parent, fn):
+                return True
             if isinstance(parent, cst.Subscript) and parent.value is read.name and len(parent.slice) > 1 and any(
                     isinstance(el.slice, cst.Slice) or (isinstance(el.slice, cst.Index) and (
                         isinstance(el.slice.value, cst.Ellipsis) or
@@ -170,6 +186,27 @@ class StagedValues(StagedParameters):
                     for el in parent.slice):
                 return True
         return self._passed_an_array(fn, name)
+
+    def _array_operand(self, arg: cst.Arg, fn: "Function") -> bool:
+        """Whether a positional argument is an array operand where it is passed: of a jax array
+        operation (`jnp.max(x)`, `lax.conv(x, w, ...)`, `jax.nn.relu(x)`), or the input of a framework
+        layer (`nn.Dense(8)(x)`, `hk.Linear(10)(x)`, `self.dense(x)` with `self.dense = nn.Dense(8)`)."""
+        m = self.model
+        call = m.parent(arg)
+        if not isinstance(call, cst.Call) or arg not in call.args:
+            return False
+        qn = m.qn(call.func, fn)
+        if qn is not None:
+            return omnistaged_function(qn) and qn not in NOT_AN_ARRAY and qn not in _ANY_VALUE
+        layer = call.func
+        if isinstance(layer, cst.Call):  # `nn.Dense(8)(x)`
+            return _is_layer(m.qn(layer.func, fn))
+        if isinstance(layer, cst.Attribute) and isinstance(layer.value, cst.Name) and fn.cls is not None \
+                and fn.params and layer.value.value == fn.params[0]:  # `self.dense(x)`
+            values = instances(m).attribute_values(fn.cls).get(layer.attr.value, [])
+            return bool(values) and all(isinstance(v, cst.Call) and _is_layer(m.qn(v.func, fn.parent or fn))
+                                        for v in values)
+        return False
 
     def _passed_an_array(self, fn: "Function", name: str) -> bool:
         """Whether a call of fn in this module (by its name) passes an array for `name`: a jax
@@ -271,10 +308,15 @@ class StagedValues(StagedParameters):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
             return TRACED if TRACED in kinds else UNKNOWN
-        if isinstance(e.func, cst.Call) and self.model.qn(e.func.func, scope) in TRANSFORMS:
+        if isinstance(e.func, cst.Call) and (transform := self.model.qn(e.func.func, scope)) in TRANSFORMS:
             # `jax.value_and_grad(loss)(params, batch)`, `jax.vmap(f)(x)`: traced in, traced out.
             kinds = [self.kind(a.value, scope, depth) for a in e.args]
-            return TRACED if TRACED in kinds else UNKNOWN
+            if TRACED in kinds:
+                return TRACED
+            if transform in DIFFERENTIATING and isinstance(scope, Function) and staging(self.model).omnistaged(scope) \
+                    and not staging(self.model).compile_time_eval(e, scope):
+                return TRACED  # a derivative computed in staged code is staged out, whatever its inputs
+            return UNKNOWN
         if qn is None and isinstance(e.func, cst.Attribute) and e.func.attr.value not in ARRAY_METHODS:
             callee = self.callee(e, scope)
             if callee is not None and callee.returns:
@@ -291,11 +333,14 @@ class StagedValues(StagedParameters):
         return super()._call_kind(e, scope, depth)
 
 
-def staged_values(model: "StagingView") -> StagedValues:
-    """The model's StagedValues analysis (built once per model, kept with it)."""
-    v = model.__dict__.get("_staged_values")
+def staged_values(model: "StagingView", strict: bool = False) -> StagedValues:
+    """The model's StagedValues analysis (built once per model, kept with it); `strict`: the one
+    that takes nothing from conventions (StagedParameters.strict)."""
+    key = "_staged_values_strict" if strict else "_staged_values"
+    v = model.__dict__.get(key)
     if v is None:
-        v = model.__dict__["_staged_values"] = StagedValues(model)
+        v = model.__dict__[key] = StagedValues(model)
+        v.strict = strict
     return v
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 
 from jaxfuse_lint.core.external_map import CALL_PATTERNS_PREFIX, COMPILED_MARKER
 from jaxfuse_lint.model.names import as_written
+from jaxfuse_lint.model.premises import LineOf, MessagePart
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Function as _Function
@@ -97,6 +98,21 @@ class TraceReason:
         if self.kind == "called":
             return f"called from traced `{self.transform}` on line {line}"
         return f"passed as an argument in traced `{self.transform}` on line {line}"
+
+
+def reason_parts(reason: "TraceReason | None") -> tuple[MessagePart, ...]:
+    """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
+    if reason is None:
+        return ("traced",)
+    if reason.kind in ("external", "assumed") or (reason.kind == "framework" and not isinstance(reason.node, cst.Call)):
+        return (reason.description,)
+    text = reason.describe(lambda n: "\x00")
+    before, _, after = text.partition("\x00")
+    parts: tuple[MessagePart, ...] = (before, LineOf(reason.node), after)
+    if reason.kind == "entry" and reason.caller_reason is not None and reason.caller is not None:
+        # The chain: how the code that calls the entry point is itself traced.
+        parts += (f"; `{reason.caller.display_name}` is ", *reason_parts(reason.caller_reason))
+    return parts
 
 
 @dataclass

@@ -316,6 +316,7 @@ class ValueAnalysis:
                     self._param_memo[(id(callee), name)] = STATIC
             # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
             sub = type(self)(m)
+            sub.__dict__.update({k: v for k, v in self.__dict__.items() if k in ("strict", "_assumptions")})
             sub._param_memo = self._param_memo
             sub._active = self._active
             for r in (callee.returns if exprs is None else exprs):

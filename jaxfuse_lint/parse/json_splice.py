@@ -8,6 +8,9 @@ Python's json module would read for that key, the last one of duplicate keys) an
 is replaced (`splice`); a new list of strings is written in the layout of the list it replaces
 (its separators, its line breaks, its escapes), reusing the original spelling of every string
 that did not change (`string_list_like`).
+
+Locating a value never builds the values around it (`skip_value`): a notebook's outputs (images
+as base64 strings, megabytes of them) are checked to be valid JSON and stepped over, not decoded.
 """
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ from typing import Sequence
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
+# What Python's json module reads (strict: no control character inside a string; NaN and the
+# infinities too), matched without building the value.
+_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
+_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
 
 
 class SpliceError(ValueError):
@@ -29,10 +36,62 @@ def _skip(text: str, i: int) -> int:
 
 
 def _end_of_value(text: str, i: int) -> int:
-    try:
-        return _DECODER.raw_decode(text, i)[1]
-    except ValueError:
-        raise SpliceError(f"no JSON value at offset {i}") from None
+    return skip_value(text, i)
+
+
+def skip_value(text: str, i: int) -> int:
+    """Where the JSON value that starts at `i` ends, found without building it (a string is matched,
+    not decoded; nothing is kept of an object or array); SpliceError where the text there is not
+    one valid JSON value (as `json.loads` reads it)."""
+    closers: list[str] = []  # what closes each object or array the value is inside of
+    while True:
+        c = text[i:i + 1]
+        if c == "{" or c == "[":
+            i = _skip(text, i + 1)
+            close = "}" if c == "{" else "]"
+            if text[i:i + 1] == close:
+                i += 1
+            else:
+                closers.append(close)
+                if close == "}":
+                    i = _key(text, i)
+                continue  # the first member's value
+        elif c == '"':
+            m = _STRING.match(text, i)
+            if m is None:
+                raise SpliceError(f"no valid JSON string at offset {i}")
+            i = m.end()
+        else:
+            m = _SCALAR.match(text, i)
+            if m is None:
+                raise SpliceError(f"no JSON value at offset {i}")
+            i = m.end()
+        # After a value: close what it ends, until a `,` asks for the next one.
+        while closers:
+            i = _skip(text, i)
+            c = text[i:i + 1]
+            if c == ",":
+                i = _skip(text, i + 1)
+                if closers[-1] == "}":
+                    i = _key(text, i)
+                break
+            if c != closers[-1]:
+                raise SpliceError(f"no `,` or `{closers[-1]}` at offset {i}")
+            closers.pop()
+            i += 1
+        else:
+            return i
+
+
+def _key(text: str, i: int) -> int:
+    """Past an object's key and its `:`, at the start of the value."""
+    m = _STRING.match(text, i)
+    if m is None:
+        raise SpliceError(f"no key at offset {i}")
+    i = _skip(text, m.end())
+    if text[i:i + 1] != ":":
+        raise SpliceError(f"no `:` at offset {i}")
+    return _skip(text, i + 1)
 
 
 def members(text: str, start: int) -> list[tuple[str, int, int]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from typing import Any, Callable
 
 from jaxfuse_lint.core.diagnostics import Diagnostic, Edit, Fix, Location
@@ -43,6 +43,7 @@ _BOUNDARY_RE = re.compile(r"(?:if 1:  )?# jaxfuse-lint-cell (\d+)\r?\n?\Z")
 _INDENT = re.compile(r"[ \t]+")
 # How messages refer to other lines (rules' `LineOf` parts).
 _LINE_REF = re.compile(r"\b(line) (\d+)\b")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def is_boundary_line(line: str) -> bool:
@@ -77,13 +78,17 @@ class Notebook:
     """A parsed notebook and the Python module its code cells make."""
 
     raw: str  # the file's text
-    data: dict[str, Any]  # the JSON, key order as in the file
+    # The JSON as far as it is read (`_outline`): the version, the kernel's language, each cell's
+    # type and source.
+    data: dict[str, Any]
     cells: list[Cell]  # the code cells that are in the module, in order
     module: str  # the joined, masked Python source
     magics: list[list[str]] = field(default_factory=list)  # original lines of each masked escape
     python: bool = True  # False: a notebook in another language (nothing to check)
     # Cells that do not parse (`isolate_unparsable`): blank in the module, never written back.
     broken: set[int] = field(default_factory=set)
+    # Where each cell's `source` value is in `raw` (None: the cell has none).
+    source_spans: list[tuple[int, int] | None] = field(default_factory=list)
 
     # -- rows -------------------------------------------------------------------------------------
     def cell_at(self, row: int) -> tuple[Cell, int] | None:
@@ -148,9 +153,10 @@ class Notebook:
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits), fix.detail)
         noqa = self.locate(Location(d.noqa_row, 1))[1].row if d.noqa_row else None
+        premises = tuple(replace(p, source=self._lines_in_cells(p.source, cell)) for p in d.premises)
         return Diagnostic(code=d.code, name=d.name, message=self._lines_in_cells(d.message, cell),
                           filename=d.filename, location=start, end_location=end, fix=fix, noqa_row=noqa,
-                          extra=dict(d.extra), cell=cell)
+                          extra=dict(d.extra), cell=cell, premises=premises)
 
     def _lines_in_cells(self, message: str, cell: int) -> str:
         """Messages name other lines ('decorated with `jax.jit` on line 31'): rows of the
@@ -263,14 +269,14 @@ class Notebook:
         """The notebook's JSON text with these cell sources: only the bytes of those cells'
         `source` values change (json_splice.py), each written as the value it replaces was (a
         list of lines or one string, its layout and escapes); everything else stays as it was."""
-        from jaxfuse_lint.parse.json_splice import SpliceError, string_list_like, splice, value_span
+        from jaxfuse_lint.parse.json_splice import string_list_like, splice
 
         replacements = {}
         for number, text in sources.items():
-            try:
-                start, end = value_span(self.raw, ("cells", number - 1, "source"))
-            except SpliceError as exc:  # read() found these cells: the text holds them
-                raise NotebookError(f"cell {number}: its source cannot be written back ({exc})") from None
+            span = self.source_spans[number - 1] if number <= len(self.source_spans) else None
+            if span is None:  # read() found these cells: the text holds them
+                raise NotebookError(f"cell {number}: its source cannot be written back (no `source` in the file)")
+            start, end = span
             replacements[(start, end)] = string_list_like(self.raw, start, end, split_lines(text))
         return splice(self.raw, replacements)
 
@@ -286,30 +292,27 @@ def source_text(cell: dict[str, Any]) -> str:
 # -- reading ------------------------------------------------------------------------------------------
 
 def read(raw: str) -> Notebook:
-    """Parse a notebook's text; NotebookError for anything that is not an nbformat 4 notebook."""
+    """Parse a notebook's text; NotebookError for anything that is not an nbformat 4 notebook.
+
+    Only what locating the cells needs is decoded (`_outline`): the cells' types and sources, the
+    version and the kernel's language. Outputs, attachments and metadata are checked to be valid
+    JSON and stepped over, never built in memory (a notebook with pictures is mostly base64)."""
     from nbformat import reader
 
-    try:
-        node = reader.parse_json(raw)
-    except reader.NotJSONError as exc:
-        detail = str(exc).split("\n", 1)[0]
-        raise NotebookError(f"not valid JSON ({_json_error(raw) or detail})") from None
-    if not isinstance(node, dict):
-        raise NotebookError("not a Jupyter notebook (the JSON is not an object)")
-    if "nbformat" not in node:  # nbformat's reader would call it version 1
-        missing = " or \"metadata\"" if "metadata" not in node else ""
-        if isinstance(node.get("cells"), list):
+    data, spans = _outline(raw)
+    if "nbformat" not in data:  # nbformat's reader would call it version 1
+        missing = " or \"metadata\"" if "metadata" not in data else ""
+        if isinstance(data.get("cells"), list):
             raise NotebookError(f"a notebook without its metadata: no \"nbformat\" version{missing} (an nbformat 4 "
                                 f"notebook has them; saving it from Jupyter writes them)")
         raise NotebookError(f"not a Jupyter notebook (no \"nbformat\" version{missing})")
     try:
-        major, _minor = reader.get_version(node)
+        major, _minor = reader.get_version(data)
     except Exception:
         major = None
     if major != 4:
         raise NotebookError(f"nbformat {major if major is not None else 'unknown'} is not supported "
                             f"(only nbformat 4; `jupyter nbconvert --to notebook` upgrades it)")
-    data = node  # a plain dict, key order as in the file
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise NotebookError("not a Jupyter notebook (no list of cells)")
@@ -317,10 +320,83 @@ def read(raw: str) -> Notebook:
         s = c.get("source", "")
         if not (isinstance(s, str) or (isinstance(s, list) and all(isinstance(x, str) for x in s))):
             raise NotebookError(f"cell {i}: its source is neither text nor a list of lines")
-    nb = Notebook(raw, data, [], "", python=_is_python(data))
+    nb = Notebook(raw, data, [], "", python=_is_python(data), source_spans=spans)
     if nb.python:
         _join(nb)
     return nb
+
+
+# What is decoded of the notebook and of each cell (of the notebook's `metadata`, only the kernel's
+# language): everything else is stepped over.
+_TOP_KEYS = ("nbformat", "nbformat_minor", "metadata", "cells")
+_METADATA_KEYS = ("language_info", "kernelspec")
+_CELL_KEYS = ("cell_type", "source")
+
+
+def _outline(raw: str) -> tuple[dict[str, Any], list[tuple[int, int] | None]]:
+    """(the notebook's JSON as `json.loads` reads it, but of its cells only their type and source
+    and of its metadata only the kernel's language; where each cell's source value is in the text).
+    Anything else than a cell list is kept as it is, for the checks that say what is wrong with it.
+    NotebookError when the text is not one valid JSON value."""
+    from jaxfuse_lint.parse.json_splice import SpliceError, elements, members, skip_value
+
+    start = _skip_space(raw, 0)
+    try:
+        end = skip_value(raw, start)
+        if _skip_space(raw, end) != len(raw):
+            raise SpliceError(f"extra data at offset {end}")
+    except SpliceError as exc:
+        raise NotebookError(f"not valid JSON ({_json_error(raw) or exc})") from None
+    if raw[start:start + 1] != "{":
+        raise NotebookError("not a Jupyter notebook (the JSON is not an object)")
+    data: dict[str, Any] = {}
+    spans: list[tuple[int, int] | None] = []
+    for key, s, e in members(raw, start):
+        if key not in _TOP_KEYS:
+            continue
+        if key == "metadata" and raw[s] == "{":
+            data[key] = {k: json.loads(raw[vs:ve]) for k, vs, ve in members(raw, s) if k in _METADATA_KEYS}
+        elif key == "cells" and raw[s] == "[":
+            cells: list[Any] = []
+            spans = []
+            for cs, ce in elements(raw, s):
+                if raw[cs] != "{":
+                    cells.append(json.loads(raw[cs:ce]))
+                    spans.append(None)
+                    continue
+                cell: dict[str, Any] = {}
+                span = None
+                for k, vs, ve in members(raw, cs):
+                    if k in _CELL_KEYS:
+                        cell[k] = json.loads(raw[vs:ve])
+                        if k == "source":
+                            span = (vs, ve)
+                cells.append(cell)
+                spans.append(span)
+            data[key] = cells
+        else:
+            data[key] = json.loads(raw[s:e])
+    return data, spans
+
+
+def _skip_space(text: str, i: int) -> int:
+    return _JSON_SPACE.match(text, i).end()  # type: ignore[union-attr]
+
+
+def cell_outline(raw: str) -> tuple[list[Any], list[tuple[int, int] | None]]:
+    """The cells of a notebook's text (their type and source only: `_outline`), and where each
+    one's `source` value is in the text (None for a cell without one); NotebookError when the text
+    is not JSON or has no list of cells."""
+    data, spans = _outline(raw)
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError("not a Jupyter notebook (no list of cells)")
+    return cells, spans
+
+
+def cells_of(raw: str) -> list[Any]:
+    """`cell_outline`'s cells."""
+    return cell_outline(raw)[0]
 
 
 def _json_error(raw: str) -> str | None:

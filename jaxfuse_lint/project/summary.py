@@ -259,7 +259,7 @@ class _Summarizer:
             local.extend(callee for callee, _ in helper.callables(call.func, fn, direct_only=True))
             r = self.ref(call.func, fn)
             if r is not None:
-                refs.append((r, _with_calls("called", call_patterns([(call, fn)]))))
+                refs.append((r, _with_calls("called" + self.args_marker(call, fn, 0), call_patterns([(call, fn)]))))
             for r, offset in self.instance_refs(call.func, fn):
                 code = " ".join(m.module.code_for_node(call.func).split())[:40]
                 refs.append((r, f"entry:{code}" + self.args_marker(call, fn, offset)))

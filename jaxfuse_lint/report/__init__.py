@@ -40,6 +40,14 @@ class ReportContext:
     color: bool = False
     # Files an internal error left unchecked: the closing lines name them, never "All checks passed!".
     unchecked: list[str] = field(default_factory=list)
+    # `[tool.jaxfuse-lint.severity]` (core/severity.py): the level formats that have one give a finding.
+    severity: tuple[tuple[str, str], ...] = ()
+
+    def level(self, code: str) -> str:
+        """"error", "warning" or "note" (core/severity.py)."""
+        from jaxfuse_lint.core.severity import level
+
+        return level(code, self.severity)
 
 
 def renderer(name: str) -> Callable[[list[Diagnostic], ReportContext], str]:

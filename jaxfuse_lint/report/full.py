@@ -41,6 +41,11 @@ def _fix_diff(d: Diagnostic, source: str) -> list[str]:
     return head + ["    " + l for l in body]
 
 
+def _premises(d: Diagnostic) -> list[str]:
+    """What the finding rests on, one premise a line: `  proven  traced(`x`): value-flow: ...`."""
+    return [f"  {p.status:<9} {p.premise}" + (f": {p.source}" if p.source else "") for p in d.premises]
+
+
 def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     blocks = []
     for d in diagnostics:
@@ -52,6 +57,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
             if d.fix is not None:  # show what the fix does to this cell
                 d = replace(d, fix=replace(d.fix, edits=tuple(e for e in d.fix.edits if e.cell in (None, d.cell))))
         block = [header(d, context)]
+        block += _premises(d)
         if source is not None:
             block += _excerpt(d, split_lines(source))
             block += _fix_diff(d, source)

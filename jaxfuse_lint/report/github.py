@@ -46,7 +46,7 @@ def command(d: Diagnostic, context: ReportContext) -> str:
                         f"(jaxfuse-lint --fix --unsafe-fixes; review it)")
     if d.url and d.code != SYNTAX_ERROR:
         message += f"\n{d.url}"
-    level = "error" if d.code == SYNTAX_ERROR else "warning"
+    level = {"error": "error", "warning": "warning", "note": "notice"}[context.level(d.code)]
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
     return f"::{level} {joined}::{escape_data(message)}"
 

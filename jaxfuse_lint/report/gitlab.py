@@ -42,7 +42,7 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> list[dict]:
             "description": f"{d.code} {d.message}",
             "content": {"body": f"[{d.code}]({d.url})" if d.url and d.code != SYNTAX_ERROR else d.message},
             "categories": ["Bug Risk"] if d.code == SYNTAX_ERROR else ["Performance"],
-            "severity": "major" if d.code == SYNTAX_ERROR else "minor",
+            "severity": {"error": "major", "warning": "minor", "note": "info"}[context.level(d.code)],
             "fingerprint": _fingerprint(path, d, text, occurrence),
             "location": {
                 "path": path,

@@ -15,6 +15,8 @@ def as_json(d: Diagnostic) -> dict:
     # that is not UTF-8 has its bytes escaped: JSON text cannot hold them).
     if d.filename not in ("-", "<stdin>"):
         data["filename"] = printable(os.path.abspath(d.filename))
+    if d.extra.get("undecided"):  # `--show-undecided`: a pattern seen but not decided (a note)
+        data["undecided"] = True
     return data
 
 

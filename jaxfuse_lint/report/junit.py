@@ -32,7 +32,7 @@ def render(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         for d in items:
             case = ET.SubElement(suite, "testcase", name=f"{PACKAGE}.{d.code}", classname=classname,
                                  line=str(d.location.row), column=str(d.location.column))
-            failure = ET.SubElement(case, "failure", message=d.message)
+            failure = ET.SubElement(case, "failure", message=d.message, type=context.level(d.code))
             failure.text = f"line {d.location.row}, col {d.location.column}, {d.message}"
     ET.indent(root, space="    ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -3,20 +3,17 @@ that hold a cell's rows (for formats and hosts that open the file itself)."""
 from __future__ import annotations
 
 import difflib
-import json
-import re
 
 from jaxfuse_lint.core.diagnostics import Diagnostic, Location
 from jaxfuse_lint.core.lines import split_lines
-from jaxfuse_lint.parse.notebook import source_text
+from jaxfuse_lint.parse.notebook import cell_outline, cells_of, source_text
 
 
 def cell_text(raw: str, number: int) -> str | None:
     """Cell `number`'s source in a notebook's text (None if it cannot be read)."""
     try:
-        cells = json.loads(raw)["cells"]
-        return source_text(cells[number - 1])
-    except (ValueError, KeyError, IndexError, TypeError):
+        return source_text(cells_of(raw)[number - 1])
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return None
 
 
@@ -24,9 +21,9 @@ def unified_diff(original: str, fixed: str, filename: str) -> str:
     """ruff's `--diff` for notebooks: one unified diff per changed cell, headed
     `--- a/nb.ipynb:cell N` / `+++ b/nb.ipynb:cell N`."""
     try:
-        before = json.loads(original)["cells"]
-        after = json.loads(fixed)["cells"]
-    except (ValueError, KeyError, TypeError):
+        before = cells_of(original)
+        after = cells_of(fixed)
+    except ValueError:
         return ""
     out = []
     for number, (a, b) in enumerate(zip(before, after), 1):
@@ -42,52 +39,36 @@ def unified_diff(original: str, fixed: str, filename: str) -> str:
     return "".join(out)
 
 
-_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
-_SPACE = re.compile(r"[\s,]*")
-
-
 def source_file_rows(raw: str) -> dict[int, list[int]]:
     """Cell number -> the line of the .ipynb file each row of the cell's source is on
     (where an editor or a code host opens the file). A source stored as one string is
     on one line; cells whose source cannot be found are left out."""
-    try:
-        cells = json.loads(raw)["cells"]
-    except (ValueError, KeyError, TypeError):
-        return {}
-    import bisect
+    from jaxfuse_lint.parse.json_splice import SpliceError, elements
 
-    newlines = [i for i, c in enumerate(raw) if c == "\n"]
+    try:
+        cells, spans = cell_outline(raw)
+    except ValueError:
+        return {}
+    line, counted = 1, 0  # the line of offset `counted` (offsets are asked in increasing order)
 
     def line_of(offset: int) -> int:
-        return bisect.bisect_left(newlines, offset) + 1
+        nonlocal line, counted
+        line += raw.count("\n", counted, offset)
+        counted = offset
+        return line
 
-    decoder = json.JSONDecoder()
     out: dict[int, list[int]] = {}
-    pos = max(raw.find('"cells"'), 0)
-    for number, cell in enumerate(cells, 1):
+    for number, (cell, span) in enumerate(zip(cells, spans), 1):
         source = cell.get("source") if isinstance(cell, dict) else None
-        if source is None:
+        if source is None or span is None:
             continue
-        for m in _SOURCE_KEY.finditer(raw, pos):
-            try:
-                value, end = decoder.raw_decode(raw, m.end())
-            except ValueError:
-                continue
-            if value == source:  # this cell's `"source"` (not a key of the same name in its metadata)
-                break
-        else:
-            continue
-        pos = end
         if isinstance(source, str):
-            line = line_of(m.end())
-            out[number] = [line] * max(1, len(split_lines(source)))
+            out[number] = [line_of(span[0])] * max(1, len(split_lines(source)))
             continue
-        rows, at = [], m.end() + 1  # past the `[`
-        for _ in source:
-            at = _SPACE.match(raw, at).end()
-            rows.append(line_of(at))
-            _, at = decoder.raw_decode(raw, at)
-        out[number] = rows
+        try:
+            out[number] = [line_of(start) for start, _ in elements(raw, span[0])]
+        except SpliceError:
+            continue
     return out
 
 

@@ -26,7 +26,7 @@ def _position(loc: Location, source: str | None) -> dict:
 def diagnostic(d: Diagnostic, context: ReportContext) -> dict:
     source = context.sources.get(d.filename)
     path = display_path(d.filename, context.root).replace(os.sep, "/")
-    severity = "ERROR" if d.code == SYNTAX_ERROR else "WARNING"
+    severity = {"error": "ERROR", "warning": "WARNING", "note": "INFO"}[context.level(d.code)]
     out: dict = {
         "message": d.message,
         "location": {"path": path, "range": {"start": _position(d.location, source),

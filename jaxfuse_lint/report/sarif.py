@@ -17,7 +17,7 @@ from urllib.parse import quote
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location
 from jaxfuse_lint.report import ReportContext
 from jaxfuse_lint.core.edits import split_lines, strip_eol
-from jaxfuse_lint.report.rules import INFORMATION_URI, SYNTAX_ERROR, TOOL_NAME, RuleInfo, rule_info, rule_table, tool_version
+from jaxfuse_lint.report.rules import INFORMATION_URI, TOOL_NAME, RuleInfo, rule_info, rule_table, tool_version
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -42,7 +42,7 @@ def artifact_location(filename: str, root: str) -> dict:
     return {"uri": quote(os.fsencode(Path(rel).as_posix())), "uriBaseId": SRCROOT}
 
 
-def _rule_descriptor(info: RuleInfo, with_help: bool = True) -> dict:
+def _rule_descriptor(info: RuleInfo, with_help: bool = True, level: str = "warning") -> dict:
     """Every rule is described; the rule's whole page (`help`) only goes with the rules that have
     results in this run (the pages of all rules made a 4-result log 200 KB; `helpUri` links each)."""
     descriptor = {
@@ -50,7 +50,7 @@ def _rule_descriptor(info: RuleInfo, with_help: bool = True) -> dict:
         "name": info.name,
         "shortDescription": {"text": info.summary},
         "fullDescription": {"text": info.what_it_does},
-        "defaultConfiguration": {"level": "error" if info.code == SYNTAX_ERROR else "warning"},
+        "defaultConfiguration": {"level": level},
         "properties": {"fixable": info.fixable, "tags": ["jax", "performance"]},
     }
     if with_help:
@@ -109,11 +109,16 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
         result = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
-            "level": "error" if d.code == SYNTAX_ERROR else "warning",
+            "level": context.level(d.code),
             "message": {"text": d.message},
             "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                                 "region": _region(d.location, d.end_location)}}],
         }
+        if d.premises:  # what the finding rests on (model/premises.py)
+            result["properties"] = {"premises": [p.to_json() for p in d.premises]}
+        if d.extra.get("undecided"):  # `--show-undecided`: a pattern seen but not decided is a note
+            result["level"] = "note"
+            result.setdefault("properties", {})["undecided"] = True
         fixes = _fixes(d, artifact, context.sources.get(d.filename))
         if fixes:
             result["fixes"] = fixes
@@ -127,7 +132,7 @@ def build(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
                 "version": tool_version(),
                 "semanticVersion": tool_version(),
                 "informationUri": INFORMATION_URI,
-                "rules": [_rule_descriptor(i, i.code in reported) for i in infos],
+                "rules": [_rule_descriptor(i, i.code in reported, context.level(i.code)) for i in infos],
             }},
             "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
             "columnKind": "unicodeCodePoints",

@@ -17,11 +17,55 @@ def unchecked_text(filenames: list[str], limit: int = 10) -> str:
             f"{names}{more}")
 
 
-def summary_text(diagnostics: list[Diagnostic], unsafe: bool, unchecked: list[str] = ()) -> str:
+def undecided_text(undecided: list[Diagnostic], listed: bool = False) -> str:
+    """"12 not decided: 7 sizes unknown, 3 not shown to be traced, 2 call counts unknown", and what would
+    decide them: patterns seen whose findings rest on an assumed premise (the preview tier, off)."""
+    from jaxfuse_lint.core.claims import CLAIMS, DECIDES, claim_of
+
+    if not undecided:
+        return ""
+    counts: dict[str, int] = {}
+    for d in undecided:
+        claim = next((claim_of(p.premise) for p in d.premises if p.status == "assumed"), "")
+        counts[claim] = counts.get(claim, 0) + 1
+    order = sorted(counts, key=lambda c: (-counts[c], c))
+    parts = ", ".join(f"{counts[c]} {CLAIMS.get(c, 'assumed')}" for c in order)
+    lines = [f"{len(undecided)} not decided: {parts}."]
+    hints = [DECIDES[c] for c in order if c in DECIDES]
+    if hints:
+        lines.append("What decides them: " + "; ".join(dict.fromkeys(hints)) + ".")
+    if not listed:
+        lines.append("`--show-undecided` lists them; `--preview` reports them.")
+    return "\n".join(lines)
+
+
+def summary_text(diagnostics: list[Diagnostic], unsafe: bool, undecided: list[Diagnostic] | None = None,
+                 listed: bool = False, unchecked: list[str] = ()) -> str:
     """ruff's closing lines: the count, and how many fixes `--fix` (and `--unsafe-fixes`) would apply;
-    never "All checks passed!" when a file was not checked (`unchecked`)."""
+    the files an internal error left unchecked (`unchecked_text`: never "All checks passed!" then);
+    then how many patterns were seen but not decided (`undecided_text`)."""
+    more = undecided_text(undecided or [], listed)
+    lost = unchecked_text(list(unchecked))
     if not diagnostics:
-        return unchecked_text(list(unchecked)) or "All checks passed!"
+        head = lost or "All checks passed!"
+    else:
+        head = _found_text(diagnostics, unsafe) + (f"\n{lost}" if lost else "")
+    return head + (f"\n{more}" if more else "")
+
+
+def undecided_lines(undecided: list[Diagnostic]) -> list[str]:
+    """`--show-undecided`: each pattern not decided, with the premise it assumes."""
+    from jaxfuse_lint.report.paths import display_path
+
+    out = []
+    for d in undecided:
+        where = display_path(d.filename, None) + (f":cell {d.cell}" if d.cell is not None else "")
+        assumed = "; ".join(f"{p.premise}: {p.source}" for p in d.premises if p.status == "assumed")
+        out.append(f"{where}:{d.location.row}:{d.location.column}: {d.code} not decided ({assumed})")
+    return out
+
+
+def _found_text(diagnostics: list[Diagnostic], unsafe: bool) -> str:
     n = len(diagnostics)
     fixable = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
     unsafe_n = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
@@ -33,8 +77,6 @@ def summary_text(diagnostics: list[Diagnostic], unsafe: bool, unchecked: list[st
         msg += f"\n[*] {fixable} fixable with `jaxfuse-lint --fix{' --unsafe-fixes' if unsafe else ''}`."
     if unsafe_n:
         msg += f"\n{unsafe_n} more fixable with `--fix --unsafe-fixes` (review those)."
-    if unchecked:
-        msg += "\n" + unchecked_text(list(unchecked))
     return msg
 
 

@@ -3,24 +3,17 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 import libcst as cst
+
+from jaxfuse_lint.model.premises import LineOf, MessagePart, Premise, preview_parts, tier
+from jaxfuse_lint.model.traced import reason_parts  # noqa: F401  (the rules' spelling)
 
 if TYPE_CHECKING:
     from jaxfuse_lint.core.config import Settings
     from jaxfuse_lint.model import SemanticModel
     from jaxfuse_lint.core.targets import Claim
-
-
-@dataclass(frozen=True)
-class LineOf:
-    """A message part rendered as the line number of a node, once positions are known."""
-
-    node: cst.CSTNode
-
-
-MessagePart = Union[str, LineOf]
 
 
 @dataclass(eq=False)
@@ -31,20 +24,37 @@ class Violation:
     data: dict[str, Any] = field(default_factory=dict)
     # Optional: a node whose range is the diagnostic's (default: node).
     range_node: cst.CSTNode | None = None
-    # Set when a link of the finding's chain of evidence is assumed rather than shown (the code is
-    # traced on a route that runs; the names resolve to what runs there; the value's kind is known;
-    # the compiler shows the harm): what is assumed, in a few words. Such a finding is in the
-    # preview tier: reported only with `preview = true` / `--preview`, where the text is appended.
-    preview: str | None = None
+    # What the finding's claim rests on: one Premise per claim the rule states (`Rule.premises`),
+    # each proven, recorded, assumed or disproved (model/premises.py). The engine decides the tier
+    # from them, for every rule alike: default where none is assumed, preview (named in the message,
+    # no fix) where one is, not reported where one is disproved.
+    premises: tuple[Premise, ...] = ()
     # Set when no fix may be offered for this finding although the rule has a codemod: why (the
-    # calibration table does not show the fixed form to be no worse for this code, say).
+    # codemod cannot write this form safely, say).
     no_fix: str | None = None
+
+    @property
+    def preview(self) -> tuple[MessagePart, ...] | None:
+        """What the finding assumes (its assumed premises), or None: read-only, from the premises."""
+        return preview_parts(self.premises)
+
+    @property
+    def tier(self) -> str:
+        return tier(self.premises)
+
+    def with_premises(self, *premises: Premise) -> "Violation":
+        """The same finding with more premises (in place: findings are built once and returned)."""
+        self.premises = (*self.premises, *premises)
+        return self
 
     def render(self, line_of) -> str:
         return "".join(p if isinstance(p, str) else str(line_of(p.node)) for p in self.message)
 
     def line_refs(self) -> list[cst.CSTNode]:
-        return [p.node for p in self.message if isinstance(p, LineOf)]
+        refs = [p.node for p in self.message if isinstance(p, LineOf)]
+        for premise in self.premises:
+            refs += premise.line_refs()
+        return refs
 
 
 class Rule:
@@ -73,6 +83,9 @@ class Rule:
     stage: ClassVar[str] = "model"
     # False: only selected when named (`JF9`, `JF901`, `ALL`), never by the default `JF`.
     default_enabled: ClassVar[bool] = True
+    # The claims a finding of this rule rests on (model/premises.py CLAIMS): every finding carries
+    # a premise for each, with its status (tests/test_premises.py holds every rule to it).
+    premises: ClassVar[tuple[str, ...]] = ()
     # The preview tier (ruff's meaning): the whole rule runs only with `preview = true` / `--preview`,
     # even when selected by name, until its first-look precision on code it was never tuned on earns
     # it a place in the default set. `preview_why` says what it still lacks.
@@ -127,18 +140,3 @@ def staged_reason(model, fn, batching: bool = False, cached: bool = False):
     if not reasons:
         return model.trace_reason(fn)
     return min(reasons, key=lambda r: _REASON_ORDER.get(r.kind, 9))
-
-
-def reason_parts(reason) -> tuple[MessagePart, ...]:
-    """Why a function is traced, as message parts ("passed to `jax.jit` on line 30")."""
-    if reason is None:
-        return ("traced",)
-    if reason.kind in ("external", "assumed") or (reason.kind == "framework" and not isinstance(reason.node, cst.Call)):
-        return (reason.description,)
-    text = reason.describe(lambda n: "\x00")
-    before, _, after = text.partition("\x00")
-    parts: tuple[MessagePart, ...] = (before, LineOf(reason.node), after)
-    if reason.kind == "entry" and reason.caller_reason is not None and reason.caller is not None:
-        # The chain: how the code that calls the entry point is itself traced.
-        parts += (f"; `{reason.caller.display_name}` is ", *reason_parts(reason.caller_reason))
-    return parts

@@ -14,6 +14,11 @@ import libcst as cst
 
 from jaxfuse_lint.core.calibration import Decision, Row, decide, evidence_text
 from jaxfuse_lint.model import constant_context, fusion_context
+from jaxfuse_lint.model.evidence import evidence as model_evidence
+from jaxfuse_lint.model.premises import LineOf, SizeClaim, calibrated
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import SizeOrigin
+from jaxfuse_lint.model.source_text import code_of
 
 
 def features(model, node: cst.CSTNode, scope, values: Iterable[tuple[cst.BaseExpression, Any]] | None = None,
@@ -30,27 +35,71 @@ def features(model, node: cst.CSTNode, scope, values: Iterable[tuple[cst.BaseExp
         if declared[1] is not None:
             sizes = [declared]
     elements = {n for _, n in sizes}
+    used = constant_context.use(model, node, scope)
     out = {
         "builder": builders.pop() if len(builders) == 1 else None,
-        "use": constant_context.use(model, node, scope),
+        "use": used,
         "size": elements.pop() if len(elements) == 1 else None,
         "loop": fusion_context.loop(model, scope),
     }
     if known:
         kinds = {k for k, _ in sizes}
         out["known"] = kinds.pop() if len(kinds) == 1 else None
+    if used is None:
+        out["op"] = constant_context.program_op(model, node, scope)  # not a table feature: for the message
     return out
 
 
+def size_claim(model, node: cst.CSTNode, scope, found: dict[str, Any],
+               values: Iterable[tuple[cst.BaseExpression, Any]] | None = None,
+               bound: dict | None = None) -> SizeClaim:
+    """The `size` the table reads for the constant at `node`: proven from the expression that builds
+    it (its literal arguments, a declared shape; `bound`: the call that made the instance passes the
+    count), or not shown."""
+    subject = f"`{code_of(model, node, 40)}`"
+    n = found.get("size")
+    if n is None:
+        return SizeClaim("size", subject)
+    sources = list(values) if values is not None else [(node, scope)]
+    parts: list = []
+    for value, _ in sources[:2]:
+        parts += [", " if parts else "", f"`{code_of(model, value, 40)}` on line ", LineOf(value)]
+    inference = "constant-arguments"
+    if bound:
+        inference = "call-site"
+        for name, (arg, _) in list(bound.items())[:2]:
+            call = _enclosing_call(model, arg)
+            parts += [f", with `{name}` = `{code_of(model, arg, 20)}` from ",
+                      *((f"`{code_of(model, call, 40)}` on line ", LineOf(call)) if call is not None else ("a call",))]
+    return SizeClaim("size", subject, premise_size(model, scope, subject, n, " elements (4-byte units)",
+                                                   origin=SizeOrigin(inference, tuple(parts))))
+
+
+def _enclosing_call(model, node: cst.CSTNode) -> cst.Call | None:
+    p = model.parent(node)
+    while p is not None and not isinstance(p, cst.Call):
+        if isinstance(p, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return None
+        p = model.parent(p)
+    return p
+
+
 def judge(code: str, settings, found: dict[str, Any]) -> Decision:
-    decision = decide(code, settings, **found)
+    op = found.get("op")
+    decision = decide(code, settings, **{k: v for k, v in found.items() if k != "op"})
+    if op is not None and decision.outcome in ("harm", "some"):
+        # It reaches the program, through an operation the tables do not calibrate.
+        uses = ", ".join(decision.table.features.get("use", ())) if decision.table is not None else ""
+        return Decision("unknown", decision.table, decision.rows,
+                        f"the program reads it through `{op}`, a use the table does not calibrate ({uses})",
+                        decision.features)
     if decision.fires and found.get("use") is None:
         # How the program reads the array is not shown (a comparison, a host-side NumPy index, a call this
         # module cannot see into): it may never reach the program at all (`np.arange(n) != i` as a NumPy
         # mask), so the table's harm for every use is no evidence for this one.
         return Decision("some", decision.table, decision.rows,
                         "how the compiled program reads this array is not shown here (it may be host-side "
-                        "NumPy work that never reaches the program)")
+                        "NumPy work that never reaches the program)", decision.features)
     return decision
 
 
@@ -89,12 +138,18 @@ def judged_capture(code: str, model, settings, v, node: cst.CSTNode, scope,
 
     if raw(settings):
         return v  # the calibration harness: the pattern, whatever the table says
+    runs = model_evidence(model).premise(scope, node, raises=False)
+    if runs is None:
+        return None  # not traced on a route that runs
     found = features(model, node, scope, values, bound=bound)
     decision = judge(code, settings, found)
     if decision.outcome == "none":
         return None  # a few bytes, or a constant XLA rebuilds in place
+    v = replace(v, premises=(*v.premises, runs,
+                             *calibrated(decision, f"`{code_of(model, node, 40)}`",
+                                         [size_claim(model, node, scope, found, values, bound)])))
     if not decision.fires:
-        return replace(v, preview=decision.preview, no_fix=decision.preview)
+        return v
     data = found["builder"] in DATA
     fixed = "passed as an argument" if data else "built inside with `jax.numpy`"
     cited = evidence(decision, "this read", fixed, found["size"])

@@ -10,6 +10,10 @@ from jaxfuse_lint.core.calibration import decide, evidence_text, raw
 from jaxfuse_lint.model import Function, SemanticModel, grid_context, keyword
 from jaxfuse_lint.model.fusion import reaching_binding, reaching_value
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import LineOf, SizeClaim, calibrated
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import SizeOrigin
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -115,6 +119,7 @@ def indexing_of(call: cst.Call) -> str | None:
 
 class GridFromMeshgrid(Rule):
     code = "JF102"
+    premises = ('runs-traced', 'size', 'harm')
     name = "grid-from-meshgrid"
     summary = "`jnp.meshgrid` of `fftfreq`/`linspace` vectors in traced code (build the grid from `jnp.indices`)"
     fixable = "sometimes"
@@ -141,6 +146,14 @@ class GridFromMeshgrid(Rule):
     multiplies (a filter in k-space). What the rule cannot read matches every
     calibrated value: the finding is reported when all of them show the harm,
     and is in the preview tier, without its fix, when only some do.
+
+    ## Premises
+    `runs-traced` (the route into the trace); `size(the points of the grid)`:
+    the grid's points, proven from the vectors' lengths (each `fftfreq(n)` /
+    `linspace(..., n)` cited by its line), or assumed where a length is not
+    shown and the table's answer depends on it ("harm from 262,144 points":
+    preview); `harm(meshgrid)`: every calibrated form the code may take shows
+    the harm, citing the table.
 
     ## Why is this bad?
     Where XLA will not repeat the arithmetic of `fftfreq` (a `where` on the
@@ -276,8 +289,11 @@ class GridFromMeshgrid(Rule):
                                 data=data)
                 continue
             judged = self._judge(model, call, scope, sources, head, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(scope, call, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this grid (the calibration table) ---------------------------
     def _judge(self, model, call, scope, sources, head, data, settings) -> Violation | None:
@@ -297,13 +313,22 @@ class GridFromMeshgrid(Rule):
                           consumer=grid_context.consumer(model, call, scope))
         if decision.outcome == "none":
             return None  # the compiler builds this grid as well as the `jnp.indices` form: nothing to win
+        known = None
+        if points is not None:
+            parts: list = []
+            for src in sources:
+                parts += [", " if parts else "", f"`{code_of(model, src.call, 40)}` on line ", LineOf(src.call)]
+            known = premise_size(model, scope, f"the points of `{code_of(model, call, 40)}`", points, " points",
+                                 origin=SizeOrigin("vector-lengths", ("the vectors' lengths: ", *parts)))
+        premises = calibrated(decision, f"`{code_of(model, call, 40)}`",
+                              [SizeClaim("points", f"the points of `{code_of(model, call, 40)}`", known)])
         if not decision.fires:
             return Violation(call, message(f"{head}: built from `jnp.indices` with index arithmetic, the grid "
                                            "may fuse into its consumers"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         evidence = evidence_text(decision, "the calibrated meshgrid", "the `jnp.indices` form")
         return Violation(call, message(f"{head}: {evidence}; build the grid from `jnp.indices` with index "
-                                       "arithmetic"), data=data)
+                                       "arithmetic"), data=data, premises=premises)
 
 
 RULE = GridFromMeshgrid

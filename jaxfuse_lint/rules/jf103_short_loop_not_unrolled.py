@@ -8,6 +8,11 @@ import libcst as cst
 from jaxfuse_lint.core.calibration import decide, evidence_text, raw
 from jaxfuse_lint.model import Function, Kind, SemanticModel, fusion_context, keyword, loop_context, positional, walk
 from jaxfuse_lint.model.fusion import expression_names, static_int
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import LineOf, SizeClaim, calibrated, proven
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import SizeOrigin, axes_origin
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -102,6 +107,7 @@ def _computes(body: Function) -> bool:
 
 class ShortLoopNotUnrolled(Rule):
     code = "JF103"
+    premises = ('runs-traced', 'size', 'harm')
     name = "short-loop-not-unrolled"
     summary = "`lax.fori_loop`/`lax.scan` with a small literal trip count, not unrolled"
     fixable = "sometimes"
@@ -130,6 +136,19 @@ class ShortLoopNotUnrolled(Rule):
     all of them show the harm, and is in the preview tier, without its fix,
     when only some do.
 
+    ## Premises
+    `runs-traced` (the body is traced by the loop); `size(the trip count)`:
+    proven from the literal bounds or `length=` (the line cited);
+    `size(the carry)`: the carry's elements, proven by the construct that
+    states its shape (a scalar literal, an annotation, a stack...) or, not
+    shown, proven irrelevant where every calibrated carry size shows the harm,
+    else assumed with the table's threshold (preview); `harm(loop)` from the
+    table. A carry more than one size class below the calibrated ones — a
+    Python float or a 0-d array, whose loop launches kernels of a few
+    instructions — is not calibrated: such a loop is at most in the preview
+    tier (jax-ml/jax#23637's one-line `scan`/`fori_loop` repro reported it by
+    default, as a 1,024-element carry; not worth a finding).
+
     ## Why is this bad?
     A lax loop is an XLA `while`: every iteration launches the body's kernels
     again, and the carry goes through a buffer between iterations. Unrolled,
@@ -157,7 +176,13 @@ class ShortLoopNotUnrolled(Rule):
 
     Bodies with FFTs, nested loops, random numbers, writes to refs or
     objects, or calls the linter cannot see into are not flagged (not
-    calibrated). Neither are bodies that recompute something from outside the
+    calibrated). A body that moves data between elements — `jnp.roll`,
+    shifted or strided slices (`v[1:] - v[:-1]`), concatenation, stacking,
+    padding, flips, transposes, an `.at[...]` update of a static window — is
+    none of the calibrated bodies either (a stencil is not elementwise work:
+    a 4-step Jacobi sweep written with `jnp.roll` at f32[1024,1024] unrolls
+    from 6 kernels to 4 but from 4.0 to 8.0 MiB of temporaries on the H100):
+    it is reported only in the preview tier, never with a fix. Neither are bodies that recompute something from outside the
     loop (`a + get_im(x)`, the notebook's `f_cse_loop_impl`) or read an array
     computed outside it (JF203): there the loop scope controls XLA's CSE.
     Compile time grows with the unrolled length.
@@ -235,36 +260,58 @@ class ShortLoopNotUnrolled(Rule):
             body = site.bodies[0]
             body_name = "its lambda body" if body.is_lambda else f"its body `{body.name}`"
             head = f"`{_SHORT[qn]}` runs {n} iteration{'s' if n != 1 else ''} ({source}) of {body_name} ({_KINDS[kind]})"
-            data = {"trip_count": n, "qualified_name": qn, "body": kind}
+            data = {"trip_count": n, "qualified_name": qn, "body": kind, "source": source}
             if raw(settings):  # the calibration harness: the pattern, whatever the table says
                 yield Violation(call, message(f"{head}: each iteration launches the body's kernels again; "
                                               "unroll it (`unroll=True`)"), data=data)
                 continue
             judged = self._judge(model, site, n, kind, head, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            # The loop compiles where it runs: in its traced function, or by itself (lax traces the body).
+            if isinstance(site.scope, Function) and model.is_traced(site.scope):
+                runs = evidence(model).premise(site.scope, call, raises=False)
+            else:
+                runs = evidence(model).premise(body, body.node, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this loop (the calibration table) ---------------------------
     def _judge(self, model, site, n, kind, head, data, settings) -> Violation | None:
         call, qn, scope = site.call, site.qualified_name, site.scope
         init = loop_context.carry(call, qn)
+        elements = loop_context.size(model, init, scope)
         decision = decide(self.code, settings, loop=_SHORT[qn].split(".")[1], steps=n, body=kind,
-                          size=loop_context.size(model, init, scope),
+                          size=elements,
                           dtype=fusion_context.dtype_name(model, init, scope) if init is not None else None,
                           context=loop_context.context(model, call, qn, scope))
         if decision.outcome == "none":
             return None  # unrolled, the compiler does no better: nothing to win
+        subject = f"`{code_of(model, call, 40)}`"
+        carry_known = None
+        if elements is not None and init is not None:
+            shape = model.shape(init, scope)
+            origin = (SizeOrigin("scalar", (f"the scalar `{code_of(model, init, 30)}` on line ", LineOf(init)))
+                      if shape is not None and shape.rank == 0 else
+                      axes_origin(model, init, scope, list(range(shape.rank))) if shape is not None else None)
+            if origin is not None:
+                carry_known = premise_size(model, scope, f"the carry `{code_of(model, init, 30)}`", elements,
+                                           origin=origin)
+        trips = proven("size", f"the trip count of {subject}", "literal-trip-count",
+                       f"{n} iteration{'s' if n != 1 else ''}: {data['source']} on line ", LineOf(call))
+        premises = (trips, *calibrated(decision, subject, [SizeClaim("size", f"the carry of {subject}", carry_known)]))
         if not decision.fires:
             return Violation(call, message(f"{head}: unrolled (`unroll=True`), the iterations may fuse"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         steps = decision.evidence.features.get("steps") if decision.evidence is not None else n
         evidence = evidence_text(decision, f"the calibrated {steps}-step loop", "unrolled")
-        return Violation(call, message(f"{head}: {evidence}; add `unroll=True`"), data=data)
+        return Violation(call, message(f"{head}: {evidence}; add `unroll=True`"), data=data, premises=premises)
 
 
 # How a message names the heaviest work of the body (model/loop_context.py).
 _KINDS = {"elementwise": "elementwise work only", "reduction": "with a reduction", "matmul": "with a matmul",
-          "gather": "with a gather", "scatter": "with a scatter"}
+          "gather": "with a gather", "scatter": "with a scatter",
+          "shift": "with shifted copies: roll, slices, concatenation or padding"}
 
 
 RULE = ShortLoopNotUnrolled

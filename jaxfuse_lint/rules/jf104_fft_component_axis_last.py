@@ -10,6 +10,10 @@ from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model import Function, SemanticModel, Shape, fft_context, keyword, positional
 from jaxfuse_lint.model.fusion import FFT_MULTI_AXIS, FFT_ONE_AXIS, reaching_value
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import SizeClaim, calibrated
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import axes_origin, axis_origin
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.core.targets import TPU_UNKNOWN, Claim, Evidence
 
@@ -65,6 +69,7 @@ def transforms_last_axis(axes: tuple[int, ...], rank: int | None) -> bool | None
 
 class FftComponentAxisLast(Rule):
     code = "JF104"
+    premises = ('runs-traced', 'size', 'harm')
     name = "fft-component-axis-last"
     summary = "FFT over the leading axes of an array whose trailing axis is a small component axis"
     fixable = "never"
@@ -95,6 +100,13 @@ class FftComponentAxisLast(Rule):
     harm, and is in the preview tier when only some do. A form the table does
     not have (`fft` over one axis, an `irfftn` of another array, an array made
     by other work or read by other code) is in the preview tier.
+
+    ## Premises
+    `runs-traced`; `size(the trailing axis)`: the component axis, proven by
+    the construct that states it (a stack of 3 arrays, an assert, a jaxtyping
+    annotation, line cited); `size(the transformed points)` where the table's
+    answer depends on them: proven where declared, else assumed with the
+    table's threshold (preview); `harm(fft)` from the table.
 
     ## Why is this bad?
     XLA's FFT works on the trailing dimensions. To transform leading axes, JAX
@@ -218,13 +230,16 @@ class FftComponentAxisLast(Rule):
             head = (f"`{short}` transforms axes {axes_text} of `{code_of(model, operand, 40)}`, whose trailing "
                     f"axis is a component axis of size {size}")
             advice = f"store the components first, shape ({size}, ...), and transform axes {good}"
-            data = {"axes": axes, "size": size}
+            data = {"axes": axes, "size": size, "operand": operand}
             if raw(settings):  # the calibration harness: the pattern, whatever the table says
                 yield Violation(call, message(f"{head}: XLA transforms trailing axes only; {advice}"), data=data)
                 continue
             judged = self._judge(model, call, qn, scope, axes, shape, size, head, advice, data, settings)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(scope, call, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this layout (the calibration table) -------------------------
     def _judge(self, model, call, qn, scope, axes, shape, size, head, advice, data, settings) -> Violation | None:
@@ -240,12 +255,23 @@ class FftComponentAxisLast(Rule):
                           consumer=fft_context.consumer(model, call, qn, scope))
         if decision.outcome == "none":
             return None  # the compiler does as well with this layout: nothing to win
+        operand = data["operand"]
+        points = _points(points_shape, axes)
+        points_origin = axes_origin(model, operand, scope, list(axes)) if points is not None and \
+            points_shape is shape else None
+        points_known = premise_size(model, scope, f"the transformed points of `{code_of(model, operand, 40)}`",
+                                    points, " points", origin=points_origin) if points_origin is not None else None
+        premises = (premise_size(model, scope, f"the trailing axis of `{code_of(model, operand, 40)}`", size,
+                                 origin=axis_origin(model, operand, scope, -1)),
+                    *calibrated(decision, f"`{code_of(model, call, 40)}`",
+                                [SizeClaim("points", f"the transformed points of `{code_of(model, operand, 40)}`",
+                                           points_known, required=False)]))
         if not decision.fires:
             return Violation(call, message(f"{head}: XLA transforms trailing axes only, and it may transpose the "
                                            f"array before and after the FFT; {advice}"),
-                             data=data, preview=decision.preview, no_fix=decision.preview)
+                             data=data, premises=premises)
         evidence = evidence_text(decision, "the calibrated component-last layout", "the components-first layout")
-        return Violation(call, message(f"{head}: {evidence}; {advice}"), data=data)
+        return Violation(call, message(f"{head}: {evidence}; {advice}"), data=data, premises=premises)
 
 
 _FORWARD = frozenset({"jax.numpy.fft.rfftn", "jax.numpy.fft.rfft2"})

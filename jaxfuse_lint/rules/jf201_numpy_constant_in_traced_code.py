@@ -11,12 +11,16 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.rules import folded_constants
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import calibrated
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence, tracing
 
 
 class NumpyConstantInTracedCode(Rule):
     code = "JF201"
+    premises = ("runs-traced", "size", "harm")
     name = "numpy-constant-in-traced-code"
     summary = "NumPy call that builds an array inside traced code (folded into the program as a constant)"
     fixable = "sometimes"
@@ -24,8 +28,22 @@ class NumpyConstantInTracedCode(Rule):
     ## What it does
     Flags, in traced code, a NumPy call that builds an array from static
     arguments: `np.arange`, `linspace`, `ones`, `zeros`, `full`, `eye`,
-    `meshgrid`, `indices`, `fft.fftfreq`, `random.*`, and NumPy array math on
-    such results (`np.sin(np.arange(n))`, reported once, at the outermost call).
+    `meshgrid`, `indices`, `fft.fftfreq`, `random.*` (and the draws of a
+    `np.random.default_rng(...)` Generator: `rng.normal(0, 1, (512, 512))`),
+    and NumPy array math on such results (`np.sin(np.arange(n))`, reported
+    once, at the outermost call).
+
+    ## Premises
+    `runs-traced`; `size(the constant)`: its elements in 4-byte units, proven
+    from its own arguments (`np.arange(10000)` on line N), a declared shape, or
+    the call that passes its count (`Mesh(4096)` on line N); where the code
+    does not show it and the table's answer depends on it, assumed with the
+    table's threshold ("harm from 1,024 elements": preview); `harm(constant)`
+    from the table. A 1-D `np.arange` of a static count read elementwise is not
+    reported at any size: XLA rewrites an iota-shaped constant as an `iota`
+    (jax-ml/jax#3220's `x + np.arange(10000)` compiles to one
+    `iota_add_fusion`, no constant, on XLA:CPU of jax 0.10.2), so only the
+    lowered text carries it.
 
     ## Why is this bad?
     NumPy runs on the host while the function is traced; the array it returns
@@ -235,8 +253,11 @@ class NumpyConstantInTracedCode(Rule):
                 yield Violation(node, message(*head, *advice), data={"qualified_name": qn})
                 continue
             judged = self._judge(model, node, fn, settings, head, advice, qn)
-            if judged is not None:
-                yield judged
+            if judged is None:
+                continue
+            runs = evidence(model).premise(fn, node, raises=False)
+            if runs is not None:
+                yield judged.with_premises(runs)
 
     # -- what the compiler does with this constant (the calibration table) ------------------------
     def _judge(self, model, node, fn, settings, head, advice, qn) -> Violation | None:
@@ -250,11 +271,12 @@ class NumpyConstantInTracedCode(Rule):
             fixed = "with the values passed as an argument"
         else:
             fixed = "with `jax.numpy`"
+        premises = calibrated(decision, f"`{code_of(model, node, 40)}`",
+                              [folded_constants.size_claim(model, node, fn, found)])
         if not decision.fires:
-            return Violation(node, message(*head, *advice), data=data, preview=decision.preview,
-                             no_fix=decision.preview)
+            return Violation(node, message(*head, *advice), data=data, premises=premises)
         cited = folded_constants.evidence(decision, "this form", fixed, found["size"])
-        return Violation(node, message(*head, f" ({cited})" if cited else "", *advice), data=data)
+        return Violation(node, message(*head, f" ({cited})" if cited else "", *advice), data=data, premises=premises)
 
 
 def _numpy_nodes(model: SemanticModel):

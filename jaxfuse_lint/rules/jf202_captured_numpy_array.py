@@ -14,6 +14,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CapturedNumpyArray(Rule):
     code = "JF202"
+    premises = ("runs-traced", "size", "harm")
     name = "captured-numpy-array"
     summary = "Traced function reads a module-level or enclosing NumPy array (baked in as a constant)"
     fixable = "sometimes"
@@ -22,6 +23,11 @@ class CapturedNumpyArray(Rule):
     Flags a read, inside a traced function, of a name bound outside any traced
     code — at module level or in an enclosing function that is not traced — to
     a NumPy array (`K = np.fft.fftfreq(256)`, `W = np.load("w.npy")`).
+
+    ## Premises
+    `runs-traced`; `size(the captured array)`: its elements, proven from the
+    expression that builds it (line cited) or assumed with the table's
+    threshold where not shown (preview); `harm(read)` from the table.
 
     ## Why is this bad?
     A traced function cannot take a closed-over NumPy array as an input: JAX
@@ -62,7 +68,11 @@ class CapturedNumpyArray(Rule):
     to give a scalar, dtype, shape, bool or None: whole-array reductions
     (`np.prod(x.shape)`, `np.sum(w)`), elementwise math on scalars
     (`np.sqrt(2.0)`), `np.float32(0.5)`, `np.dtype`, `np.finfo`, `np.shape`,
-    `np.isscalar`, `np.random.seed`, a draw without `size=`. An array read as
+    `np.isscalar`, `np.random.seed`, a draw without a size. A draw of NumPy's
+    Generator API (`rng = np.random.default_rng(0)`, then `rng.normal(0, 1,
+    (512, 512))`, or `np.random.default_rng(0).standard_normal((512, 512))`)
+    is data like the legacy `np.random.standard_normal((512, 512))`, and is
+    decided the same way. An array read as
     a shape, axis or split point (`jnp.split(x, SPLITS)`, `x.reshape(SHAPE)`,
     `axis=AXES`) becomes Python numbers at trace time and is not flagged. A jax
     array captured the same way is JF207's.

@@ -8,6 +8,11 @@ import libcst as cst
 from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, raw
 from jaxfuse_lint.model import Kind, SemanticModel, capture_context
 from jaxfuse_lint.model.scopes import Function
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import SizeClaim, calibrated
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import SizeOrigin, axes_origin
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.model.captures import static_use
 from jaxfuse_lint.model.computed_arrays import computed_array, known_scalar
@@ -16,6 +21,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, WHILE_LOOP_LIC
 
 class LoopInvariantCapture(Rule):
     code = "JF203"
+    premises = ("runs-traced", "size", "harm")
     name = "loop-invariant-capture"
     summary = "lax loop body reads an array computed outside the loop (kept alive as a temporary)"
     fixable = "sometimes"
@@ -28,6 +34,12 @@ class LoopInvariantCapture(Rule):
     body instead compiles to a better program: fewer kernels or launches, fewer
     temporaries, and worse on no figure. The diagnostic is on the read, names
     the line where the value was bound and cites the measured figures.
+
+    ## Premises
+    `runs-traced`; `size(the elements of the value)`: proven by the construct
+    that states its shape (line cited), proven irrelevant where every size the
+    value may have shows the same, else assumed with the table's threshold
+    ("harm from 4,096 elements": preview); `harm(value)` from the table.
 
     ## Why is this bad?
     XLA's common-subexpression elimination and fusion work within one
@@ -206,8 +218,11 @@ class LoopInvariantCapture(Rule):
                             "recomputed in the fused loop kernel"), data=data)
                         continue
                     judged = _judge(model, settings, read, bindings, owner, body, site, head, data)
-                    if judged is not None:
-                        yield judged
+                    if judged is None:
+                        continue
+                    runs = evidence(model).premise(body, read.name, raises=False)
+                    if runs is not None:
+                        yield judged.with_premises(runs)
 
 
 # -- what the compiler does with this capture (the calibration table) -----------------------------------
@@ -238,12 +253,35 @@ def _judge(model: SemanticModel, settings, read, bindings, owner: Function, body
     if decision.outcome == "none":
         return None  # the compiler shows no saving from recomputing it in the body
     what = f" ({_VALUES[kind]})" if kind in _VALUES else ""
+    subject = f"`{read.name.value}`"
+    premises = calibrated(decision, subject, [SizeClaim("size", f"the elements of {subject}",
+                                                        _size_premise(model, bindings, owner, size, subject))])
     if not decision.fires:
         return Violation(read.name, message(
             *head, f"{what}: it may be kept alive as a temporary across all iterations; recompute it in the body"),
-            data=data, preview=decision.preview, no_fix=decision.preview)
-    evidence = evidence_text(decision, "the capture", "the recomputation in the body")
-    return Violation(read.name, message(*head, f"{what}: {evidence}; recompute it in the body"), data=data)
+            data=data, premises=premises)
+    cited = evidence_text(decision, "the capture", "the recomputation in the body")
+    return Violation(read.name, message(*head, f"{what}: {cited}; recompute it in the body"), data=data,
+                     premises=premises)
+
+
+def _size_premise(model: SemanticModel, bindings, owner: Function, size, subject: str):
+    """The `size` premise of the captured value where its size is known: from the construct that
+    states its shape (model/size_origin.py), or its one binding as a scalar."""
+    if not isinstance(size, int) or isinstance(size, OneOf) or not bindings or bindings[0].value is None:
+        return None
+    value = bindings[0].value
+    shape = capture_context.value_shape(model, value, owner)
+    if size == 1 and (shape is None or shape.rank == 0):
+        origin = SizeOrigin("scalar", (f"`{code_of(model, value, 30)}` on line ", LineOf(value), " is a scalar"))
+    elif shape is not None and shape.rank is not None:
+        origin = axes_origin(model, value, owner, list(range(shape.rank)))
+    else:
+        origin = None
+    if origin is None:
+        return None
+    total = shape.total() if shape is not None and shape.total() is not None else size
+    return premise_size(model, owner, f"the elements of {subject}", total, origin=origin)
 
 
 def _size(model: SemanticModel, bindings, owner: Function):

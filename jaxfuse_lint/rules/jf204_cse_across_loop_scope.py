@@ -10,11 +10,16 @@ from jaxfuse_lint.model import Function, SemanticModel, capture_context, walk
 from jaxfuse_lint.model.fusion import document_order, expression_names, own_nodes, same_meaning
 from jaxfuse_lint.model.shape_only import ShapeOnly
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import SizeClaim, calibrated
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import axes_origin
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CseAcrossLoopScope(Rule):
     code = "JF204"
+    premises = ("runs-traced", "size", "harm")
     name = "cse-across-loop-scope"
     summary = "The same shape-only expression is recomputed in a lax loop body and used before and after the loop"
     fixable = "never"
@@ -32,6 +37,11 @@ class CseAcrossLoopScope(Rule):
     *shapes* of arrays, like the notebook's `get_im(x)` or a k-mesh) that
     contain an operation XLA may find costly to repeat (a transcendental
     function, `where`, `%`, a non-integer power) are considered.
+
+    ## Premises
+    `runs-traced`; `size(the expression)`: its elements, proven by the
+    construct that states its shape, or assumed with the table's threshold
+    where not shown (preview); `harm(copy)` from the table.
 
     ## Why is this bad?
     XLA's common-subexpression elimination works within one computation: the
@@ -164,8 +174,11 @@ class CseAcrossLoopScope(Rule):
                             f"across the loop as a temporary; {advice}"), data=data)
                         continue
                     judged = _judge(model, settings, site, node, before, after, cost, head, advice, data)
-                    if judged is not None:
-                        yield judged
+                    if judged is None:
+                        continue
+                    runs = evidence(model).premise(body, node, raises=False)
+                    if runs is not None:
+                        yield judged.with_premises(runs)
 
     @staticmethod
     def _outer_copies(model, analysis: ShapeOnly, node: cst.Call, inner: set[int], outer: Function,
@@ -216,15 +229,21 @@ def _judge(model: SemanticModel, settings, site, inner: cst.Call, before, after,
     if decision.outcome == "none":
         return None  # the compiler recomputes it, or keeps it no longer than the advice does
     target = after[0]
+    known = None
+    if total is not None and shape is not None and shape.rank is not None:
+        origin = axes_origin(model, inner, model.scope_of(inner), list(range(shape.rank)))
+        if origin is not None:
+            known = premise_size(model, model.scope_of(inner), f"`{code_of(model, inner, 40)}`", total, origin=origin)
+    premises = calibrated(decision, f"`{code_of(model, target, 40)}`",
+                          [SizeClaim("size", f"`{code_of(model, inner, 40)}`", known)])
     if not decision.fires:
         return Violation(target, message(
             *head, f": XLA's CSE may merge the copies outside the loop (it contains `{cost}`) and keep the value "
-            f"alive across the loop as a temporary; {advice}"), data=data, preview=decision.preview,
-            no_fix=decision.preview)
-    evidence = evidence_text(decision, "this form", "the copy after the loop made different")
+            f"alive across the loop as a temporary; {advice}"), data=data, premises=premises)
+    cited = evidence_text(decision, "this form", "the copy after the loop made different")
     return Violation(target, message(
         *head, f": outside the loop both copies are one expression in one scope, and XLA's CSE merges them (it "
-        f"contains `{cost}`): {evidence}; {advice}"), data=data)
+        f"contains `{cost}`): {cited}; {advice}"), data=data, premises=premises)
 
 
 def _cost_class(cost: str) -> str:

@@ -10,6 +10,11 @@ from jaxfuse_lint.core.calibration import OneOf, decide, evidence_text, figures_
 from jaxfuse_lint.model import Function, SemanticModel, capture_context, positional, walk
 from jaxfuse_lint.model.accumulation import Accumulation, accumulation, small_statements
 from jaxfuse_lint.model.fusion import CONTRACTIONS, FFT_MULTI_AXIS, FFT_ONE_AXIS, large_op_deep, static_int
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import LineOf, SizeClaim, assumed, calibrated, proven
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import axes_origin
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import CPU_MEASURED, GPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
@@ -99,6 +104,7 @@ def loop_facts(model: SemanticModel, loop: cst.For, scope) -> LoopFacts | None:
 
 class UnrolledIndependentFfts(Rule):
     code = "JF205"
+    premises = ("runs-traced", "size", "harm")
     name = "unrolled-independent-ffts"
     summary = "Python `for` over a range in traced code whose iterations run independent FFTs/matmuls and accumulate"
     fixable = "sometimes"
@@ -116,6 +122,12 @@ class UnrolledIndependentFfts(Rule):
     on anything carried from one iteration to the next, and says what a
     `lax.fori_loop` would trade: the calibration table's figures for the
     call, trip count and size. The diagnostic is on the loop's `range(...)`.
+
+    ## Premises
+    `runs-traced`; `size(the iterations)` from the literal `range(...)` (line
+    cited); `size(the transformed operand)`: proven by the construct that
+    states its shape, or assumed with the table's threshold where not shown;
+    `harm(loop)` from the table.
 
     ## Why is this bad?
     Under tracing a Python loop is unrolled: XLA sees `n` copies of the body.
@@ -226,8 +238,11 @@ class UnrolledIndependentFfts(Rule):
                     yield found
                     continue
                 judged = _judge(model, settings, found, loop, scope)
-                if judged is not None:
-                    yield judged
+                if judged is None:
+                    continue
+                runs = evidence(model).premise(scope, loop, raises=False)
+                if runs is not None:
+                    yield judged.with_premises(runs)
 
     def _check_loop(self, model: SemanticModel, loop: cst.For, scope: Function) -> Violation | None:
         it = loop.iter
@@ -308,26 +323,45 @@ def _judge(model: SemanticModel, settings, v: Violation, loop: cst.For, scope: F
     stop = static_int(model, positional(it, 1 if len(it.args) >= 2 else 0), scope)
     iterations = stop - start if start is not None and stop is not None and len(it.args) <= 2 else None
     sizes = set()
+    largest = None
     for node, _ in facts.independent_ops:
         operand = node.left if isinstance(node, cst.BinaryOperation) else positional(node, 0) \
             if isinstance(node, cst.Call) else None
         shape = capture_context.value_shape(model, operand, scope) if operand is not None else None
         sizes.add(shape.total() if shape is not None else None)
+        if shape is not None and shape.total() is not None and (largest is None or shape.total() > largest[2].total()):
+            largest = (operand, scope, shape)
     size = max(sizes) if sizes and None not in sizes else _ARRAY_CLASSES  # the largest operand
     target = loop.target.value if isinstance(loop.target, cst.Name) else None
     power = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Power)
                 and target in _reads(n.right) for acc in facts.accumulations for n in walk(acc.term))
     decision = decide("JF205", settings, call=call, iterations=iterations, size=size,
                       epilogue="power" if power else "none")
+    subject = f"the loop over `{model.module.code_for_node(loop.iter)}`"
+    known = None
+    if isinstance(size, int) and largest is not None and largest[2].rank is not None:
+        origin = axes_origin(model, largest[0], largest[1], list(range(largest[2].rank)))
+        if origin is not None:
+            known = premise_size(model, scope, f"the transformed operand `{code_of(model, largest[0], 30)}`", size,
+                                 origin=origin)
+    trips = (proven("size", f"the iterations of {subject}", "literal-trip-count",
+                    f"{iterations} iterations: `{model.module.code_for_node(it)}` on line ", LineOf(it)),) \
+        if iterations is not None else ()
+    claims = [SizeClaim("size", "the transformed operand", known)]
     if decision.fires:
-        evidence = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
-        return Violation(v.node, (*v.message, f" ({evidence})"), data=v.data, range_node=v.range_node)
+        cited = evidence_text(decision, "the unrolled loop", "the `lax.fori_loop`")
+        return Violation(v.node, (*v.message, f" ({cited})"), data=v.data, range_node=v.range_node,
+                         premises=(*trips, *calibrated(decision, subject, claims)))
     trade = _trade(decision)
     if decision.outcome == "none" and trade is None:
         return None  # the fori_loop is no better here on any figure
-    note = decision.preview or "the table shows a trade of launches for temporaries, not a gain: no fix"
+    if decision.outcome == "none":  # a trade: better on one figure, worse on another
+        premises = (assumed("harm", subject, "the table shows a trade of launches for temporaries, not a gain"),
+                    *calibrated(decision, subject, claims)[1:])
+    else:
+        premises = calibrated(decision, subject, claims)
     return Violation(v.node, (*v.message, f" ({trade})" if trade else ""), data=v.data, range_node=v.range_node,
-                     preview=note, no_fix=note)
+                     premises=(*trips, *premises))
 
 
 def _trade(decision) -> str | None:

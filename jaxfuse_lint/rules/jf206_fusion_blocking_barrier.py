@@ -10,6 +10,11 @@ from jaxfuse_lint.model import Function, SemanticModel, capture_context, keyword
 from jaxfuse_lint.model.accumulation import accumulation, small_statements
 from jaxfuse_lint.model.api import JNP_ELEMENTWISE, REDUCTION_METHODS, REDUCTIONS
 from jaxfuse_lint.model.fusion import CONTRACTIONS
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import SizeClaim, assumed, calibrated, harm, proven
+from jaxfuse_lint.model.premises import size as premise_size
+from jaxfuse_lint.model.size_origin import axes_origin
+from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import (
     CPU_MEASURED, GPU_MEASURED, OPTIMIZATION_BARRIER_BLOCKS_FUSION, Claim, Evidence, tracing,
@@ -61,6 +66,7 @@ def uses_pallas(model: SemanticModel) -> bool:
 
 class FusionBlockingBarrier(Rule):
     code = "JF206"
+    premises = ("runs-traced", "harm")
     name = "fusion-blocking-barrier"
     summary = "`lax.optimization_barrier` in traced code, or `checkpoint(prevent_cse=True)` used to force recomputation"
     fixable = "never"
@@ -74,6 +80,12 @@ class FusionBlockingBarrier(Rule):
     `prevent_cse=True` (called, or applied with `functools.partial` as a
     decorator) in a module that never differentiates (no `grad`,
     `value_and_grad`, `vjp`, `jvp`, `jacfwd`/`jacrev`, `custom_vjp`, ...).
+
+    ## Premises
+    `runs-traced`; `harm(barrier)` from the table; and, for a barrier, the
+    `size` of its operand where the table reads it: proven by the construct
+    that states its shape, proven irrelevant where every calibrated size
+    shows the same, else assumed with the table's threshold (preview).
 
     ## Why is this bad?
     `optimization_barrier` orders computations by making its outputs opaque to
@@ -185,8 +197,11 @@ class FusionBlockingBarrier(Rule):
                         data={"kind": "barrier"})
                     continue
                 judged = _judge_barrier(model, settings, call, scope, head)
-                if judged is not None:
-                    yield judged
+                if judged is None:
+                    continue
+                runs = evidence(model).premise(scope, call, raises=False)
+                if runs is not None:
+                    yield judged.with_premises(runs)
                 continue
             target = None
             if qn in CHECKPOINTS and _is_true(keyword(call, "prevent_cse")):
@@ -212,7 +227,9 @@ class FusionBlockingBarrier(Rule):
                 continue
             judged = _judge_checkpoint(model, settings, call, scope, where, target, head)
             if judged is not None:
-                yield judged
+                # (`_forward_use`: the checkpointed function runs in traced code)
+                yield judged.with_premises(proven("runs-traced", f"`{code_of(model, call, 40)}`", "forward-use",
+                                                  "the checkpointed function runs in traced code, forward only"))
 
     @staticmethod
     def _forward_use(model: SemanticModel, site, where: str, target) -> bool:
@@ -274,36 +291,46 @@ def _judge_barrier(model: SemanticModel, settings, call: cst.Call, scope: Functi
         before = _BEFORE.get(capture_context.value_kind(model, term, scope)) if term is not None else None
         after = "elementwise"
         shape = capture_context.value_shape(model, term, scope) if term is not None else None
+        valued = term
     elif loop is None and operand is not None and not isinstance(operand, (cst.Tuple, cst.List)):
         context = "plain"
         before = _BEFORE.get(capture_context.value_kind(model, operand, scope))
         after = _readers(model, call, scope)
         shape = capture_context.value_shape(model, operand, scope)
+        valued = operand
     else:
-        context = before = after = shape = None
+        context = before = after = shape = valued = None
     total = shape.total() if shape is not None else None
     collectives = uses_collectives(model)
     decision = decide("JF206", settings, kind="barrier", before=before, after=after, context=context,
                       size=total if total is not None else _ARRAY_CLASSES, collectives=collectives)
     if decision.outcome == "none":
         return None  # this compiler fuses the same with or without it (XLA:CPU removes it), or the advice is worse
+    subject = f"`{code_of(model, call, 40)}`"
+    known = None
+    if total is not None and valued is not None and shape is not None and shape.rank is not None:
+        origin = axes_origin(model, valued, scope, list(range(shape.rank)))
+        if origin is not None:
+            known = premise_size(model, scope, f"`{code_of(model, valued, 30)}`", total, origin=origin)
+    # The size the decision reads, where the table's answer depends on it or the code shows it.
+    premises = calibrated(decision, subject, [SizeClaim("size", f"`{code_of(model, valued, 30)}`" if valued is not None
+                                                        else "the barrier's operand", known, required=False)])
     if not decision.fires:
-        note = decision.preview
         if collectives and decision.outcome == "unknown" and decision.table is not None:
-            note = ("this module runs collectives or shards its arrays: the barrier may order communication "
-                    "against compute on purpose, an overlap of devices one compiled device cannot show (not "
-                    "calibrated)")
+            premises = (assumed("harm", subject,
+                                "this module runs collectives or shards its arrays: the barrier may order "
+                                "communication against compute on purpose, an overlap of devices one compiled "
+                                "device cannot show (not calibrated)"), *premises[1:])
         return Violation(call, message(
             *head, ": it may block fusion across it, so its operands are materialised in device memory and "
-            "the code before and after runs as separate kernels"), data={"kind": "barrier"},
-            preview=note, no_fix=note)
+            "the code before and after runs as separate kernels"), data={"kind": "barrier"}, premises=premises)
     loop = context == "python_loop"
-    evidence = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
+    cited = evidence_text(decision, "this form", "the loop as a `lax.fori_loop`" if loop
                              else "the same code without the barrier")
     advice = "run the iterations in a `lax.fori_loop` instead" if loop else \
         "drop it (to force recomputation, call the function again)"
-    return Violation(call, message(*head, f": it blocks fusion across it: {evidence}; {advice}"),
-                     data={"kind": "barrier"})
+    return Violation(call, message(*head, f": it blocks fusion across it: {cited}; {advice}"),
+                     data={"kind": "barrier"}, premises=premises)
 
 
 def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, where: str, target, head):
@@ -316,6 +343,7 @@ def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, whe
         kinds = {_BEFORE.get(capture_context.value_kind(model, r, fn)) for r in fn.returns}
         before = kinds.pop() if len(kinds) == 1 else None
     decision = decide("JF206", settings, kind="prevent_cse", before=before)
+    subject = f"`{code_of(model, call, 40)}`"
     if decision.outcome == "none":
         # The table confirms the claim: one compiled program with and without it. Nothing costs, so this is
         # information for the preview tier, not a default finding.
@@ -324,12 +352,13 @@ def _judge_checkpoint(model: SemanticModel, settings, call: cst.Call, scope, whe
         same = (f"on {decision.table.compiler}, the checkpointed function{at} compiles to "
                 f"{figures_text(row.before)} with it and {figures_text(row.after)} without the checkpoint")
         note = "the compiled program is the same with and without it: nothing to gain, reported as information"
-        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"}, preview=note, no_fix=note)
+        return Violation(call, message(*head, f" ({same})"), data={"kind": "checkpoint"},
+                         premises=(assumed("harm", subject, note),))
     if decision.fires:
-        evidence = evidence_text(decision, "the checkpointed form", "the plain call")
-        return Violation(call, message(*head, f"; here it costs: {evidence}"), data={"kind": "checkpoint"})
-    return Violation(call, message(*head), data={"kind": "checkpoint"}, preview=decision.preview,
-                     no_fix=decision.preview)
+        cited = evidence_text(decision, "the checkpointed form", "the plain call")
+        return Violation(call, message(*head, f"; here it costs: {cited}"), data={"kind": "checkpoint"},
+                         premises=(harm(decision, subject),))
+    return Violation(call, message(*head), data={"kind": "checkpoint"}, premises=(harm(decision, subject),))
 
 
 def _enclosing_for(model: SemanticModel, node: cst.CSTNode, scope: Function) -> cst.For | None:

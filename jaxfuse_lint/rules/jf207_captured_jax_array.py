@@ -14,6 +14,7 @@ from jaxfuse_lint.core.targets import CPU_MEASURED, TPU_UNKNOWN, Claim, Evidence
 
 class CapturedJaxArray(Rule):
     code = "JF207"
+    premises = ("runs-traced", "size", "harm")
     name = "captured-jax-array"
     summary = "Traced function reads a module-level or enclosing jax array (folded in as a constant)"
     fixable = "never"
@@ -38,6 +39,18 @@ class CapturedJaxArray(Rule):
     (`MODEL.apply(x)`), reading `self.k` that every assignment in a plain class
     sets to a jax array; flax/equinox/haiku modules and registered pytrees pass
     their fields as leaves of an argument and are not checked.
+
+    ## Premises
+    `runs-traced`; `size(the captured array)`: its elements, proven from the
+    expression that builds it (`jax.device_put(np.random.rand(8000))` on line
+    N) or assumed with the table's threshold where not shown (preview);
+    `harm(read)` from the table. An array the program reads only through an
+    operation the table does not calibrate (`jnp.fft.fft(pulse)`: the tables'
+    uses are elementwise, gather indices, a gathered table, a matmul) is in
+    the preview tier, naming the operation: the fold of an FFT of a captured
+    constant at compile time (jax-ml/jax#10596, >10 s on a GPU then) is not
+    measured by the tables, and XLA:CPU of jax 0.10.2 no longer folds it (the
+    `fft` stays in the compiled program, 0.04 s to compile).
 
     ## Why is this bad?
     A jax array read by a traced function is not an argument of the compiled

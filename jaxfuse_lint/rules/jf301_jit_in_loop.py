@@ -7,11 +7,13 @@ import libcst as cst
 
 from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
-from jaxfuse_lint.model.compile_cache import compiled_once_per_key
-from jaxfuse_lint.model.fresh_callables import describe_callable, lambda_bound_to, reaching_function
+from jaxfuse_lint.model.call_frequency import loop_repeats
+from jaxfuse_lint.model.compile_cache import compiled_once_per_key, kept_for_reuse
+from jaxfuse_lint.model.fresh_callables import array_data, describe_callable, lambda_bound_to, reaching_function
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
+from jaxfuse_lint.model.premises import assumed, disproved, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
@@ -170,6 +172,7 @@ def _ahead_of_time(model: SemanticModel, call: cst.Call) -> bool:
 
 class JitInLoop(Rule):
     code = "JF301"
+    premises = ("fresh-callable", "same-program", "called-repeatedly")
     name = "jit-in-loop"
     summary = "`jax.jit`/`jax.pmap` applied inside a Python loop or comprehension"
     fixable = "sometimes"
@@ -177,7 +180,9 @@ class JitInLoop(Rule):
     ## What it does
     Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`) applied
     inside a Python `for`/`while` loop or a comprehension, in code that is not
-    itself traced — including `@jax.jit` on a `def` written inside the loop.
+    itself traced — including `@jax.jit` on a `def` written inside the loop —
+    where every iteration would compile the same program again, or, for one
+    function jitted again and again, where the loop repeats many times.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a
@@ -186,15 +191,51 @@ class JitInLoop(Rule):
     thousands of times slower than the computation (the JIT tutorial's
     `g_inner_jitted_lambda` and `g_inner_jitted_partial`). So is a transform
     of a function (`jax.jit(jax.grad(f))`, `jax.jit(jax.vmap(f))`), a wrapper
-    that returns a new function (`chex.assert_max_traces(f, n)`), or what a
-    local factory returning a lambda or an inner def gives. With one function
-    object — a module-level function, or a `def`/lambda made once before the
-    loop — the compiled program is found in the cache, but every iteration
-    still builds a new wrapper and takes the slower lookup path (measured on
-    CPU: about 3x the dispatch time of a reused jitted function;
-    `g_inner_jitted_normal`). When the callable is the result of a call the
-    model cannot see into, the message says both outcomes. The message says
-    which case it is.
+    that returns a new function (`chex.assert_max_traces(f, n)`), what a
+    local factory returning a lambda or an inner def gives, and a bound method
+    (`jax.jit(self.update)`: a new object on every read). With one function
+    object — a module-level function, a function of an imported module or of
+    a class, a `def`, lambda or `functools.partial` made once before the loop
+    — the compiled program is found in the cache (the tutorial's
+    `g_inner_jitted_normal`: "OK, JAX finds the cached function"), but every
+    iteration still builds a new wrapper and takes the slower lookup path
+    (measured on CPU: about 3x the dispatch time of a reused jitted function).
+    The message says which case it is, from what the code shows.
+
+    ## Premises
+    Every finding states three premises (`--output-format full`, JSON/SARIF
+    `premises`); it is reported by default only when all are proven, in the
+    preview tier when one is assumed, and not at all when one is disproved.
+
+    - `fresh-callable`: proven for a lambda, a `partial`, a transform, a `def`
+      or a bound method built in the loop (a new object each iteration: the
+      cache misses), and for one function jitted in the loop (a new *wrapper*
+      each iteration: the cache hits, the message says so). Assumed where the
+      code does not show what the callable is: the result of a call it cannot
+      see into, an attribute of an unknown object (`jax.jit(solver.update)`:
+      a bound method if it is one), another library's wrapper.
+    - `same-program`: proven where the callable reads nothing the loop binds,
+      or reads the loop's values only as data it could take as arguments and
+      is used in its iteration only. Disproved where the loop picks the
+      program (`jax.jit(fns[i])`, `jax.jit(solver.update)` for each solver,
+      `jax.jit(make_fn(option=i))`, a lambda or `def` that *calls* what the
+      loop binds, a value from a literal list of Python constants), and where
+      the callable reads the item and is kept for later calls — stored in a
+      dict or a list that outlives the loop, on an object, yielded, returned,
+      the element of a comprehension: a program per item, each compiled once
+      and reused. (Kept, but reading only arrays the loop computes, it stays
+      proven: an argument would carry them.)
+    - `called-repeatedly`: for a recompiling callable, any loop the code does
+      not show to run at most once. For one function's new wrapper (a cache
+      lookup per iteration), many iterations: proven by a `while` loop whose
+      test is not against a literal, or `range(n)` of a variable (steps the
+      code does not bound: the JIT documentation's `while i < n:`), a literal
+      count of 100 or more, or a
+      loop inside a function the project calls many times; disproved by a loop
+      over a few literal items (`for dtype in (f32, bf16)`, `range(3)`);
+      assumed for a loop over items whose number is not shown (`for x in
+      xs`). Code under a trace (a jitted function's body) never compiles the
+      inner jit on its own: it is not checked.
 
     ## Known problems
     A jit that a cache guards compiles once per key, not once per iteration,
@@ -203,23 +244,13 @@ class JitInLoop(Rule):
     stored afterwards, or a jit-decorated `def` stored the same way),
     `cache.setdefault(key, jax.jit(...))`, and any jit inside a function
     memoised with `functools.lru_cache` / `functools.cache`. The guard must
-    test the same container and key the result is stored under.
+    test the same container and key the result is stored under. A store into
+    a local that nothing reads after the loop is no reuse: reported.
 
-    Nor is a jit of a function the loop itself chooses — `jax.jit(fns[i])`,
-    `jax.jit(solver.update)` for each solver, `jax.jit(make_fn(option=i))`,
-    or a `partial` of one: every iteration compiles a different function
-    whatever is done, so there is nothing to move out of the loop. The same
-    holds for a lambda or a `def` in the loop that *calls* something the loop
-    binds (`lambda v: model.apply(params, v)` with `model = Dense(n)` built in
-    the loop, or a `def` of the loop it hands to `lax.scan`), or reads a loop
-    variable running over literal Python constants (`for n in (10, 100):`,
-    values a program is specialised for): the program differs per iteration.
-    A lambda, a `partial`'s bound
-    arguments or a `def` in the loop that only read loop values as data are
-    still reported: those values can become arguments — also under a
-    transform (`jax.jit(jax.grad(loss))` of a `loss` the loop defines). A name
-    is resolved to the definition that reaches the jit: identical blocks that
-    each bind `f = lambda ...` or `def loss` are each reported.
+    A name is resolved to the definition that reaches the jit: identical
+    blocks that each bind `f = lambda ...` or `def loss` are each reported.
+    How many times a loop runs is read from literals only (a count passed by
+    the callers, `g(x, 3)`, is not followed).
 
     ## Example
     ```python
@@ -278,73 +309,164 @@ class JitInLoop(Rule):
         "import jax, functools\nCACHE = {}\ndef g(x, ks):\n    for k in ks:\n        if k not in CACHE:\n"
         "            CACHE[k] = jax.jit(functools.partial(pow, k))\n        x = CACHE[k](x)\n    return x\n",
         "import jax\ndef g(x, solvers):\n    for solver in solvers:\n        x = jax.jit(solver.update)(x)\n    return x\n",
+        "import jax\ndef f(v):\n    return v + 1\ndef g(x):\n    for _ in range(3):\n        x = jax.jit(f)(x)\n    return x\n",
+        "import jax, functools\ndef project(x, kind):\n    return kind.project(x)\ndef build(kinds):\n    out = {}\n"
+        "    for kind in kinds:\n        out[kind.name] = jax.jit(functools.partial(project, kind=kind))\n    return out\n",
     )
     invalid = (
         "import jax\ndef g(x, n):\n    for _ in range(n):\n        x = jax.jit(lambda v: v * 2)(x)\n    return x\n",
-        "import jax\ndef f(v):\n    return v + 1\ndef g(xs):\n    return [jax.jit(f)(x) for x in xs]\n",
+        "import jax\ndef f(v):\n    return v + 1\ndef g(x, n):\n    i = 0\n    while i < n:\n        i = jax.jit(f)(i)\n"
+        "    return x + i\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         for site in model.index.calls:
             if site.loop is None or model.is_traced_scope(site.scope):
-                continue
+                continue  # under a trace a jit is inlined into that trace: it never compiles on its own
             found = compiling_call(model, site.call, site.scope)
             if found is None:
                 continue
             if compiled_once_per_key(model, site.call, site.scope):
                 continue  # `if key not in cache: cache[key] = jax.jit(...)`: once per key
-            transform, target = found
-            if varies_per_iteration(model, target, site.scope, _loops_around(model, site.call, site.scope)):
-                continue  # a different function on every iteration: one compilation each, whatever is done
             if _ahead_of_time(model, site.call):
                 continue  # `jax.jit(f).lower(x)`: lowered explicitly, no cached dispatch to lose
+            transform, target = found
             what, fresh = describe_callable(model, target, site.scope, site.loop)
             if transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
                 # Another library's wrapper: whether it caches per function, or compares a wrapper object
                 # it is given by its contents (`eqx.filter_jit(eqx.filter_vmap(f))`), is its own affair.
                 fresh = None
-            yield self._violation(site.call, transform, what, fresh, site.loop, {"site": site, "target": target})
+            loops = _loops_around(model, site.call, site.scope)
+            yield self._violation(model, site.call, transform, what, fresh, loops, site.scope, target,
+                                  {"site": site, "target": target})
         for fn in model.index.functions:
             if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
                 continue
             loop = _loop_of_def(model, fn)
             if loop is None or compiled_once_per_key(model, fn.node, fn.parent):
                 continue
-            if _calls_loop_bound(model, fn.node, _loops_around(model, fn.node, fn.parent)):
-                continue  # the program differs per iteration: one compilation each, whatever is done
             for dec in fn.node.decorators:
                 t = TracedAnalysis(model).transform_of(dec.decorator, fn.parent)
                 if t is not None and t[0] in COMPILING:
-                    yield self._violation(dec.decorator, t[0], f"`{fn.name}` (a `def` in the loop body)", True, loop,
+                    yield self._violation(model, dec.decorator, t[0], f"`{fn.name}` (a `def` in the loop body)", True,
+                                          _loops_around(model, fn.node, fn.parent), fn.parent, fn.node,
                                           {"decorated": fn})
 
-    def _violation(self, node, qualified, what, fresh, loop, data) -> Violation:
+    def _violation(self, model, node, qualified, what, fresh, loops, scope, target, data) -> Violation:
+        loop = loops[0]
         kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
         transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
+        attribute = isinstance(target, cst.Attribute)
         if fresh:
             cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
-        elif fresh is None and not isinstance(data.get("target"), cst.Call):
+        elif fresh is None and attribute and qualified in _JAX_COMPILING:
+            cost = "a bound method is a new object on every read, so JAX traces and compiles again each time"
+        elif fresh is None and not isinstance(target, cst.Call):
             cost = (f"every iteration builds a new `{transform}` wrapper: compiled again each time unless "
                     f"`{transform}` shares compiled programs across wrappers of one function")
         elif fresh is None:
             cost = (f"every iteration builds a new wrapper of what {what} returns: compiled again each time if "
                     "that is a new function, found in the cache after a slower lookup if it is the same one")
-        elif isinstance(data.get("target"), cst.Attribute):
-            cost = ("if it is a method, every read makes a new bound-method object and JAX traces and compiles "
-                    "again each time; if not, the compiled program is cached, but every iteration builds a new "
-                    "wrapper and re-hashes its arguments to find it")
         else:
-            cost = ("the compiled program is cached, but every iteration builds a new wrapper and re-hashes "
-                    "its arguments to find it")
-        # Whether another library's wrapper compiles again is not shown by the code: the preview tier.
-        preview = (f"whether `{transform}` compiles again for a new wrapper depends on how it caches"
-                   if fresh is None else None)
+            cost = ("the same function on every iteration, so the compiled program is cached, but every iteration "
+                    "builds a new wrapper and re-hashes its arguments to find it")
+        subject = f"`{transform}` of {what}"
+        if fresh is None and attribute and qualified in _JAX_COMPILING:
+            text = model.module.code_for_node(target).strip()[:40]
+            new = assumed("fresh-callable", subject, f"assumes `{text}` is a bound method (a new object on every read): "
+                          "what it is, is not shown")
+        elif fresh is None:
+            # Whether another library's wrapper, or what a call returns, compiles again is not shown by the code.
+            new = assumed("fresh-callable", subject, f"whether `{transform}` compiles again for a new wrapper depends "
+                          "on how it caches" if not isinstance(target, cst.Call) else
+                          f"assumes {what} is a new function each time")
+        elif fresh:
+            new = proven("fresh-callable", subject, "built-in-loop", f"a new object on every iteration of the {kind}")
+        else:
+            new = proven("fresh-callable", f"the `{transform}` wrapper of {what}", "new-wrapper",
+                         f"a new `{transform}` wrapper on every iteration of the {kind}; the function is the same "
+                         "object, so the compiled program is found in the cache")
+        same = _same_program(model, node if data.get("decorated") is None else target, target, scope, loops,
+                             fresh, subject)
+        repeated = loop_repeats(model, loops, scope, subject, many=fresh is False)
         return Violation(
             node,
             message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
             data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
-            preview=preview, no_fix=preview,
+            premises=(new, same, repeated),
         )
+
+
+def _same_program(model: SemanticModel, built: cst.CSTNode, target, scope: Scope, loops: list[cst.CSTNode],
+                  fresh: bool | None, subject: str):
+    """`same-program(subject)`: whether every iteration's jit would compile the same program.
+
+    DISPROVED where the loop itself picks the program (`jax.jit(fns[i])`, a lambda that calls what the
+    loop binds, a value from a literal list of Python constants: one compilation each, whatever is
+    done), and where the callable reads values the loop binds and is kept for later calls (stored,
+    returned, the element of a comprehension): a program per item, each compiled once and reused —
+    unless those values are arrays, data an argument would carry. PROVEN otherwise: it reads nothing
+    the loop binds (the same code and values), or reads the loop's values only as data it could take
+    as arguments, and is used in its iteration only."""
+    if isinstance(built, cst.FunctionDef):
+        varies = _calls_loop_bound(model, built, loops)
+    else:
+        varies = varies_per_iteration(model, target, scope, loops)
+    if varies:
+        return disproved("same-program", subject, "chosen-by-loop", "the loop picks a different program on every "
+                         "iteration (a different function, or one that calls what the loop binds): one compilation "
+                         "each, whatever is done")
+    values = _loop_values(model, target, scope, loops)
+    if values:
+        names = ", ".join(f"`{n}`" for n in sorted(values))
+        keeper = kept_for_reuse(model, built, scope, loops)
+        if keeper is not None and not all(array_data(model, bindings, owner) for owner, bindings in values.values()):
+            return disproved("same-program", subject, "kept-for-reuse", f"it reads {names} from the loop and is kept "
+                             "for later calls (line ", LineOf(keeper), "): a program per item, each compiled once and "
+                             "reused")
+        if keeper is not None:
+            return proven("same-program", subject, "array-data", f"it reads {names} from the loop, arrays that an "
+                          "argument would carry: one program would serve every item")
+        return proven("same-program", subject, "loop-values-as-arguments", f"it reads {names} from the loop, values it "
+                      "could take as arguments, and is used in its iteration only")
+    if fresh is False:
+        return proven("same-program", subject, "one-function", "the same function on every iteration")
+    return proven("same-program", subject, "same-callable", "it reads nothing the loop binds: the same code and "
+                  "values on every iteration")
+
+
+def _loop_values(model: SemanticModel, target, scope: Scope, loops: list[cst.CSTNode]) -> dict:
+    """The names the jitted callable reads that the loops bind (name -> its bindings): for a name
+    of a lambda, a def or a call made in the loop, what that reads."""
+    node = target
+    if isinstance(target, cst.Name):
+        fn = reaching_function(model, target, scope)
+        made = lambda_bound_to(model, target.value, scope, target)
+        if fn is not None and any(_inside(model, fn.node, loop) for loop in loops):
+            node = fn.node
+        elif made is not None and any(_inside(model, made, loop) for loop in loops):
+            node = made
+        else:
+            found = model.bindings_at(target, scope)
+            if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" \
+                    and isinstance(found[1][0].value, cst.Call) \
+                    and any(_inside(model, found[1][0].value, loop) for loop in loops):
+                node = found[1][0].value
+    if node is None:
+        return {}
+    inner = model.index.function_of.get(node)
+    if isinstance(node, cst.FunctionDef) and inner is not None:
+        reads = list(_function_reads(inner))
+    else:
+        reads = list(_expression_reads(model, node, scope))
+    out: dict = {}
+    for name, where in reads:
+        found = model.lookup(name, where)
+        if found is None or found[0].node is node or _inside(model, found[0].node, node):
+            continue  # the callable's own parameters and locals
+        if _bound_in(model, name, where, loops):
+            out[name] = found
+    return out
 
 
 RULE = JitInLoop

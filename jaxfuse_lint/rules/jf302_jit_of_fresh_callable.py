@@ -1,6 +1,7 @@
 """JF302 jit-of-fresh-callable."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import libcst as cst
@@ -10,20 +11,22 @@ from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.traced import TracedAnalysis
 from jaxfuse_lint.model.call_frequency import (
-    MANY, ONCE, UNKNOWN, Frequency, call_sites, external_calls, frequency, library_function,
+    MANY, UNKNOWN, Frequency, call_sites, external_calls, frequency, function_repeats, runs_only_traced,
 )
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, memoised_function
-from jaxfuse_lint.model.fresh_callables import describe_callable
+from jaxfuse_lint.model.fresh_callables import array_data, describe_callable
 from jaxfuse_lint.model.names import as_written
+from jaxfuse_lint.model.premises import Premise, assumed, disproved, proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message
 from jaxfuse_lint.rules.jf301_jit_in_loop import (
-    _bound_in, _expression_reads, _function_reads, _loop_of_def, _loops_around, compiling_call,
+    _bound_in, _expression_reads, _loop_of_def, _loops_around, compiling_call,
 )
 from jaxfuse_lint.core.targets import CPU_MEASURED, Claim, Evidence, tracing
 
 
 class JitOfFreshCallable(Rule):
     code = "JF302"
+    premises = ("fresh-callable", "called-repeatedly")
     name = "jit-of-fresh-callable"
     summary = "`jax.jit` of a lambda/partial/inner def inside a function, called or returned (recompiles per call)"
     fixable = "sometimes"
@@ -31,40 +34,27 @@ class JitOfFreshCallable(Rule):
     ## What it does
     Flags, inside a function body (not in a loop — that is JF301), `jax.jit`
     applied to a callable that is a new object on every call of the function —
-    a lambda, a `functools.partial`, a function defined in that body, or a
-    transform of a function (`jax.grad(f)`, `jax.vmap(f)`) — when the module
-    shows that the program is compiled more than once per process:
+    a lambda, a `functools.partial`, a function defined in that body, a bound
+    method, or a transform of a function (`jax.grad(f)`, `jax.vmap(f)`) — when
+    the project shows that the same program is compiled more than once:
 
-    - the jitted callable is called once in the same call of the function
-      (`jax.jit(lambda v: ...)(x)`, or through a local name) and closes over
-      nothing of the function (the same program on every call), and the
-      function is called in a loop or comprehension, from two or more places,
-      or by a function that is — or nothing in the module shows how often it
-      runs (a library function: its callers compile on every call);
-    - the same, closing over the function's arguments (`lambda v: v * k`): the
-      same program only for the same values, so reported only when the
-      function is called in a loop that does not change those arguments
-      (nor the arguments an `if` around the jit tests: `if use_pjit:`);
-    - the jitted callable is called in a loop inside the function (compiled
-      once per call, reused by the loop: a train step made in `main()`), and
-      the function itself is called in a loop, again for the same program
-      (the arguments it closes over do not change in that loop: a
-      `train_epoch()` per epoch, not a `fit(optimizer)` per optimizer);
-    - the function returns it (a factory), and the factory is called in a loop
-      with arguments the loop does not change (those the callable closes over),
-      or from a function that runs many times with arguments that do not depend
-      on that function's call (`basis = get_basis(3)` in a `render_frame` run
-      per frame).
+    - the jitted callable is called in the same call of the function
+      (`jax.jit(lambda v: ...)(x)`, or through a local name), and the function
+      runs more than once: called in a loop or comprehension, from two or more
+      places, by a function that runs many times, or once per leaf by
+      `jax.tree_util.tree_map`;
+    - the jitted callable is kept for reuse — called in a loop inside the
+      function (compiled once per call: a train step made in `main()`), or
+      returned by a factory — and the function is called again for the same
+      program: in a loop that does not change the arguments the callable
+      closes over (a `train_epoch()` per epoch, not a `fit(optimizer)` per
+      optimizer), or from a function that runs many times with arguments that
+      do not depend on its call (`basis = get_basis(3)` in a `render_frame`
+      run per frame).
 
     How often a function runs is read from the whole project: a call in a loop,
     or from a function that runs many times, in another checked module counts
-    (the message names it). Values the callable closes over that are arrays
-    (`R = rotation(phase)`) are data, not program structure: passed as
-    arguments they would give one program, so a loop that changes them is no
-    excuse. The instance a method's callable closes over (`self`, a bound
-    method) is one program per object: calls on new objects (`Model(w).predict`
-    per model, `jax.pmap(sim.step)` per simulation) compile as they must, calls
-    on one object again are reported.
+    (the message names it).
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a partial, an
@@ -73,25 +63,59 @@ class JitOfFreshCallable(Rule):
     from scratch. Compilation takes milliseconds to minutes; the computation
     often takes microseconds.
 
+    ## Premises
+    Every finding states three premises (`--output-format full`, JSON/SARIF
+    `premises`); it is reported by default only when all are proven, in the
+    preview tier when one is assumed, and not at all when one is disproved.
+
+    - `fresh-callable`: proven by the construct (built anew on every call).
+    - `same-program`: proven where the callable reads nothing of the call —
+      values computed only from the shapes of the arrays it is given do not
+      count (`head_dim = w.shape[-1] // n_heads`: JAX's cache keys on those
+      shapes anyway), nor do arrays the function computes (`R =
+      rotation(phase)`: data an argument would carry); where it reads the
+      call's arguments (`lambda v: v * k`, or a local computed from `k`),
+      proven where the calls that repeat pass the same values (a loop that
+      does not change them), disproved where the loop changes them (a program
+      per value: necessary), assumed where nothing shows it. A method's
+      instance alone (`jax.jit(self.forward)`) is one program per object:
+      calls on new objects (`Model(w).predict` per model) compile as they
+      must. A callable kept for reuse (called in a loop of the function, or
+      returned) is disproved unless a call of the function is shown to build
+      the same program again: the reuse shows no waste.
+    - `called-repeatedly`: proven by the calls above. Disproved where the
+      project shows the function runs once — at module level, under `if
+      __name__ == "__main__":`, from a caller that runs once, from `__init__`,
+      pytest `test*` functions and unittest/pytest set-up hooks (the framework
+      runs them once), behind `functools.cache` — and where it runs only under
+      a trace: called from a traced function, a numpyro model under
+      `NUTS`/`SVI`, an `init` traced by `jax.pmap(self.init)`, or handed to
+      code that calls it only while tracing (`make_train_step(net)` whose
+      jitted step calls `net`). A jit there is inlined into that trace and
+      never compiles on its own. (A function both traced and called from host
+      code counts its host calls.) Assumed where the count is not shown: a
+      caller whose own count is unknown (a `sync_devices()` at the end of a
+      `train` nothing calls, a `main` handed to `app.run`), a function passed
+      or stored where the model cannot follow it, a method nothing calls, and
+      a package's function nothing in the project calls (its users' calls).
+
+      One case is reported by default without a call in the code: a public
+      top-level function of a standalone script or notebook that nothing
+      calls and nothing is handed (`entry-point`), whose jitted callable reads
+      nothing of the call — the JIT documentation's `apply_once`. Its calls
+      are its users', so that it runs more than once is this rule's
+      convention, not a proof from the code; everywhere else an unknown count
+      is assumed. (The acceptance cases require this one; it is stated as
+      `entry-point` in the finding's premises so that it can be told apart.)
+
     ## Known problems
-    The harm needs a second compilation, so these are not reported:
-    a factory (`def make_step(...): return jax.jit(step)`) called once — in
-    `__init__`, once per `train()` — or once per distinct argument (one program
-    per configuration, whatever is done); a factory behind a cache
-    (`functools.cache`/`lru_cache`, a project's own `@compile_cache`-like
-    decorator, `if k not in cache: cache[k] = make(k)` also one call away, or
-    `if _fn is None: _fn = jax.jit(...)` into a global or an attribute); a
-    jitted callable reused by a loop in a function not known to run again; a function the module calls once (at module level,
-    under `if __name__ == "__main__":`, from `__init__`), pytest `test*`
-    functions and unittest/pytest set-up hooks (the framework runs them once);
-    and a jit called while tracing (from a traced function, a numpyro model
-    under `NUTS`/`SVI`, an `init` traced by `jax.pmap(self.init)`: it is
-    inlined into that trace). A function of a package's module that nothing in
-    the checked project calls is a library's: whether its users call it more
-    than once is assumed, so that finding is in the preview tier (a standalone
-    script's or notebook's function stays reported). A jitted callable stored elsewhere (`self.f = jax.jit(...)`)
-    is not followed. In test files performance rules are off by default (see
-    the configuration docs, `per-file-ignores`).
+    A jitted callable stored elsewhere (`self.f = jax.jit(...)`, a registry)
+    is not followed. A cache around a factory (`functools.cache`/`lru_cache`,
+    a project's own `@compile_cache`-like decorator, `if k not in cache:
+    cache[k] = make(k)` also one call away, or `if _fn is None: _fn =
+    jax.jit(...)` into a global or an attribute) compiles once per key: not
+    reported. In test files performance rules are off by default (see the
+    configuration docs, `per-file-ignores`).
 
     ## Example
     ```python
@@ -158,8 +182,8 @@ class JitOfFreshCallable(Rule):
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         for site in model.index.calls:
             scope = site.scope
-            if site.loop is not None or not isinstance(scope, Function) or model.is_traced_scope(scope):
-                continue
+            if site.loop is not None or not isinstance(scope, Function) or runs_only_traced(model, scope):
+                continue  # under a trace a jit is inlined into that trace: it never compiles on its own
             found = compiling_call(model, site.call, scope)
             if found is None or compiled_once_per_key(model, site.call, scope):
                 continue
@@ -167,76 +191,44 @@ class JitOfFreshCallable(Rule):
             what, fresh = describe_callable(model, target, scope, None)
             if not fresh:
                 continue
-            found_use = self._harm(model, _use_of_call(model, site.call, scope), scope, target, site.call)
-            if found_use is not None:
-                yield self._violation(site.call, transform, what, scope, *found_use, preview=_library(model, scope, found_use))
+            subject = f"`{as_written(site.call, transform, same_name=True)}` of {what}"
+            judged = _judge(model, _use_of_call(model, site.call, scope), scope, target, site.call,
+                            _passed_names(model, site.call, scope), subject)
+            if judged is not None:
+                yield self._violation(site.call, transform, what, scope, judged)
         for fn in model.index.functions:
             parent = fn.parent
             if not isinstance(fn.node, cst.FunctionDef) or not isinstance(parent, Function):
                 continue
-            if model.is_traced_scope(parent) or _loop_of_def(model, fn) is not None \
+            if runs_only_traced(model, parent) or _loop_of_def(model, fn) is not None \
                     or compiled_once_per_key(model, fn.node, parent):
                 continue
             for dec in fn.node.decorators:
                 t = TracedAnalysis(model).transform_of(dec.decorator, parent)
                 if t is None or t[0] not in COMPILING:
                     continue
-                found_use = self._harm(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node)
-                if found_use is not None:
-                    yield self._violation(dec.decorator, t[0], f"`{fn.name}`, defined inside `{parent.display_name}`",
-                                          parent, *found_use, preview=_library(model, parent, found_use))
+                what = f"`{fn.name}`, defined inside `{parent.display_name}`"
+                subject = f"`{as_written(dec.decorator, t[0], same_name=True)}` of {what}"
+                judged = _judge(model, _use_of_name(model, fn.name, parent), parent, fn.node, fn.node,
+                                _passed_names(model, fn.name, parent), subject)
+                if judged is not None:
+                    yield self._violation(dec.decorator, t[0], what, parent, judged)
 
-    @staticmethod
-    def _harm(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
-              node: cst.CSTNode) -> tuple[str, Frequency] | None:
-        """(use, evidence) when the fresh callable is compiled more than once per process, or
-        None: called in `scope` while `scope` is not known to run once, or returned by a
-        factory that is called again for the same callable (in a loop, with arguments the
-        loop does not change)."""
-        if use == "called":
-            # Used once per call of `scope`: worth compiling only if `scope` runs again, when it
-            # compiles again. A callable that closes over nothing of `scope` is the same program
-            # on every call; one that closes over arguments is the same program only when they
-            # are the same: then only a loop that does not change them is evidence.
-            relevant = _closure_params(model, scope, target)
-            if relevant is not None:
-                # `if use_pjit: pjit(lambda ...)(x)`: built only for some values of a parameter.
-                relevant |= _guard_params(model, node, scope)
-            if relevant == set():
-                freq = frequency(model, scope)
-                return None if freq.kind == ONCE else (use, freq)
-            if scope.cls is not None and relevant == set(scope.params[:1]):
-                # Closes over the instance only (`jax.jit(self.forward)(x)`): one program per
-                # object. A method nothing calls is a library's (its users call it on their
-                # objects); where the module calls it, only calls on one object again count (a
-                # new `Model(w)` per iteration compiles once per model, as it must).
-                freq = frequency(model, scope)
-                if freq.kind == UNKNOWN:
-                    return use, freq
-            freq = _factory_rebuilt(model, scope, relevant)
-            return None if freq is None else (use, freq)
-        if use == "reused":
-            # Called in a loop inside `scope`: compiled once per call and reused (the recommended
-            # pattern, e.g. a train step made in `main()`), unless `scope` itself runs again for
-            # the same program: called in a loop with arguments the loop does not change (a
-            # `fit(optimizer)` per optimizer compiles a different program each time anyway).
-            freq = _factory_rebuilt(model, scope, _closure_params(model, scope, target))
-            return None if freq is None else ("called", freq)
-        if use == "returned":
-            freq = _factory_rebuilt(model, scope, _closure_params(model, scope, target))
-            return None if freq is None else (use, freq)
-        return None
-
-    def _violation(self, node, qualified, what, scope, use, freq, preview=None) -> Violation:
+    def _violation(self, node, qualified, what, scope, judged: "Judgement") -> Violation:
         transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
         name = scope.display_name
+        use, freq = judged.use, judged.freq
         if use == "returned":
-            via = f"`{name}` returns it and is called" if freq.via is None else \
-                f"`{name}` returns it to `{freq.via.display_name}`, which is called"
-            where = (" (line ", LineOf(freq.node), ")") if freq.node is not None else ()
-            parts = message(f"`{transform}` of {what}: {via} again {freq.how}", *where,
-                            " with the same arguments, so every call gets a new callable that traces and "
-                            "compiles again; build it once, or jit a module-level function once")
+            if freq.kind == MANY:
+                via = f"`{name}` returns it and is called" if freq.via is None else \
+                    f"`{name}` returns it to `{freq.via.display_name}`, which is called"
+                where = (" (line ", LineOf(freq.node), ")") if freq.node is not None else ()
+                parts = message(f"`{transform}` of {what}: {via} again {freq.how}", *where,
+                                " with the same arguments, so every call gets a new callable that traces and "
+                                "compiles again; build it once, or jit a module-level function once")
+            else:
+                parts = message(f"`{transform}` of {what}: `{name}` returns a new callable on every call, which traces "
+                                "and compiles again; build it once, or jit a module-level function once")
         else:
             evidence: tuple = ()
             if freq.kind == MANY:
@@ -245,15 +237,95 @@ class JitOfFreshCallable(Rule):
                                                            if freq.node is not None else ())
             parts = message(f"`{transform}` of {what}: a new callable on every call of `{name}`", *evidence,
                             "; each call traces and compiles again; jit a module-level function once and call that")
-        return Violation(node, parts, data={"transform": qualified, "scope": scope}, preview=preview)
+        subject = f"`{transform}` of {what}"
+        fresh = proven("fresh-callable", subject, "built-per-call", f"built anew on every call of `{name}`")
+        return Violation(node, parts, data={"transform": qualified, "scope": scope},
+                         premises=(fresh, judged.same, judged.repeated))
 
 
-def _library(model: SemanticModel, scope: Function, found_use) -> str | None:
-    """The preview tier's assumption for a library's function that nothing in the checked project
-    calls: that its users call it more than once."""
-    if found_use[1].kind == UNKNOWN and library_function(model, scope):
-        return f"that the library's users call `{scope.display_name}` more than once (nothing in the project calls it)"
-    return None
+@dataclass(frozen=True)
+class Judgement:
+    """What a fresh jit inside a function costs, as far as the code shows: how the function uses
+    the jitted callable ("called" in the same call, "reused" by a loop there, "returned"), how
+    often the function runs (`freq`, for the message), and the premises `same-program` and
+    `called-repeatedly`."""
+
+    use: str
+    freq: Frequency
+    same: Premise
+    repeated: Premise
+
+
+def _judge(model: SemanticModel, use: str | None, scope: Function, target: cst.CSTNode | None,
+           node: cst.CSTNode, passed: frozenset[str], subject: str) -> Judgement | None:
+    """The premises of a fresh jit built on every call of `scope`, or None where the jitted callable
+    is stored elsewhere (`self.f = jax.jit(...)`: not followed).
+
+    - Called in the same call: every call compiles. The program is the same on every call when
+      the callable reads nothing of the call (values derived only from the shapes of the arrays
+      it is given do not count: JAX's cache keys on those shapes anyway); when it reads the
+      call's arguments, when the calls that repeat pass the same values (a loop that does not
+      change them) — DISPROVED where the loop changes them, ASSUMED where nothing shows it. A
+      method's instance alone (`jax.jit(self.forward)`) is one program per object.
+    - Kept for reuse (called in a loop of the function, or returned by a factory): built once per
+      call and reused, so the reuse shows no waste unless the function is called again for the
+      same program (a loop with unchanged arguments, a caller that runs many times).
+    `called-repeatedly` is the function's frequency (`function_repeats`)."""
+    if use is None:
+        return None
+    name = scope.display_name
+    who = f"`{name}`"
+    relevant = _closure_params(model, scope, target, passed)
+    if use == "called":
+        # Used once per call of `scope`: worth compiling only if `scope` runs again, when it
+        # compiles again. A callable that closes over nothing of `scope` is the same program
+        # on every call; one that closes over arguments is the same program only when they
+        # are the same: then only a loop that does not change them is evidence.
+        if relevant is not None:
+            # `if use_pjit: pjit(lambda ...)(x)`: built only for some values of a parameter.
+            relevant |= _guard_params(model, node, scope)
+        if relevant == set():
+            freq = frequency(model, scope)
+            same = proven("same-program", subject, "closes-over-nothing", f"it reads nothing of a call of `{name}` "
+                          "(at most the shapes of the arrays it is given, which JAX's cache keys on anyway): every "
+                          "call builds the same program")
+            return Judgement(use, freq, same, function_repeats(model, scope, freq, who))
+        if scope.cls is not None and relevant == set(scope.params[:1]):
+            # Closes over the instance only (`jax.jit(self.forward)(x)`): one program per
+            # object. A method nothing calls is a library's (its users call it on their
+            # objects); where the module calls it, only calls on one object again count (a
+            # new `Model(w)` per iteration compiles once per model, as it must).
+            freq = frequency(model, scope)
+            if freq.kind == UNKNOWN:
+                same = proven("same-program", subject, "instance-only", f"it reads only `{scope.params[0]}` of a "
+                              "call: the same program for every call on one object")
+                return Judgement(use, freq, same, function_repeats(model, scope, freq, who))
+    rebuilt, changed = _factory_rebuilt(model, scope, relevant)
+    reads = _reads_phrase(relevant)
+    if rebuilt is not None:
+        at = (" (line ", LineOf(rebuilt.node), ")") if rebuilt.node is not None else ()
+        same = proven("same-program", subject, "same-arguments", f"`{name}` is called again with the same "
+                      f"{reads} {rebuilt.how}", *at)
+        return Judgement("returned" if use == "returned" else "called", rebuilt, same,
+                         function_repeats(model, scope, rebuilt, who))
+    freq = frequency(model, scope)
+    if use != "called":
+        keeper = "reused by its loop" if use == "reused" else "returned for the caller to keep"
+        same = disproved("same-program", subject, "kept-for-reuse", f"built once per call of `{name}` and {keeper}; "
+                         "no call is shown to build the same program again")
+    elif changed is not None:
+        same = disproved("same-program", subject, "program-per-call", f"it reads {reads} of the call, which the loop "
+                         "on line ", LineOf(changed), " changes: a different program on every call")
+    else:
+        same = assumed("same-program", subject, f"assumes the calls of `{name}` pass the same {reads}, which the "
+                       "program depends on")
+    return Judgement(use, freq, same, function_repeats(model, scope, freq, who))
+
+
+def _reads_phrase(relevant: set[str] | None) -> str:
+    if relevant is None:
+        return "arguments"
+    return ", ".join(f"`{p}`" for p in sorted(relevant)) or "arguments"
 
 
 def _use_of_call(model: SemanticModel, call: cst.Call, scope: Function) -> str | None:
@@ -293,9 +365,13 @@ def _use_of_name(model: SemanticModel, name: str, scope: Function) -> str | None
     return "returned" if returned else None
 
 
-def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode | None) -> set[str] | None:
-    """The parameters of `scope` the jitted callable reads (its program depends on them);
-    None when it reads another local of `scope` (then every argument may matter)."""
+def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode | None,
+                    passed: frozenset[str] = frozenset()) -> set[str] | None:
+    """The parameters of `scope` the jitted callable's program depends on: those it reads, and
+    those the locals it reads are computed from (`head_dim = w.shape[-1] // num_heads` depends on
+    `num_heads`); None when that is not shown (a local bound otherwise). Arrays are data, not
+    program structure (`R = rotation(phase)`), and the shape of an array the jitted callable is
+    given as an argument (`passed`) is what JAX's cache keys on anyway: neither counts."""
     if target is None:
         return None
     if isinstance(target, cst.Name):
@@ -307,47 +383,125 @@ def _closure_params(model: SemanticModel, scope: Function, target: cst.CSTNode |
         fn = model.index.function_of.get(target)
         if fn is None:
             return None
-        reads = list(_function_reads(fn))
+        reads = list(_function_read_nodes(fn))
     else:
-        reads = list(_expression_reads(model, target, scope))
+        reads = list(_expression_read_nodes(model, target, scope))
     out: set[str] = set()
-    for name, where in reads:
+    for node, where in reads:
+        name = node.value
         found = model.lookup(name, where)
         if found is None or found[0] is not scope:
             continue
+        if name in passed and _shape_read(model, node, where):
+            continue  # `x.shape[0]` of an array it is given: the cache keys on it
         if name not in scope.params:
-            if _array_data(model, found[1], scope):
+            if array_data(model, found[1], scope):
                 continue  # `R = rotation(phase)`: an array the program reads as data (it could be an argument)
-            return None
+            deps = _local_dependencies(model, found[1], scope, passed)
+            if deps is None:
+                return None
+            out |= deps
+            continue
         # The instance too (`lambda v: v @ self.w`, `jax.pmap(self.step)`): a program per object.
         out.add(name)
     return out
 
 
-def _array_data(model: SemanticModel, bindings, scope: Function) -> bool:
-    """A local bound only to arrays (NumPy or jax, computed in the function): baked into the
-    program as data, which an argument would carry as well; the program's structure does not
-    depend on it."""
-    if model.numpy_arrays.binding_is_array(bindings, scope) or model.device_arrays.binding_is_array(bindings, scope):
-        return True
-    return bool(bindings) and all(b.kind in ("assign", "annassign") and b.index is None
-                                  and _array_value(model, b.value, scope) for b in bindings)
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size"})
+_SHAPE_FUNCTIONS = frozenset({"builtins.len", "jax.numpy.shape", "numpy.shape", "jax.numpy.ndim", "numpy.ndim"})
 
 
-_ARRAY_CONSTRUCTORS = frozenset({"numpy.array", "numpy.asarray", "jax.numpy.array", "jax.numpy.asarray",
-                                 "numpy.stack", "jax.numpy.stack"})
+def _shape_read(model: SemanticModel, node: cst.Name, scope) -> bool:
+    """`x.shape`, `x.ndim`, `x.dtype`, `len(x)`, `jnp.shape(x)`: a read of an array's shape only."""
+    parent = model.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        return parent.attr.value in _SHAPE_ATTRIBUTES
+    if isinstance(parent, cst.Arg) and parent.value is node:
+        call = model.parent(parent)
+        return isinstance(call, cst.Call) and len(call.args) == 1 and model.qn(call.func, scope) in _SHAPE_FUNCTIONS
+    return False
 
 
-def _array_value(model: SemanticModel, e: cst.BaseExpression | None, scope, depth: int = 0) -> bool:
-    """`np.array([[c, -s], [s, c]])`, or a call of the module's helper that returns one."""
-    if not isinstance(e, cst.Call) or depth > 3:
-        return False
-    qn = model.qn(e.func, scope)
-    if qn in _ARRAY_CONSTRUCTORS:
-        return True
-    callee = model.function_named(e.func.value, scope) if isinstance(e.func, cst.Name) else None
-    return callee is not None and not callee.is_lambda and bool(callee.returns) and all(
-        _array_value(model, r, callee, depth + 1) or model.numpy_arrays.is_array(r, callee) for r in callee.returns)
+def _local_dependencies(model: SemanticModel, bindings, scope: Function, passed: frozenset[str],
+                        depth: int = 0) -> set[str] | None:
+    """The parameters of `scope` a local's value is computed from (through other locals, a few
+    levels deep), or None where a binding is not a plain assignment the model can read."""
+    from jaxfuse_lint.model.scopes import walk
+
+    out: set[str] = set()
+    for b in bindings:
+        if b.kind not in ("assign", "annassign") or b.value is None or depth > 3:
+            return None
+        for n in walk(b.value):
+            if not isinstance(n, cst.Name):
+                continue
+            parent = model.parent(n)
+            if isinstance(parent, cst.Attribute) and parent.attr is n:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is n:
+                continue
+            where = model.scope_of(n)
+            found = model.lookup(n.value, where)
+            if found is None or found[0] is not scope:
+                continue  # a module-level name or a builtin: the same on every call
+            if n.value in passed and _shape_read(model, n, where):
+                continue
+            if n.value in scope.params:
+                out.add(n.value)
+                continue
+            if array_data(model, found[1], scope):
+                continue
+            deps = _local_dependencies(model, found[1], scope, passed, depth + 1)
+            if deps is None:
+                return None
+            out |= deps
+    return out
+
+
+def _function_read_nodes(fn: Function):
+    yield from ((r.name, r.scope) for r in fn.reads)
+    for inner in fn.nested:
+        yield from _function_read_nodes(inner)
+
+
+def _expression_read_nodes(model: SemanticModel, expr: cst.CSTNode, scope):
+    """(Name node, the scope it is read in) for every name `expr` reads, lambdas included."""
+    from jaxfuse_lint.model.scopes import iter_children
+
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(expr, None)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, cst.Name):
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue
+            yield node, scope
+            continue
+        inner = model.index.function_of.get(node)
+        if inner is not None and inner.node is node:
+            yield from _function_read_nodes(inner)
+            continue
+        stack.extend((child, node) for _, child in iter_children(node))
+
+
+def _passed_names(model: SemanticModel, built: cst.Call | str, scope: Function) -> frozenset[str]:
+    """The names the jitted callable is called with in `scope`: `jax.jit(f)(w)`, or `g = jax.jit(f)`
+    / a jit-decorated `def g` and then `g(w)` (`built`: the jit call, or the name)."""
+    calls: list[cst.Call] = []
+    name = built if isinstance(built, str) else None
+    if isinstance(built, cst.Call):
+        parent = model.parent(built)
+        if isinstance(parent, cst.Call) and parent.func is built:
+            calls.append(parent)
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            name = parent.targets[0].target.value
+    if name is not None:
+        for read in model.index.reads_named(name, scope):
+            parent = model.parent(read.name)
+            if isinstance(parent, cst.Call) and parent.func is read.name:
+                calls.append(parent)
+    return frozenset(a.value.value for c in calls for a in c.args if isinstance(a.value, cst.Name) and not a.star)
 
 
 def _guard_params(model: SemanticModel, node: cst.CSTNode, scope: Function) -> set[str]:
@@ -369,16 +523,19 @@ def free_names(expr: cst.CSTNode) -> set[str]:
     return {n.value for n in walk(expr) if isinstance(n, cst.Name)}
 
 
-def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str] | None) -> Frequency | None:
+def _factory_rebuilt(model: SemanticModel, factory: Function,
+                     relevant: set[str] | None) -> tuple[Frequency | None, cst.CSTNode | None]:
     """A call of the function in a Python loop (not guarded by a cache) whose arguments for
     the parameters the jitted callable closes over (`relevant`; all of them when None) the loop
     does not change: every iteration builds, and compiles, the same program again. A factory
     called once (in `__init__`, once per `train()`) or once per distinct argument is the
-    recommended pattern: None."""
+    recommended pattern: None. Second: the loop around a call that changes those arguments (a
+    different program per iteration), where there is one."""
     sites, _ = call_sites(model, factory)
     elsewhere = external_calls(model, factory)
     if elsewhere is not None and elsewhere.kind == MANY and (elsewhere.same_arguments or relevant == set()):
-        return elsewhere  # another module's loop calls it with the same arguments (or they do not matter)
+        return elsewhere, None  # another module's loop calls it with the same arguments (or they do not matter)
+    changed: cst.CSTNode | None = None
     for site in sites:
         if model.is_traced_scope(site.scope) or compiled_once_per_key(model, site.call, site.scope):
             continue
@@ -394,12 +551,13 @@ def _factory_rebuilt(model: SemanticModel, factory: Function, relevant: set[str]
                 continue
             outer = frequency(model, site.scope)
             if outer.kind == MANY:
-                return Frequency(MANY, outer.node, outer.how, outer.via or site.scope)
+                return Frequency(MANY, outer.node, outer.how, outer.via or site.scope), None
             continue
         if any(_bound_in(model, n, sc, loops) for arg in args for n, sc in _expression_reads(model, arg, site.scope)):
+            changed = changed or loops[0]
             continue  # a different program per iteration: one compilation each, whatever is done
-        return Frequency(MANY, loops[0], "in a loop")
-    return None
+        return Frequency(MANY, loops[0], "in a loop"), None
+    return None, changed
 
 
 def _relevant_arguments(model: SemanticModel, call: cst.Call, factory: Function,

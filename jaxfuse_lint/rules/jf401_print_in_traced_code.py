@@ -9,6 +9,9 @@ from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import PROVEN, assumed
+from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -29,6 +32,7 @@ def printed_values(call: cst.Call) -> Iterator[cst.BaseExpression]:
 
 class PrintInTracedCode(Rule):
     code = "JF401"
+    premises = ("runs-traced", "traced")
     name = "print-in-traced-code"
     summary = "`print()` of a traced value inside traced code (runs once, at trace time, and prints tracers)"
     fixable = "sometimes"
@@ -153,6 +157,16 @@ class PrintInTracedCode(Rule):
             debug = modes[id(scope)]
             if debug is True:
                 continue  # every call runs under `jax.disable_jit()`: nothing is traced, values print
+            runs = evidence(model).premise(scope, site.call, raises=False)
+            if runs is None:
+                continue
+            if debug:
+                runs = assumed("runs-traced", runs.subject, f"assumes {debug}")
+            tp = traced_premise(model)
+            values = [p for p in (tp.premise(v, scope) for v in traced) if p is not None]
+            if not values:
+                continue
+            value = next((p for p in values if p.status == PROVEN), values[0])
             yield Violation(
                 site.call,
                 message(
@@ -162,7 +176,7 @@ class PrintInTracedCode(Rule):
                     "use `jax.debug.print`",
                 ),
                 data={"call": site.call, "scope": scope, "traced": traced},
-                preview=debug or None,
+                premises=(runs, value),
             )
 
 

@@ -8,13 +8,13 @@ import libcst as cst
 
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
-from jaxfuse_lint.model.scopes import Function, Scope, iter_children
+from jaxfuse_lint.model.scopes import Function, Scope
 from jaxfuse_lint.model.evidence import evidence
-from jaxfuse_lint.model.omnistaging import omnistaged_function
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -46,11 +46,11 @@ _CONTAINER_HINT = re.compile(
     r"\b(dict|Dict|Mapping|MutableMapping|list|List|Sequence|tuple|Tuple|set|Set|Iterable|Optional|None|"
     r"Any|PyTree|Pytree|FrozenDict|Params|Callable|str)\b"
 )
-_MAX_ROOT_DEPTH = 6
 
 
 class PythonControlFlowOnTracedValue(Rule):
     code = "JF402"
+    premises = ("runs-traced", "traced")
     name = "python-control-flow-on-traced-value"
     summary = "Python `if`/`while`/`assert`/`and`/`not`/`int()` on a traced value (concretization error)"
     fixable = "never"
@@ -213,7 +213,7 @@ class _Checker:
         self.staging = staging(model)
         self.values = staged_values(model)
         self.evidence = evidence(model)
-        self.read_names = {r.name for r in model.index.reads}
+        self.premise = traced_premise(model)
 
     def traced(self, expr: cst.CSTNode, scope: Scope) -> bool:
         return self.values.kind(expr, scope) is Kind.TRACED
@@ -230,13 +230,12 @@ class _Checker:
                     continue
                 # The code runs under a trace on a route that runs (model/evidence.py): not host code
                 # behind a tracer guard, not a dead `is None` branch, not a demonstration of the error.
-                route = self.evidence.finding(fn, expr, raises=True)
-                if route is None:
+                runs = self.evidence.premise(fn, expr, raises=True)
+                traced = self.premise.premise(expr, fn)
+                if runs is None or traced is None:
                     continue
                 flagged.add(expr)
-                v = self._violation(fn, context, expr)
-                v.preview = route.preview
-                yield v
+                yield self._violation(fn, context, expr).with_premises(runs, traced)
 
     def _contexts(self, node: cst.CSTNode, fn: Function):
         """(context, operand, is-a-truthiness-test) for every construct that converts to Python."""
@@ -461,66 +460,10 @@ class _Checker:
         return bool(passed) and all(_scalar_literal(a) for a in passed)
 
     def staged_origin(self, expr: cst.CSTNode, scope: Scope) -> cst.Call | None:
-        """A jax array operation a traced expression is computed from that no traced argument
-        feeds (`jnp.arange(3)`, `K[0]` of a captured jax array: tracers by omnistaging), through
-        local names."""
-        seen: set = set()
-        stack = [(expr, scope, 0)]
-        while stack:
-            node, sc, depth = stack.pop()
-            if isinstance(node, cst.BaseExpression) and self.values.kind(node, sc) is not Kind.TRACED:
-                continue
-            if isinstance(node, cst.Call) and omnistaged_function(self.model.qn(node.func, sc)):
-                return node
-            if self.values._operates_on_captured_array(node, sc):
-                return node  # `K[0]` of a jax array bound outside: staged out too
-            if isinstance(node, cst.Name) and node in self.read_names:
-                found = self.model.bindings_at(node, sc)
-                if found is None or not isinstance(found[0], Function):
-                    continue
-                owner, bindings = found
-                for b in bindings:
-                    if id(b.node) not in seen and b.value is not None and depth < _MAX_ROOT_DEPTH:
-                        seen.add(id(b.node))
-                        stack.append((b.value, owner, depth + 1))
-                continue
-            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-                continue
-            stack.extend((c, sc, depth) for _, c in reversed(list(iter_children(node))))
-        return None
+        return self.premise.staged_origin(expr, scope)
 
     def roots(self, expr: cst.CSTNode, scope: Scope) -> list[tuple[Function, str]]:
-        """The traced parameters a traced expression is computed from (through local names)."""
-        out: list[tuple[Function, str]] = []
-        seen: set = set()
-        stack = [(expr, scope, 0)]
-        while stack:
-            node, sc, depth = stack.pop()
-            if (isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Attribute)
-                    and self.values.kind(node, sc) is not Kind.TRACED):
-                continue  # (attributes are looked through: `x.mean` in `x.mean()`)
-            if isinstance(node, cst.Attribute) and node.attr.value in STATIC_ATTRIBUTES:
-                continue  # `jnp.ones(x.shape)` is not computed from x's values
-            if isinstance(node, cst.Name) and node in self.read_names:
-                found = self.model.bindings_at(node, sc)
-                if found is None or not isinstance(found[0], Function):
-                    continue
-                owner, bindings = found
-                for b in bindings:
-                    key = (id(owner), b.name, id(b.node))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    if b.kind == "param":
-                        if self.values.param_kind(owner, b.name) is Kind.TRACED and (owner, b.name) not in out:
-                            out.append((owner, b.name))
-                    elif b.value is not None and depth < _MAX_ROOT_DEPTH:
-                        stack.append((b.value, owner, depth + 1))
-                continue
-            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-                continue
-            stack.extend((c, sc, depth) for _, c in reversed(list(iter_children(node))))
-        return out
+        return self.premise.roots(expr, scope)
 
 
 _SCALAR_ANNOTATIONS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.str"})

@@ -5,7 +5,10 @@ from typing import Iterator
 
 import libcst as cst
 
+import re
+
 from jaxfuse_lint.model import Kind, SemanticModel
+from jaxfuse_lint.model.call_frequency import call_sites
 from jaxfuse_lint.model.scopes import ClassInfo, Function, Scope, walk
 from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.instances import instances
@@ -13,6 +16,9 @@ from jaxfuse_lint.model.routes import STATEFUL_MODULE_BASES
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.premises import PROVEN, LineOf, Premise, assumed, disproved, proven
+from jaxfuse_lint.model.state_reads import HOST, PROGRAM, UNKNOWN, StateRead, state_reads
+from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -37,6 +43,7 @@ _CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__", "setup", "__s
 
 class SideEffectInTracedCode(Rule):
     code = "JF403"
+    premises = ("runs-traced", "outside-trace", "read-per-call")
     name = "side-effect-in-traced-code"
     summary = "traced code mutates state outside the function (happens only while tracing)"
     fixable = "never"
@@ -63,8 +70,9 @@ class SideEffectInTracedCode(Rule):
       `Variable`/`Object`/`Pytree`: its attributes are state the framework's
       transforms carry in and out, writes it refuses, or facts on an object
       built inside the trace);
-    - the same on an enclosing function's list, dict or object when it stores
-      a traced value there.
+    - the same on an enclosing function's list, dict or object (one it binds,
+      or a parameter of a host function that defines the traced one, such as
+      `def foo(tot): @jax.jit def inc(x): tot[0] += x`).
 
     Writes to the function's own local objects and to its arguments are
     pure from JAX's point of view and are not flagged.
@@ -90,8 +98,8 @@ class SideEffectInTracedCode(Rule):
       of a Python value that does not read its target (a shape int, a config
       string, a `functools.partial`, a new dict) puts the same value there on
       every trace, so a compiled call that skips it loses nothing. Augmented
-      assignments, `del` and mutating calls (`append`, `add`...) accumulate and
-      are reported whatever their value.
+      assignments, `del` and mutating calls (`append`, `add`...) are reported
+      where the state is data of each call (`read-per-call`, below).
 
     ## Why is this bad?
     JAX runs the Python function once, to trace it; the compiled program
@@ -100,6 +108,40 @@ class SideEffectInTracedCode(Rule):
     tutorial's `global_list.append(x)`, which "is not captured in the jaxpr").
     Leaked tracers stored this way fail later with `UnexpectedTracerError`; a
     counter on `self` counts compilations, not calls.
+
+    ## Premises
+    Each finding states three premises (`--output-format full` and the JSON
+    and SARIF outputs list them); it is reported by default only when all
+    are proven, in the preview tier when one is assumed, and not at all
+    when one is disproved.
+    - `runs-traced(fn)`: the function runs under a trace, on a route the
+      code shows (model/evidence.py).
+    - `outside-trace(state)`: the state written outlives the trace (above).
+      Assumed where a mutating call's receiver is not known to be a Python
+      container, or where the state is a parameter of the enclosing host
+      function whose callers the module does not show.
+    - `read-per-call(state)`: the state is data of each call, so what the
+      compiled calls skip is lost. Proven when the write stores a tracer
+      (`leaked-tracer`: `log.append(x)`, `tot[0] += x`, `self.p = p - lr *
+      g` with `g` from `jax.grad` in the trace: the state keeps the first
+      trace's tracer) or an argument of the traced function
+      (`call-argument`). For a count (`n += 1`, `self.n = self.n + 1`) its
+      readers decide (model/state_reads.py): read on the host
+      (`host-reads`: `print(n)` after the calls) or into the program's
+      arrays (`program-reads`: `return x + n`), it is proven; read only by
+      code that runs while tracing, as a Python value or into text (a
+      counter that makes summary names unique), it is disproved
+      (`trace-time-reads`), and so it is where only tests read it, where
+      nothing can read it (a private global or a closure's variable nothing
+      reads), or where its name or its helper's docstring says it counts
+      traces (`compiled_times`, "for use inside jax functions": weaker
+      evidence than the reads, consulted after them). A count nothing in
+      the module reads is proven by a name that says it counts calls
+      (`calls`, `steps`) and assumed otherwise. A Python value recorded
+      (`shapes.add(x.shape)`, `names.append(f"layer{i}")`, `del d[k]`) is
+      the same on every call the program serves: recording it once per
+      trace loses only a count (`trace-facts`, disproved); a value of
+      unknown kind is assumed to be data of the call.
 
     ## Known problems
     A mutating call is a container's only on a receiver known to be a list,
@@ -120,13 +162,14 @@ class SideEffectInTracedCode(Rule):
     outside. A store of a
     Python value the model cannot place (an argument of unknown kind) is taken
     as static. Methods another module's traced code calls on an object this
-    module cannot see are not reported.
-    Deliberate trace-time state is flagged too — silence it with
-    `# noqa: JF403` — except three common idioms: objects named like a cache
-    or memo table (`self._cache[key] = fn`); static facts collected into an
-    enclosing function's list (`shapes.append(x.shape)`); and a `nonlocal`
-    counter owned by a pytest-style test (`test_*`, methods of `Test*`
-    classes), which is how tests count compilations. Functions only
+    module cannot see are not reported. Readers in other modules are not
+    seen: a public count nothing in the module reads is in the preview tier.
+    Deliberate trace-time state that none of the premises above disproves is
+    flagged too — silence it with `# noqa: JF403` — except two common
+    idioms besides: objects named like a cache or memo table (`self._cache[key]
+    = fn`), and a `nonlocal` counter owned by a pytest-style test (`test_*`,
+    methods of `Test*` classes), which is how tests count compilations.
+    Functions only
     transformed eagerly (`jax.grad`, `jax.vmap` without `jit`) run their
     Python on every call, and `make_jaxpr`/`eval_shape` trace once to
     inspect the program (a side effect there is how one extracts trace-time
@@ -169,13 +212,17 @@ class SideEffectInTracedCode(Rule):
         "    return out[0] + d['a']\n",
         "history = []\ndef host(x):\n    history.append(x)\n    return x\n",
         "import jax, optax\ntx = optax.adam(1e-3)\n@jax.jit\ndef step(g, s, p):\n    return tx.update(g, s, p)\n",
+        "import jax\ncompiled_times = 0\n@jax.jit\ndef f(x):\n    global compiled_times\n    compiled_times += 1\n"
+        "    return x\nf(1.0)\nprint(compiled_times)\n",
+        "import jax\n_n = 0\ndef name(p):\n    global _n\n    _n += 1\n    return f'{p}_{_n}'\n@jax.jit\ndef f(x):\n"
+        "    return {name('loss'): x}\n",
     )
     invalid = (
         "import jax\nglobal_list = []\n@jax.jit\ndef f(x):\n    global_list.append(x)\n    return x\n",
         "import jax\nfrom functools import partial\nclass M:\n    @partial(jax.jit, static_argnums=0)\n"
         "    def f(self, x):\n        self.calls += 1\n        return x\n",
         "import jax\ncount = 0\ndef f(x):\n    global count\n    count = count + 1\n    return x\n"
-        "g = jax.jit(f)\n",
+        "g = jax.jit(f)\ng(1.0)\ng(2.0)\nprint(count)\n",
     )
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
@@ -187,8 +234,8 @@ class SideEffectInTracedCode(Rule):
                 continue
             for node, target, owner_desc, verb in finder.writes(fn):
                 # The write runs under a trace on a route that runs (model/evidence.py).
-                route = shown.finding(fn, node, raises=False)
-                if route is None:
+                runs = shown.premise(fn, node, raises=False)
+                if runs is None:
                     continue
                 # For `self`, say the route by which the instance comes from outside.
                 reason = finder.self_reason.get(fn) if fn.params and target == fn.params[0] else None
@@ -201,11 +248,158 @@ class SideEffectInTracedCode(Rule):
                         "never does it; return the value instead (or use `jax.debug.callback` for logging)",
                     ),
                     data={"target": target},
-                    preview=route.preview or finder.assumed.get(node),
+                    premises=(runs, finder.outside(node, target), finder.per_call(fn, node, target)),
                 )
 
 
 class _Writes:
+    def outside(self, node: cst.CSTNode, target: str) -> Premise:
+        """`outside-trace(target)`: the state written lives outside the traced function (the finder
+        proved it, or assumed what `assumed` says)."""
+        why = self.assumed.get(node)
+        if why is not None:
+            return assumed("outside-trace", f"`{target}`", why)
+        return proven("outside-trace", f"`{target}`", "write-target", f"`{code_of(self.model, node, 40)}` writes state "
+                      "that outlives the trace")
+
+    # -- read-per-call: who reads the state, and how -------------------------------------------------
+    def per_call(self, fn: Function, node: cst.CSTNode, target: str) -> Premise:
+        """`read-per-call(state)`: the state a write changes is read as data of each call (the
+        write is then lost on every call after the first), or only as bookkeeping of the trace.
+
+        - a stored tracer (`log.append(x)`, `tot[0] += x`, `self.p = p - lr * g`): the state holds
+          the first trace's tracer in place of each call's value (proven where `traced` is);
+        - a Python value recorded (`shapes.append(x.shape)`, `names.add(n)`, `del d[k]`): the same on
+          every call the program serves, so doing it once per trace loses nothing but a count;
+        - a count (`n += 1`, `self.n = self.n + 1`): decided by its readers. Read on the host (after
+          the calls), or into the program's arrays (`return x + n`), a count of traces stands where
+          a count of calls is read; read only while tracing as a Python value or into text (unique
+          summary names), by tests only, or named and documented as counting traces
+          (`compiled_times`, "for use inside jax functions"), it is trace-time bookkeeping."""
+        m = self.model
+        value, count = self._written_value(node)
+        state = self._state_of(fn, node, target)
+        subject = f"`{state[2]}`"
+        tracer = self.tracer_in(fn, value)
+        traced = traced_premise(m).premise(tracer, fn) if tracer is not None else None
+        if traced is not None and traced.status == PROVEN:
+            return proven("read-per-call", subject, "leaked-tracer", f"it stores `{code_of(m, tracer, 40)}`, a tracer (",
+                          *(traced.source or (traced.inference,)), "): after the trace the state holds that tracer, "
+                          "not each call's value")
+        if traced is None and isinstance(value, cst.Name) and staged_values(m).kind(value, fn) is not Kind.STATIC:
+            found = m.lookup(value.value, fn)
+            if found is not None and found[0] is fn and [b.kind for b in found[1]] == ["param"] \
+                    and value.value not in fn.params_with_default and value.value not in fn.star_params \
+                    and not (fn.cls is not None and fn.params and fn.params[0] == value.value):
+                return proven("read-per-call", subject, "call-argument", f"it stores `{value.value}`, an argument of "
+                              f"`{fn.display_name}`: data of each call, kept from the first trace only")
+        found = self._per_call_from_readers(fn, node, state, subject, value, count)
+        if traced is not None and found.status != PROVEN:
+            return assumed("read-per-call", subject, *traced.source)
+        return found
+
+    def _per_call_from_readers(self, fn: Function, node: cst.CSTNode, state: tuple, subject: str,
+                               value: cst.BaseExpression | None, count: bool) -> Premise:
+        m = self.model
+        if not count:
+            if value is None or staged_values(m).kind(value, fn) is Kind.STATIC:
+                what = f"`{code_of(m, value, 40)}`, a Python value" if value is not None else "no value of the call"
+                return disproved("read-per-call", subject, "trace-facts", f"`{code_of(m, node, 40)}` records {what} "
+                                 "that is the same on every call the program serves: once per trace loses only a "
+                                 "count")
+            return assumed("read-per-call", subject, f"assumes `{code_of(m, value, 40)}` is data of each call (it is not "
+                           "shown to be a tracer, nor a Python value the same on every call)")
+        kind, owner, name = state
+        reads = state_reads(m)
+        found = reads.attribute_reads(owner, name.split(".", 1)[1]) if kind == "attribute" else \
+            reads.name_reads(owner, name)
+        found = [r for r in found if not self._in_write(r, node)]
+        marker = _per_trace_marker(fn, name, m.traced.reasons.get(fn, ()))
+        host = [r for r in found if r.how == HOST]
+        by_tests = [r for r in host if _in_test(m, r)]
+        host = [r for r in host if r not in by_tests]
+        if host:
+            if marker is not None:  # what the host reads: a count of traces, on purpose
+                return disproved("read-per-call", subject, "named-per-trace", marker)
+            return proven("read-per-call", subject, "host-reads", f"`{code_of(m, host[0].node, 40)}` on line ",
+                          LineOf(host[0].node), " reads it on the host, where a count of traces stands for a count "
+                          "of calls")
+        if by_tests:
+            return disproved("read-per-call", subject, "read-by-tests", "only tests read it (line ",
+                             LineOf(by_tests[0].node), "): counting traces is how tests check compilation")
+        program = [r for r in found if r.how == PROGRAM]
+        if program:
+            return proven("read-per-call", subject, "program-reads", f"`{code_of(m, program[0].node, 40)}` on line ",
+                          LineOf(program[0].node), " puts it into the program's arrays, as the count at the first "
+                          "trace")
+        unknown = [r for r in found if r.how == UNKNOWN]
+        if found and not unknown:
+            return disproved("read-per-call", subject, "trace-time-reads", "only code that runs while tracing reads it "
+                             "(line ", LineOf(found[0].node), "), as a Python value or text: bookkeeping of the trace")
+        if marker is not None:
+            return disproved("read-per-call", subject, "named-per-trace", marker)
+        if not found and kind == "name" and (isinstance(owner, Function) or name.startswith("_")):
+            return disproved("read-per-call", subject, "unread", "nothing reads it, and nothing outside "
+                             f"{'the enclosing function' if isinstance(owner, Function) else 'the module'} should")
+        said = _per_call_name(name)
+        if said is not None:
+            return proven("read-per-call", subject, "named-per-call", said)
+        if unknown:
+            return assumed("read-per-call", subject, f"assumes the use of `{code_of(m, unknown[0].node, 30)}` on line ",
+                           LineOf(unknown[0].node), " reads it as a count of calls")
+        return assumed("read-per-call", subject, f"assumes code elsewhere reads `{name}` as a count of calls "
+                       "(nothing in this module reads it)")
+
+    def _in_write(self, read: StateRead, node: cst.CSTNode) -> bool:
+        """The read is part of the reported write itself (`self.n = self.n + 1`)."""
+        return any(a is node for a in self.model.ancestors(read.node))
+
+    def _written_value(self, node: cst.CSTNode) -> tuple[cst.BaseExpression | None, bool]:
+        """The value a reported write stores, and whether the write is a count (`n += 1`,
+        `n = n + 1`, `d[k] += v`: it accumulates into what it overwrites)."""
+        m = self.model
+        if isinstance(node, cst.Call):
+            return (node.args[-1].value if node.args else None), False
+        stmt = node
+        for a in (node, *m.ancestors(node)):
+            if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.CompFor, cst.NamedExpr,
+                              cst.WithItem)):
+                stmt = a
+                break
+        if isinstance(stmt, cst.AugAssign):
+            return stmt.value, True
+        if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            return stmt.value, any(_reads(m, stmt.value, el) for t in targets for el in _flat_targets(t))
+        if isinstance(stmt, (cst.For, cst.CompFor)):
+            return stmt.iter, False
+        if isinstance(stmt, cst.WithItem):
+            return stmt.item, False
+        return None, False
+
+    def _state_of(self, fn: Function, node: cst.CSTNode, target: str) -> tuple:
+        """("name", owner scope, name) or ("attribute", class, "self.attr"): what a write changes."""
+        m = self.model
+        expr = node.func.value if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) else node
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            expr = next((el for t in targets for el in _flat_targets(t)
+                         if (b := _base_name(el)) is not None and b.value == target), expr)
+        if isinstance(expr, cst.Name) and expr.value == target and target in fn.nonlocals:
+            owner = self._nonlocal_owner(fn, target)
+            if owner is not None:
+                return "name", owner, target
+        found = m.lookup(target, fn)
+        owner = found[0] if found is not None else m.index.scope
+        if found is not None and isinstance(owner, Function) and owner.cls is not None and \
+                _is_self(owner, target, found[1]):
+            attr = _first_attribute(expr, target)
+            if attr is not None:
+                return "attribute", owner.cls, f"{target}.{attr}"
+        if target in fn.globals:
+            owner = m.index.scope
+        return "name", owner, target
+
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.staging = staging(model)
@@ -216,6 +410,8 @@ class _Writes:
         self.self_reason: dict[Function, object] = {}  # the reason that makes a method's `self` outside
         # Writes whose evidence has an assumed link: what is assumed (model/evidence.py's tier).
         self.assumed: dict[cst.CSTNode, str] = {}
+        # Parameters of host factories written to whose callers the module does not show.
+        self.param_assumed: dict[tuple[int, str], str] = {}
 
     def _nnx_state(self, ci: ClassInfo, depth: int = 0) -> bool:
         """A subclass of an NNX Variable or graph-node class (`class Count(nnx.Variable)`)."""
@@ -424,6 +620,7 @@ class _Writes:
                     continue
                 desc = self._external(fn, base, item_write=True, value=value)
                 if desc is not None:
+                    self._note_parameter(fn, base, t)
                     yield t, base.value, desc, "deletes from" if deleting else "writes to"
 
     def _call_writes(self, fn: Function, call: cst.Call):
@@ -453,10 +650,17 @@ class _Writes:
         value = call.args[-1].value if call.args else None
         desc = self._external(fn, base, value=value)
         if desc is not None:
-            if not container:
+            self._note_parameter(fn, base, call)
+            if not container and call not in self.assumed:
                 self.assumed[call] = (f"assumes `{code_of(self.model, receiver)}` is a Python list, dict or set "
                                       f"(its type is not known here; `.{method}` may be a method of another object)")
             yield call, base.value, desc, "mutates"
+
+    def _note_parameter(self, fn: Function, base: cst.Name, node: cst.CSTNode) -> None:
+        found = self.model.lookup(base.value, fn)
+        why = self.param_assumed.get((id(found[0]), base.value)) if found is not None else None
+        if why is not None:
+            self.assumed[node] = why
 
     def _result_used(self, call: cst.Call) -> bool:
         """Whether the call's value is used (not a statement of its own)."""
@@ -496,18 +700,79 @@ class _Writes:
             return f"`{name.value}` (the `{owner.cls.name}` instance)"
         if owner is fn:
             return None
+        if len(bindings) == 1 and bindings[0].kind == "param" and name.value not in owner.star_params \
+                and not m.is_traced(owner):
+            # A parameter of a host function that defines the traced one (`def foo(tot): @jax.jit
+            # def increment(x): tot[0] += x`): an object its callers pass in, outside every trace.
+            passed = self._passed_containers(owner, name.value)
+            if item_write and passed is False:
+                return None
+            if passed is None:
+                self.param_assumed[(id(owner), name.value)] = (
+                    f"assumes `{name.value}`, a parameter of `{owner.display_name}`, is a Python list, dict or "
+                    "object (no call in the module shows what its callers pass)")
+            if self._outside(fn, owner, value):
+                return f"`{name.value}` of the enclosing `{owner.display_name}` (its parameter)"
+            return None
         if any(b.kind not in ("assign", "annassign") for b in bindings):
             return None
         if item_write and not all(_container(m, b.value, owner) or _namespace(m, b.value, owner) for b in bindings):
             return None
-        if not self._stores_tracer(fn, value):
-            return None  # `shapes.append(x.shape)`: collecting static facts once is deliberate
         if self._outside(fn, owner, value):
             return f"`{name.value}` of the enclosing `{owner.display_name}`"
         return None
 
+    def _passed_containers(self, owner: Function, name: str, objects: bool = True) -> bool | None:
+        """Whether every call of owner in the module passes a Python container (or, with
+        `objects`, a namespace object) for its parameter `name` (True), some call passes something
+        else (False), or no call shows it (None)."""
+        m = self.model
+        sites, _ = call_sites(m, owner)
+        if not sites:
+            return None
+        for site in sites:
+            arg = m.argument_for(site.call, owner, name)
+            if arg is None or not (_container(m, arg, site.scope) or objects and _namespace(m, arg, site.scope)):
+                return False
+        return True
+
     def _stores_tracer(self, fn: Function, value: cst.BaseExpression | None) -> bool:
-        return value is not None and staged_values(self.model).kind(value, fn) is Kind.TRACED
+        return self.tracer_in(fn, value) is not None
+
+    def tracer_in(self, fn: Function, value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        """The part of a stored value that is a tracer: the value itself, or an element of a
+        container or comprehension it builds (`[(w - lr * dw, ...) for ... in zip(params, grads)]`
+        iterates over traced gradients). None where no part is known to be traced."""
+        values = staged_values(self.model)
+        todo = [value] if value is not None else []
+        while todo:
+            e = todo.pop(0)
+            kind = values.kind(e, fn)
+            if kind is Kind.TRACED:
+                return e
+            if kind is Kind.STATIC:
+                continue
+            if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+                todo.extend(el.value for el in e.elements)
+            elif isinstance(e, cst.Dict):
+                todo.extend(el.value for el in e.elements)
+            elif isinstance(e, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                elt = e.value if isinstance(e, cst.DictComp) else e.elt
+                todo.append(elt)
+                if values.kind(elt, fn) is not Kind.STATIC:
+                    comp: cst.CompFor | None = e.for_in
+                    while comp is not None:
+                        todo.append(comp.iter)  # iterating over a tracer: its items are tracers
+                        comp = comp.inner_for_in
+            elif isinstance(e, cst.BinaryOperation):
+                todo.extend((e.left, e.right))
+            elif isinstance(e, cst.UnaryOperation):
+                todo.append(e.expression)
+            elif isinstance(e, cst.IfExp):
+                todo.extend((e.body, e.orelse))
+            elif isinstance(e, cst.StarredElement):
+                todo.append(e.value)
+        return None
 
     def _outside(self, fn: Function, owner: Function, value: cst.BaseExpression | None = None) -> bool:
         """Whether an enclosing function's state outlives fn's trace: the owner is not traced
@@ -549,6 +814,9 @@ class _Writes:
             if found is None:
                 return False
             owner, bindings = found
+            if isinstance(owner, Function) and len(bindings) == 1 and bindings[0].kind == "param" and \
+                    not m.is_traced(owner):
+                return self._passed_containers(owner, receiver.value, objects=False) is True
             values = [b.value for b in bindings if b.kind in ("assign", "annassign")]
             return bool(values) and len(values) == len(bindings) and all(_container(m, v, owner) for v in values)
         if (isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
@@ -556,6 +824,78 @@ class _Writes:
             values = list(_self_attribute_values(m, fn.cls, receiver.attr.value))
             return bool(values) and all(_container(m, v, s) for v, s in values)
         return False
+
+
+def _first_attribute(expr: cst.BaseExpression, base: str) -> str | None:
+    """`b` for `a.b[c].d` with base `a`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        inner = expr.value
+        if isinstance(expr, cst.Attribute) and isinstance(inner, cst.Name) and inner.value == base:
+            return expr.attr.value
+        expr = inner
+    return None
+
+
+# A name that counts traces or compilations (`compiled_times`, `n_traces`, `trace_count`, `jit_calls`).
+_TRACE_WORDS = re.compile(r"^(re)?(trace[sd]?|tracings?|compil\w*)$|^jit(s|ted)?$")
+# A docstring that says the code runs while tracing on purpose ("for use inside jax functions",
+# "called at trace time", "counts compilations").
+_TRACE_TIME_DOC = re.compile(
+    r"(inside|within|under|in)\s+(a\s+|the\s+)?(jax|jit|jitted|traced|transformed)\b|trace[- ]time|compile[- ]time|"
+    r"while tracing|when traced|(count|number)\s+(of\s+)?(re)?(trac|compil)", re.IGNORECASE)
+
+
+# A name that counts calls (`calls`, `n_calls`, `self.steps`, `num_updates`, `n_evals`).
+_CALL_WORDS = frozenset({"call", "calls", "ncalls", "step", "steps", "iteration", "iterations", "iter", "iters",
+                         "update", "updates", "eval", "evals", "evaluation", "evaluations", "invocations"})
+
+
+def _per_call_name(name: str) -> str | None:
+    last = name.rsplit(".", 1)[-1]
+    if any(w in _CALL_WORDS for w in _words(last)):
+        return f"its name, `{last}`, says it counts calls"
+    return None
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)]
+
+
+def _per_trace_marker(fn: Function, name: str, reasons) -> str | None:
+    """What says the state counts traces on purpose: its name, or the writing function's docstring
+    (weaker evidence than the reads: consulted where no read shows per-call use)."""
+    last = name.rsplit(".", 1)[-1]
+    if any(_TRACE_WORDS.match(w) for w in _words(last)):
+        return f"its name, `{last}`, says it counts traces or compilations"
+    doc = _docstring(fn)
+    # (A helper's docstring: a jitted function's own says nothing about the state it writes.)
+    if doc is not None and _TRACE_TIME_DOC.search(doc) and all(r.kind in ("called", "passed") for r in reasons):
+        return f"`{fn.display_name}` is documented to run while tracing (\"{_TRACE_TIME_DOC.search(doc).group(0)}\")"
+    return None
+
+
+def _docstring(fn: Function) -> str | None:
+    body = fn.node.body if isinstance(fn.node, cst.FunctionDef) else None
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    first = body.body[0]
+    if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr):
+        value = first.body[0].value
+        if isinstance(value, cst.SimpleString):
+            return value.evaluated_value if isinstance(value.evaluated_value, str) else None
+        if isinstance(value, cst.ConcatenatedString):
+            v = value.evaluated_value
+            return v if isinstance(v, str) else None
+    return None
+
+
+def _in_test(model: SemanticModel, read: StateRead) -> bool:
+    fn = model.function_of(read.node)
+    while fn is not None:
+        if _is_test(fn):
+            return True
+        fn = next(fn.enclosing_functions(), None)
+    return False
 
 
 def _is_test(fn: Function) -> bool:

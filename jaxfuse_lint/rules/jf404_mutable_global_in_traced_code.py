@@ -17,6 +17,9 @@ from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, Function, walk
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staging import own_nodes, staging
+from jaxfuse_lint.model.evidence import evidence
+from jaxfuse_lint.model.premises import Premise, assumed, disproved, proven
+from jaxfuse_lint.model.state_reads import PROGRAM, STATIC, TEXT, UNUSED, state_reads
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -25,6 +28,7 @@ _LOOPS = (cst.For, cst.While)
 
 class MutableGlobalInTracedCode(Rule):
     code = "JF404"
+    premises = ("runs-traced", "rebound-after-trace", "no-retrace-between", "program-reads-it")
     name = "mutable-global-in-traced-code"
     summary = "traced code reads a value the program rebinds between compiled calls (frozen at first trace)"
     fixable = "never"
@@ -54,12 +58,13 @@ class MutableGlobalInTracedCode(Rule):
     `eps = field ** 2`). The message names the rebinding, the call that traced
     the function first and the value it froze, and the call that reuses it.
 
-    A function nothing in the module calls that rebinds a global
-    (`def update(): global g; g = 10.0`) can run at any time and is reported
-    too; a documented setter of a setting (`def set_layout(layout):` with a
-    docstring, or a getter beside it, like `jax.config.update`) is meant to be
-    called before tracing: with no caller in the project it is reported only
-    in the preview tier.
+    A public function nothing in the module calls whose whole job is
+    rebinding globals (`def update_global(): global g; g = 10.0`) is part of
+    the module's interface, callable at any time, and is reported too (see
+    Premises); a documented setter of a setting (`def set_layout(layout):`
+    with a docstring, or a getter beside it, like `jax.config.update`) is
+    meant to be called before tracing: with no caller in the project it is
+    reported only in the preview tier.
 
     Not flagged: constants bound once, imports, functions and classes; names
     whose bindings are alternatives of one `if`/`try` statement; values set
@@ -84,9 +89,59 @@ class MutableGlobalInTracedCode(Rule):
     coefficients; a gradient with respect to an attribute the method reads
     (`model.E = E` then `model.energy(u)`) comes back 0.0.
 
+    A value read as a Python value is frozen as well: a global used as a
+    shape (`jnp.zeros(n)`) or in a branch (`if use_bias:`) fixes the
+    program's structure at the first trace, and the message says so.
+
+    ## Premises
+    Each finding states four premises (`--output-format full` and the JSON
+    and SARIF outputs list them); it is reported by default only when all
+    are proven, in the preview tier when one is assumed, and not at all
+    when one is disproved.
+    - `runs-traced(fn)`: the function runs under a trace, on a route the
+      code shows (model/evidence.py).
+    - `rebound-after-trace(name)`: the value changes between a call that
+      traces the function and a call that reuses its program. Proven by the
+      timeline of host code (`timeline`: module-level statements, a
+      notebook's cells joined in order, and the host functions they call;
+      the rebinding, the call that traced and the call that reuses are
+      named), or by a public setter (`public-setter`): a function whose
+      name does not start with `_`, that nothing in the module calls, and
+      whose whole body rebinds globals (besides a docstring, `global` and
+      `if`). Such a setter is the module's interface: nothing in the module
+      orders it before the first call of the compiled function, so a call
+      after it — the JIT documentation's `update_global()` — is possible
+      through the module's own API and is then ignored. The proof is of
+      that possibility, not of a call seen. Assumed where the writer is a
+      documented setting, is handed elsewhere, is private, or does more
+      than rebind globals (an entry point like `main` that nothing calls).
+      Disproved where every call of the writer is in traced code
+      (`rebound-while-tracing`): the value changes between traces, never
+      between two calls of one program (trace-time bookkeeping, JF403's to
+      judge).
+    - `no-retrace-between(name)`: the call that reuses the program does not
+      trace it again. Proven where no argument of that call is computed from
+      the new value (`arguments-unchanged`), or where the writer is a setter
+      that changes nothing else (`setter-only`). Assumed where an argument
+      is rebuilt from the new value after the rebinding (`tx = optax.chain(...)`
+      then `opt_state = tx.init(params)`: a new pytree structure makes jit
+      trace again, and that trace reads the new value). Disproved where such
+      an argument is a static argument (a new static value compiles a new
+      program), and `jax.clear_caches()` between the calls starts the
+      timeline again.
+    - `program-reads-it(name)`: what the traced code does with the value
+      (model/state_reads.py). Proven where it is an operand of the traced
+      computation (`constant`), decides the trace as a Python value
+      (`static-use`: a shape, a branch, a static argument), or is read in
+      any other way while tracing; disproved where it is only formatted
+      into text (`text-only`: a summary name, a printed message).
+
     ## Known problems
     Calls through code the module does not show (another module's loop over a
-    setter) are not followed; a rebinding in a branch counts as possible.
+    setter) are not followed; a rebinding in a branch counts as possible. An
+    argument whose shape changes for reasons other than the new value (a
+    later cell calling with a larger array) is not compared: the premise
+    `no-retrace-between` is proven from the arguments' data flow only.
 
     ## Example
     ```python
@@ -144,16 +199,18 @@ class MutableGlobalInTracedCode(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
+        shown = evidence(model)
         module_scope = model.index.scope
         roots: list[Function] | None = None
+        reported: set[tuple[int, str]] = set()  # (the function a message names, the name)
         for fn in model.traced.reasons:
             if not st.is_staged(fn, cached=True):
                 continue
-            seen: set[str] = set()
+            shown_fn = _shown(model, fn)
             entries = None
             for read in fn.reads:
                 name = read.name.value
-                if name in seen or name.startswith("__"):
+                if (id(shown_fn), name) in reported or name.startswith("__"):
                     continue
                 found = model.lookup(name, fn)
                 if found is None:
@@ -164,9 +221,9 @@ class MutableGlobalInTracedCode(Rule):
                     roots = host_roots(model)
                 if isinstance(found[0], Function) and found[0] is not fn:
                     violation = _frozen_local(model, fn, read, found[0], found[1], entries)
-                    if violation is not None:
-                        seen.add(name)
-                        yield violation
+                    if violation is not None and (runs := shown.premise(fn, read.name, raises=False)) is not None:
+                        reported.add((id(shown_fn), name))
+                        yield violation.with_premises(runs)
                     continue
                 if found[0] is not module_scope:
                     continue
@@ -174,15 +231,119 @@ class MutableGlobalInTracedCode(Rule):
                 if name in fn.globals and any(model.scope_of(b.node) is fn for b in bindings):
                     continue  # fn writes it itself: JF403
                 violation = _frozen_global(model, fn, read, bindings, entries, roots)
-                if violation is not None:
-                    seen.add(name)
-                    yield violation
+                if violation is not None and (runs := shown.premise(fn, read.name, raises=False)) is not None:
+                    reported.add((id(shown_fn), name))
+                    yield violation.with_premises(runs)
             if fn.cls is not None and _self_static(model, fn):
                 if entries is None:
                     entries = compile_entries(model, fn)
                 if roots is None:
                     roots = host_roots(model)
-                yield from _frozen_attributes(model, fn, entries, roots)
+                for violation in _frozen_attributes(model, fn, entries, roots):
+                    runs = shown.premise(fn, violation.node, raises=False)
+                    if runs is not None:
+                        yield violation.with_premises(runs)
+
+
+def _shown(model: SemanticModel, fn: Function) -> Function:
+    """The function a message names for a read in fn: a lambda is named by the traced function
+    it is written in (`jax.tree_util.tree_map(lambda m: m / (1 - b1 ** step), ...)` in `update`)."""
+    while fn.is_lambda:
+        outer = next(fn.enclosing_functions(), None)
+        if outer is None or not model.is_traced(outer):
+            break
+        fn = outer
+    return fn
+
+
+def _reader(model: SemanticModel, fn: Function) -> str:
+    shown = _shown(model, fn)
+    return f"`{shown.display_name}`" if shown is fn else f"a lambda in `{shown.display_name}`"
+
+
+def _reads_of(fn: Function, name: str) -> list[cst.Name]:
+    return [r.name for r in fn.reads if r.name.value == name]
+
+
+def _program_reads(model: SemanticModel, fn: Function, subject: str, nodes: list) -> tuple[Premise, str]:
+    """`program-reads-it`: what the traced code does with the value it reads (model/state_reads.py).
+    An operand of the traced computation is a constant of the program; a Python value the trace
+    decides with (a branch, a shape, a static argument) fixes the program's structure: both are
+    frozen. Read only into text (a summary name, a message), no array of the program depends on
+    it. Also the way the message says it is frozen."""
+    reads = state_reads(model)
+    hows = [(reads.how(n, model.scope_of(n)), n) for n in nodes]
+    for wanted, inference, says in (
+            (PROGRAM, "constant", " is an operand of the traced computation: a constant of the program"),
+            (STATIC, "static-use", " decides the trace as a Python value (a branch, a shape, a static argument): "
+                                   "it fixes the program's structure"),
+    ):
+        for how, n in hows:
+            if how == wanted:
+                return proven("program-reads-it", subject, inference, f"`{code_of(model, n, 40)}` on line ",
+                              LineOf(n), says), wanted
+    if hows and all(how in (TEXT, UNUSED) for how, _ in hows):
+        n = hows[0][1]
+        return disproved("program-reads-it", subject, "text-only", f"`{code_of(model, n, 40)}` on line ", LineOf(n),
+                         " is only formatted into text while tracing (a name, a message): no array of the program "
+                         "depends on it"), TEXT
+    n = next((n for how, n in hows if how not in (TEXT, UNUSED)), nodes[0] if nodes else None)
+    if n is None:
+        return proven("program-reads-it", subject, "read-while-tracing", "read while tracing"), ""
+    return proven("program-reads-it", subject, "read-while-tracing", f"`{code_of(model, n, 40)}` on line ", LineOf(n),
+                  " is read while tracing, and not only into text: what the trace makes of it is fixed"), ""
+
+
+def _frozen_how(how: str, shown: str) -> str:
+    if how == PROGRAM:
+        return f"its value is frozen into the program as a constant when {shown} is traced"
+    if how == STATIC:
+        return f"its value fixes the program's structure (a shape, a branch taken) when {shown} is traced"
+    return f"its value is frozen into the program when {shown} is traced"
+
+
+def _no_retrace(model: SemanticModel, subject: str, t: Timeline, entries) -> Premise:
+    """`no-retrace-between`: the call that reuses the program does not pass the new value (or
+    something rebuilt from it) in its arguments. A static argument computed from it compiles a new
+    program that reads the new value (disproved); a traced one may change the pytree structure,
+    shapes or dtypes and force a retrace that reads it too (assumed not to)."""
+    if t.rebuilt:
+        scope = model.scope_of(t.stale_use)
+        for arg, where in t.rebuilt:
+            if _static_argument(model, t.stale_use, arg, scope, entries):
+                return disproved("no-retrace-between", subject, "static-argument", "the call on line ",
+                                 LineOf(t.stale_use), f" passes `{code_of(model, arg.value, 30)}`, computed from the new "
+                                 "value, as a static argument: it compiles a new program, which reads the new value")
+        arg, where = t.rebuilt[0]
+        parts: tuple = (f"assumes `{code_of(model, arg.value, 30)}`",)
+        if where is not None:
+            parts += (", rebuilt from the new value on line ", LineOf(where), ",")
+        return assumed("no-retrace-between", subject, *parts, " keeps the pytree structure, shapes and dtypes the "
+                       "call on line ", LineOf(t.first_use), " traced (else the call on line ", LineOf(t.stale_use),
+                       " retraces and reads the new value)")
+    return proven("no-retrace-between", subject, "arguments-unchanged", "no argument of the call on line ",
+                  LineOf(t.stale_use), " is computed from the new value: it reuses the program the call on line ",
+                  LineOf(t.first_use), " traced")
+
+
+def _static_argument(model: SemanticModel, call: cst.Call, arg: cst.Arg, scope, entries) -> bool:
+    """Whether `arg` of a call of a compiled function is one of its static arguments."""
+    callees = compiled_callees(model, call, scope) & entries
+    index = next((i for i, a in enumerate(call.args) if a is arg), None)
+    for f in callees:
+        params = f.params
+        for r in model.traced.reasons.get(f, ()):
+            if r.kind not in ("decorator", "transform") or r.transform not in COMPILING:
+                continue
+            ps = params[1:] if r.bound_method and params and params[0] in ("self", "cls") else params
+            if arg.keyword is not None:
+                name = arg.keyword.value
+                if name in r.static_argnames or (name in ps and ps.index(name) in r.static_argnums):
+                    return True
+            elif index is not None and arg.star == "" and index < len(ps):
+                if index in r.static_argnums or ps[index] in r.static_argnames:
+                    return True
+    return False
 
 
 def _first_value(model: SemanticModel, t: Timeline) -> tuple:
@@ -209,11 +370,21 @@ def _rebind_parts(model: SemanticModel, e) -> tuple:
     return parts + (")",)
 
 
-def _timeline_message(model: SemanticModel, fn: Function, what: str, t: Timeline) -> tuple:
+def _rebound(subject: str, fn: Function, t: Timeline, shown: Function | None = None) -> Premise:
+    """`rebound-after-trace`, as the timeline of host code shows it (model/frozen_values.py)."""
+    fn = shown or fn
+    return proven("rebound-after-trace", subject, "timeline", "rebound on line ", LineOf(t.rebind.node),
+                  " after the call on line ", LineOf(t.first_use), f" traced `{fn.display_name}`, and the call on line ",
+                  LineOf(t.stale_use), " reuses the program")
+
+
+def _timeline_message(model: SemanticModel, fn: Function, what: str, t: Timeline, how: str) -> tuple:
+    shown = _shown(model, fn)
+    name = f"`{shown.display_name}`"
     return message(
-        f"`{fn.display_name}` reads {what}, which is rebound on ", *_rebind_parts(model, t.rebind),
-        f" after `{fn.display_name}` is compiled: its value is frozen into the program when "
-        f"`{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)), ")",
+        f"{_reader(model, fn)} reads {what}, which is rebound on ", *_rebind_parts(model, t.rebind),
+        f" after {name} is compiled: {_frozen_how(how, name)} (",
+        *reason_parts(staged_reason(model, shown, cached=True)), ")",
         *_first_value(model, t), *_stale_parts(t), "; pass it as an argument",
     )
 
@@ -246,43 +417,142 @@ def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Bind
     t = None
     if model.index.scope in uses:
         keys = (*entries, *subject.reach(), *(id(b.node) for b in bindings))
-        t = run_timeline(subject, module_statements_for(model, keys), model.index.scope)
+        t = run_timeline(subject, module_statements_for(model, keys), model.index.scope, whole=model.module.body)
     for root in roots:
         if t is not None:
             break
         if root in uses:
             t = run_timeline(subject, root.node.body.body, root)
     if t is not None:
-        return Violation(read.name, _timeline_message(model, fn, f"module-level `{name}`", t),
-                         data={"name": name, "rebinding": t.rebind.node, "timeline": t})
-    # A writer nothing in the module calls: it can run at any time, after the first trace too.
+        reads, how = _program_reads(model, fn, f"`{name}`", _reads_of(fn, name))
+        return Violation(read.name, _timeline_message(model, fn, f"module-level `{name}`", t, how),
+                         data={"name": name, "rebinding": t.rebind.node, "timeline": t},
+                         premises=(_rebound(f"`{name}`", fn, t, _shown(model, fn)), _no_retrace(model, f"`{name}`", t, entries), reads))
+    # A writer no host code in the module calls: a public setter can run at any time, after the
+    # first trace too.
+    found: list[tuple[Premise, Premise, Binding, Function]] = []
+    shown = _shown(model, fn)
     for b in bindings:
         writer = model.function_of(b.node)
         if writer is None or writer in ignore:
             continue
         sites, escapes = call_sites(model, writer)
-        host_sites = [s for s in sites if not model.is_traced_scope(s.scope)]
-        if host_sites:
+        if any(not model.is_traced_scope(s.scope) for s in sites):
             continue  # where it is called, the timeline above decided
-        preview = None
-        if escapes and not sites:
-            preview = f"that `{writer.display_name}`, handed elsewhere, runs after `{fn.display_name}` is first traced"
-        elif not sites and _documented_setting(model, writer, b):
-            preview = (f"that the setting `{writer.display_name}` is called after `{fn.display_name}` is first "
-                       "traced (a documented setter is meant to be called before)")
-        return Violation(
-            read.name,
-            message(
-                f"`{fn.display_name}` reads module-level `{name}`, which is rebound on line ",
-                LineOf(b.node), f" in `{writer.display_name}`: its value is frozen into the compiled program when "
-                f"`{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)),
-                f"), and a call of `{writer.display_name}` after that is ignored until something forces a "
-                "retrace; pass it as an argument",
-            ),
-            data={"name": name, "rebinding": b.node},
-            preview=preview,
-        )
-    return None
+        found.append((*_rebound_by_writer(model, shown, name, b, writer, sites, escapes), b, writer))
+    if not found:
+        return None
+    rebound, retrace, b, writer = min(found, key=lambda f: _RANK[f[0].status])
+    reads, how = _program_reads(model, fn, f"`{name}`", _reads_of(fn, name))
+    return Violation(
+        read.name,
+        message(
+            f"{_reader(model, fn)} reads module-level `{name}`, which is rebound on line ", LineOf(b.node),
+            f" in `{writer.display_name}`: {_frozen_how(how, f'`{shown.display_name}`')} (",
+            *reason_parts(staged_reason(model, shown, cached=True)),
+            f"), and a call of `{writer.display_name}` after that is ignored until something forces a retrace; "
+            "pass it as an argument",
+        ),
+        data={"name": name, "rebinding": b.node},
+        premises=(rebound, retrace, reads),
+    )
+
+
+_RANK = {"proven": 0, "recorded": 0, "assumed": 1, "disproved": 2}
+
+
+def _rebound_by_writer(model: SemanticModel, shown: Function, name: str, b: Binding, writer: Function, sites,
+                       escapes: bool) -> tuple[Premise, Premise]:
+    """(`rebound-after-trace`, `no-retrace-between`) for a global's writer that no host code of
+    the module calls.
+
+    - called only from traced code: it rebinds the global while tracing (trace-time bookkeeping,
+      JF403's to judge): the value changes between traces, never between two calls of one program
+      (disproved);
+    - a public function whose whole job is rebinding globals (`def update_global(): global g;
+      g = 10.0`), not a documented setting: the module offers it to its users, to be called at any
+      time, and nothing in the module orders it before the first trace: a call after the first
+      call of the compiled function is possible by the module's own interface, and then ignored
+      (proven: "public-setter"); such a setter changes nothing else, so the arguments of the next
+      call keep the shapes traced before (proven);
+    - a documented setting (`def set_layout(layout):` with a docstring or a getter beside it, like
+      `jax.config.update`), a function handed elsewhere, a private function, or one that does more
+      than rebind globals (an entry point such as `main`): assumed."""
+    subject = f"`{name}`"
+    if sites:
+        s = sites[0]
+        caller = model.function_of(s.call)
+        return disproved("rebound-after-trace", subject, "rebound-while-tracing", f"`{writer.display_name}` rebinds it "
+                         "on line ", LineOf(b.node), " and runs only while tracing (called on line ", LineOf(s.call),
+                         f"{f' in traced `{caller.display_name}`' if caller is not None else ''}): the value changes "
+                         "between traces, not between two calls of one program"), \
+            _retrace_assumed(subject, writer)
+    if escapes:
+        return assumed("rebound-after-trace", subject, f"assumes that `{writer.display_name}`, handed elsewhere, runs "
+                       f"after `{shown.display_name}` is first traced"), _retrace_assumed(subject, writer)
+    if _documented_setting(model, writer, b):
+        return assumed("rebound-after-trace", subject, f"assumes that the setting `{writer.display_name}` is called "
+                       f"after `{shown.display_name}` is first traced (a documented setter is meant to be called "
+                       "before)"), _retrace_assumed(subject, writer)
+    if writer.name.startswith("_") or not _only_rebinds_globals(writer):
+        return assumed("rebound-after-trace", subject, f"assumes that `{writer.display_name}`, which nothing in the "
+                       f"module calls, runs after `{shown.display_name}` is first traced"), _retrace_assumed(subject, writer)
+    return (proven("rebound-after-trace", subject, "public-setter", f"`{writer.display_name}` does nothing but rebind "
+                   "it (line ", LineOf(b.node), "), and nothing in the module calls it: the module offers it to be "
+                   f"called at any time, after the first call of `{shown.display_name}` too"),
+            proven("no-retrace-between", subject, "setter-only", f"`{writer.display_name}` changes nothing the "
+                   f"arguments of `{shown.display_name}` are made from: a call with the arguments traced before "
+                   "reuses the program"))
+
+
+def _retrace_assumed(subject: str, writer: Function) -> Premise:
+    return assumed("no-retrace-between", subject, "assumes the next call passes arguments of the shapes traced before "
+                   f"`{writer.display_name}` ran")
+
+
+def _only_rebinds_globals(writer: Function) -> bool:
+    """A setter: besides a docstring, `global` declarations, `pass` and a bare `return`, the body only
+    assigns names it declares `global` (under `if`s too)."""
+    body = writer.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+
+    def ok(stmts) -> bool:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, cst.If):
+                orelse = stmt.orelse
+                if not ok(stmt.body.body) or (orelse is not None and not ok(
+                        [orelse] if isinstance(orelse, cst.If) else orelse.body.body)):
+                    return False
+                continue
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                return False
+            for small in stmt.body:
+                if isinstance(small, (cst.Global, cst.Pass)) or (isinstance(small, cst.Return) and small.value is None):
+                    continue
+                if i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString,
+                                                                                    cst.ConcatenatedString)):
+                    continue
+                if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    names = [n for t in targets for n in walk(t) if isinstance(n, cst.Name)]
+                    if names and all(isinstance(t, (cst.Name, cst.Tuple, cst.List)) for t in targets) and all(
+                            n.value in writer.globals for n in names if n in _target_names(targets)):
+                        continue
+                return False
+        return True
+
+    return bool(writer.globals) and ok(body.body)
+
+
+def _target_names(targets) -> set:
+    out = set()
+    for t in targets:
+        if isinstance(t, cst.Name):
+            out.add(t)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            out |= _target_names([el.value for el in t.elements])
+    return out
 
 
 def _documented_setting(model: SemanticModel, writer: Function, b: Binding) -> bool:
@@ -326,15 +596,18 @@ def _frozen_local(model: SemanticModel, fn: Function, read, owner: Function,
     t = run_timeline(subject, owner.node.body.body, owner)
     if t is None:
         return None
+    reads, how = _program_reads(model, fn, f"`{name}`", _reads_of(fn, name))
+    shown = f"`{_shown(model, fn).display_name}`"
     return Violation(
         read.name,
         message(
-            f"`{fn.display_name}` reads `{name}` of the enclosing `{owner.display_name}`, which is rebound on ",
-            *_rebind_parts(model, t.rebind), " after the first call: its value is frozen into the compiled "
-            f"program when `{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, cached=True)),
+            f"{_reader(model, fn)} reads `{name}` of the enclosing `{owner.display_name}`, which is rebound on ",
+            *_rebind_parts(model, t.rebind), f" after the first call: {_frozen_how(how, shown)} (",
+            *reason_parts(staged_reason(model, _shown(model, fn), cached=True)),
             ")", *_first_value(model, t), *_stale_parts(t), "; pass it as an argument",
         ),
         data={"name": name, "rebinding": t.rebind.node, "timeline": t},
+        premises=(_rebound(f"`{name}`", fn, t, _shown(model, fn)), _no_retrace(model, f"`{name}`", t, entries), reads),
     )
 
 
@@ -391,17 +664,23 @@ def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[
                 t = run_timeline(subject, root.node.body.body, root)
             if t is None:
                 continue
+            reads, how = _program_reads(model, fn, f"`{me}.{attr}`", [
+                n for n in own_nodes(fn) if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)
+                and n.value.value == me and n.attr.value == attr and not _stored(model, n)])
+            frozen = "frozen into the program as a constant" if how != STATIC else \
+                "read as a Python value, fixing the program's structure"
             yield Violation(
                 node,
                 message(
                     f"`{fn.display_name}` reads `{me}.{attr}`, which is rebound on ", *_rebind_parts(model, t.rebind),
                     f" after the method is compiled for that object: with `{me}` static (",
                     *reason_parts(staged_reason(model, fn, cached=True)),
-                    f"), the object is part of the cache key but `{me}.{attr}` is frozen into the program as "
-                    "a constant", *_first_value(model, t), *_stale_parts(t),
-                    f" (a gradient through `{attr}` comes back 0); pass it as an argument",
+                    f"), the object is part of the cache key but `{me}.{attr}` is {frozen}",
+                    *_first_value(model, t), *_stale_parts(t),
+                    f"{f' (a gradient through `{attr}` comes back 0)' if how == PROGRAM else ''}; pass it as an argument",
                 ),
                 data={"name": attr, "rebinding": t.rebind.node, "timeline": t},
+                premises=(_rebound(f"`{me}.{attr}`", fn, t), _no_retrace(model, f"`{me}.{attr}`", t, entries), reads),
             )
             break
 

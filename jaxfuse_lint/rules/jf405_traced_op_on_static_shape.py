@@ -11,12 +11,14 @@ from jaxfuse_lint.model.scopes import Scope, walk
 from jaxfuse_lint.model.shape_arithmetic import ShapeArithmetic, sink_arguments
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.premises import proven
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
 
 
 class TracedOpOnStaticShape(Rule):
     code = "JF405"
+    premises = ("runs-traced", "needs-static")
     name = "traced-op-on-static-shape"
     summary = "`jnp` arithmetic on static shapes used where a Python int is required (fails under jit)"
     fixable = "sometimes"
@@ -114,8 +116,8 @@ class TracedOpOnStaticShape(Rule):
                     if node in reported:
                         continue
                     # The sink runs under a trace on a route that runs (model/evidence.py).
-                    route = shown.finding(fn, sink_node, raises=True)
-                    if route is None:
+                    runs = shown.premise(fn, sink_node, raises=True)
+                    if runs is None:
                         continue
                     reported.add(node)
                     through = f" (through `{via[0].value}`)" if via else ""
@@ -129,7 +131,8 @@ class TracedOpOnStaticShape(Rule):
                             f" needs a Python int{through}: this fails at trace time; {_advice(model, node, fn)}",
                         ),
                         data={"owner": owner, "via": via},
-                        preview=route.preview,
+                        premises=(runs, proven("needs-static", f"`{code_of(model, node, 40)}`", "static-sink",
+                                               f"{sink_name} on line ", LineOf(sink_node), " takes only a Python int")),
                     )
 
 

@@ -11,6 +11,7 @@ from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
@@ -61,6 +62,7 @@ _OPTIONS = frozenset({"dtype", "axis", "axes", "order", "out", "casting", "ndmin
 
 class NumpyOnTracedValue(Rule):
     code = "JF406"
+    premises = ("runs-traced", "traced")
     name = "numpy-on-traced-value"
     summary = "a NumPy function applied to a traced value (`TracerArrayConversionError` while tracing)"
     fixable = "sometimes"
@@ -173,8 +175,9 @@ class NumpyOnTracedValue(Rule):
             # The code runs under a trace on a route that runs (model/evidence.py, as for JF402): not host
             # code behind a tracer guard, not a branch no traced route takes (`if not skip_checks:` where
             # every traced caller passes True), not a demonstration of the error.
-            route = proof.finding(scope, site.call, raises=True)
-            if route is None:
+            runs = proof.premise(scope, site.call, raises=True)
+            value = traced_premise(model).premise(traced[0], scope)
+            if runs is None or value is None:
                 continue
             written = code_of(model, site.call.func, 40)
             jnp_name = qn[len("numpy."):]
@@ -203,7 +206,7 @@ class NumpyOnTracedValue(Rule):
                 message(*parts),
                 data={"call": site.call, "func": site.call.func, "scope": scope, "qualified": qn,
                       "jnp": jnp_name, "fixable": no_fix is None},
-                no_fix=no_fix or route.preview, preview=route.preview,
+                no_fix=no_fix, premises=(runs, value),
             )
 
 

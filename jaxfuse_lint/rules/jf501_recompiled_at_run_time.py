@@ -5,6 +5,7 @@ from collections import Counter
 from typing import Any, Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.premises import recorded
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import matched_entries, name_node
 from jaxfuse_lint.core.targets import recorded_claim
@@ -48,6 +49,7 @@ def _test_case(where: Any) -> str | None:
 
 class RecompiledAtRunTime(Rule):
     code = "JF501"
+    premises = ("measured",)
     name = "recompiled-at-run-time"
     summary = "A jit entry point compiled more than `max-compilations` times in one recorded process (measured)"
     fixable = "never"
@@ -75,7 +77,11 @@ class RecompiledAtRunTime(Rule):
     Counts are per process and, under pytest, per test: a suite that runs a
     function on several shapes from different tests or parametrized cases
     (`@pytest.mark.parametrize("n", [8, 16, 32, 64])`) chose those inputs, and
-    is not reported; a test that itself loops over many shapes is. Record a
+    is not reported. Within one test, new shapes are a sweep the test chose
+    (a polymorphic function called on each of its signatures) and are not
+    counted either; what is counted there is waste: a fresh callable, a static
+    value that churns, a signature compiled again. Outside a test (a script, a
+    training run) every compilation counts. Record a
     realistic run (the training script, a benchmark) to measure what users
     see. The finding refers to the recorded text: once the file changes, its
     facts are ignored until the next `record`.
@@ -125,15 +131,22 @@ class RecompiledAtRunTime(Rule):
                 by_run.setdefault((c.get("pid"), _test_case(c.get("where"))), []).append(c)
             if not by_run:
                 continue
-            worst = max(by_run.values(), key=len)
+            # In a test, new shapes are inputs the test chose (a sweep of a polymorphic function's
+            # signatures): not counted. What counts is waste: a fresh callable, a static value that
+            # churns, a signature compiled again; outside a test every compilation does.
+            counted = {run: [c for c in comps if run[1] is None or c.get("kind") != "shape"]
+                       for run, comps in by_run.items()}
+            run = max(counted, key=lambda r: len(counted[r]))
+            worst, swept = counted[run], len(by_run[run]) - len(counted[run])
             if len(worst) <= limit:
                 continue
             where = next((c.get("where") for c in worst if c.get("where")), None)
             causes, advice = _describe(entry, worst)
+            sweep = (f" ({swept} more for new shapes, a sweep the test chose, not counted)" if swept else "")
             yield Violation(name_node(fn), message(
                 f"`{fn.display_name}` was compiled {len(worst)} times in one recorded run"
-                f"{f' ({where})' if where else ''}, more than `max-compilations` = {limit}: {causes}; {advice}"),
-                data={"compilations": len(worst)})
+                f"{f' ({where})' if where else ''}{sweep}, more than `max-compilations` = {limit}: {causes}; {advice}"),
+                data={"compilations": len(worst)}, premises=(recorded("measured", f"`{fn.display_name}`", f"{len(worst)} compilations in one recorded run ({model.runtime.profile_path or 'profile'})"),))
 
 
 RULE = RecompiledAtRunTime

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxfuse_lint.model import SemanticModel
+from jaxfuse_lint.model.premises import recorded
 from jaxfuse_lint.rules.base import Rule, Violation, message
 from jaxfuse_lint.rules.measured import nbytes
 from jaxfuse_lint.core.targets import recorded_claim
@@ -11,6 +12,7 @@ from jaxfuse_lint.core.targets import recorded_claim
 
 class LargeCapturedConstant(Rule):
     code = "JF502"
+    premises = ("measured",)
     name = "large-captured-constant"
     summary = "A traced program captured a constant larger than `constant-bytes-max` on this line (measured)"
     fixable = "never"
@@ -24,6 +26,12 @@ class LargeCapturedConstant(Rule):
     (default 1 MiB). The message gives its size and shape and the entry point
     whose program holds it. Without a profile it reports nothing.
 
+    The finding is on the line that captured the array: the read of the
+    closed-over variable, global or attribute that pulled it into the trace
+    (`F = lambda params: TABLE`), once per constant, never on a helper's line
+    where the array is a parameter. A constant made while tracing (no such
+    read) is named on the entry point's own line that uses it.
+
     ## Why is this bad?
     A captured array becomes part of the program: XLA may fold it into the
     executable (long compiles, large executables, host memory per compiled
@@ -35,10 +43,11 @@ class LargeCapturedConstant(Rule):
     the line.
 
     ## Known problems
-    The line is the innermost line of the function that reads the captured
-    value, which may be a helper called by the entry point. The finding refers to
-    the recorded text: once the file changes, its facts are ignored until the
-    next `record`.
+    A capture is found where traced code reads the array directly from a
+    closure, a global or an attribute of a parameter (`self.table`); one
+    reached through a container or a deeper attribute chain is named on the
+    entry point's line that uses it. The finding refers to the recorded text:
+    once the file changes, its facts are ignored until the next `record`.
 
     ## Example
     ```python
@@ -77,21 +86,32 @@ class LargeCapturedConstant(Rule):
         if runtime is None:
             return
         limit = settings.constant_bytes_max
+        # One finding per constant (the facts hold one record per line naming it), the largest first.
+        constants: dict[str, list[dict]] = {}
+        for const in runtime.facts.constants:
+            constants.setdefault(str(const.get("constant") or id(const)), []).append(const)
         reported: set[int] = set()
-        for const in sorted(runtime.facts.constants, key=lambda c: -int(c.get("bytes", 0))):
+        for refs in sorted(constants.values(), key=lambda r: -int(r[0].get("bytes", 0))):
+            const = refs[0]
             size = int(const.get("bytes", 0))
-            line = const.get("line")
-            if size <= limit or not isinstance(line, int) or line in reported:
-                continue
-            node = runtime.statement_at(model, line)
+            lines = sorted({r["line"] for r in refs if isinstance(r.get("line"), int)})
+            if size <= limit or not lines or reported & set(lines):
+                continue  # (the same array captured by another entry's program: named once)
+            node = runtime.statement_at(model, lines[0])
             if node is None:
                 continue
-            reported.add(line)
+            reported.update(lines)
             entry = (const.get("entry_qualname") or "?").replace(".<locals>", "")
+            api = const.get("api", "jax.jit")
+            where = {"captures": "read here from outside the trace", "entry_lines": "used from this line"}.get(
+                const.get("role"), "here")
+            also = f" (and on line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if len(lines) > 1 else ""
             yield Violation(node, message(
-                f"the program of `{const.get('api', 'jax.jit')}({entry})` captured a {nbytes(size)} constant "
-                f"({const.get('shape', '?')}) here, above `constant-bytes-max` = {nbytes(limit)}: pass the array "
-                f"as an argument instead of closing over it"), data={"bytes": size})
+                f"the program of `{api}({entry})` captured a {nbytes(size)} constant ({const.get('shape', '?')}) "
+                f"{where}{also}, above `constant-bytes-max` = {nbytes(limit)}: pass the array as an argument "
+                f"instead of closing over it"), data={"bytes": size},
+                premises=(recorded("measured", f"{nbytes(size)} constant",
+                                   f"captured by `{entry}` in a recorded run ({runtime.profile_path or 'profile'})"),))
 
 
 RULE = LargeCapturedConstant

@@ -10,15 +10,20 @@ from jaxfuse_lint.engine.pipeline import FileResult
 from jaxfuse_lint.project.summary import Summary
 
 
-def result_to_json(result: FileResult) -> dict[str, Any]:
-    diags = []
-    for d in result.diagnostics:
+def _diagnostics_to_json(diagnostics: list[Diagnostic]) -> list[dict[str, Any]]:
+    out = []
+    for d in diagnostics:
         data = d.to_json()
         data["name"] = d.name
         if d.extra:
             data["extra"] = d.extra
-        diags.append(data)
-    return {"diagnostics": diags, "errors": list(result.errors), "skipped": result.skipped}
+        out.append(data)
+    return out
+
+
+def result_to_json(result: FileResult) -> dict[str, Any]:
+    return {"diagnostics": _diagnostics_to_json(result.diagnostics), "errors": list(result.errors),
+            "skipped": result.skipped, "undecided": _diagnostics_to_json(result.undecided)}
 
 
 def entry_is_valid(filename: str, entry: dict[str, Any]) -> bool:
@@ -40,13 +45,18 @@ def result_from_json(filename: str, data: dict[str, Any]) -> FileResult:
     """A result as result_to_json wrote it for FILENAME: ValueError if any value has the wrong
     type, or a diagnostic is of another file."""
     typed(data, dict, "result")
+    return FileResult(filename, _diagnostics_from_json(filename, data["diagnostics"]), None,
+                      str_list(data.get("errors", []), "errors"), typed(data.get("skipped", False), bool, "skipped"),
+                      _diagnostics_from_json(filename, data.get("undecided", [])))
+
+
+def _diagnostics_from_json(filename: str, items: Any) -> list[Diagnostic]:
     diags = []
-    for item in typed(data["diagnostics"], list, "diagnostics"):
+    for item in typed(items, list, "diagnostics"):
         d = Diagnostic.from_json(item)
         if d.filename != filename:
             raise ValueError(f"a diagnostic of {d.filename!r} in the result of {filename!r}")
         if "name" in item:
             d.name = typed(item["name"], str, "name")
         diags.append(d)
-    return FileResult(filename, diags, None, str_list(data.get("errors", []), "errors"),
-                      typed(data.get("skipped", False), bool, "skipped"))
+    return diags

@@ -74,6 +74,21 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
+# Imported by the forkserver before it forks a worker: workers start with the tool loaded (preload.py).
+FORKSERVER_PRELOAD = ("jaxfuse_lint.run.preload",)
+
+
+def context(method: str):
+    """The multiprocessing context of METHOD; a forkserver's loads the tool once, before it forks
+    any worker (where it has not started yet)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+    return ctx
+
+
 class Pool:
     """Worker processes, one task each at a time, so a crash points at its file."""
 
@@ -82,9 +97,7 @@ class Pool:
         self.preload = False  # set when many files are to be analysed
         self.settings = settings
         self.timeout = timeout
-        import multiprocessing  # here: a run whose results all come from the cache starts no process
-
-        self.ctx = multiprocessing.get_context(start_method())
+        self.ctx = context(start_method())  # here: a run whose results all come from the cache starts no process
         self.idle: list[_Worker] = []
         self.busy: list[_Worker] = []
 

@@ -57,7 +57,8 @@ class Reading(CacheReplay):
                 record = None
                 pfiles.append(self._unreadable(st, exc))
                 continue
-            if data is None or (big := too_large(max(len(data), size) if len(data) > self.settings.max_file_size
+            limit = self.settings.size_limit(st.filename)
+            if data is None or (big := too_large(max(len(data), size) if len(data) > limit
                                                  else len(data), st.filename, self.settings)) is not None:
                 record = None
                 self._settle(st, FileResult(st.filename, [big]), used={})

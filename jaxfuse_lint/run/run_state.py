@@ -87,8 +87,9 @@ class RunState:
         """The file's bytes: read the first time they are needed, then kept for the run, so that
         every step sees the same text, the one the identity is of (OSError if unreadable)."""
         if st.data is None:
-            # Regular files only, at most `max-file-size` + 1 bytes (discover/source_bytes.py).
-            st.data, st.identity = read_identified_source(st.path, self.settings.max_file_size)
+            # Regular files only, at most `max-file-size` (a notebook: `max-notebook-size`) + 1 bytes
+            # (discover/source_bytes.py).
+            st.data, st.identity = read_identified_source(st.path, self.settings.size_limit(st.path))
         return st.data
 
     def _settle(self, st: FileState, result: FileResult | None, used: dict[str, str]) -> None:

@@ -73,6 +73,13 @@ class RunResult:
         return out
 
     @property
+    def undecided(self) -> list[Diagnostic]:
+        """Patterns seen but not decided (preview-tier findings this run does not report)."""
+        out = [d for r in self.results for d in r.undecided]
+        out.sort(key=Diagnostic.sort_key)
+        return out
+
+    @property
     def sources(self) -> dict[str, str]:
         """The text of every file with diagnostics (what reporters show)."""
         return {r.filename: r.source for r in self.results if r.source is not None}

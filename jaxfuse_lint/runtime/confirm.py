@@ -10,7 +10,9 @@ calibration harness applies it), and:
 - the compiler shows the harm, judged as the calibration tables judge it (`core/calibration.verdict`:
   memory saved, or two or more launches, and nothing worse): the finding is reported with the
   function's own figures, in the default output (also a preview finding: it is now shown);
-- it shows no change, or the fix worse: the finding is dropped, and the run says so on stderr;
+- it shows no change, the fix worse, or a trade-off (better on one figure, worse on another: the
+  calibration's "mixed"): the finding is dropped, and the run says which on stderr, with the figures
+  that got better and those that got worse;
 - it cannot be compiled here (or only with XLA:CPU standing in for another target), the shapes are
   not known, or only one kernel launch is saved: the finding keeps the table's decision.
 
@@ -23,7 +25,7 @@ import ast
 import dataclasses
 from typing import Callable, Iterable
 
-from jaxfuse_lint.core.calibration import Figures, figures_text, verdict
+from jaxfuse_lint.core.calibration import FIGURES, LABELS, Figures, change, figures_text, size_text, verdict
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 
@@ -43,6 +45,13 @@ def confirm_findings(diagnostics: list[Diagnostic], settings: Settings, echo: Ca
     out: list[Diagnostic] = []
     sources: dict[str, str | None] = {}
     for d in diagnostics:
+        if d.code == "JF503" and d.cell is None and d.filename.endswith(".py"):
+            measured = _confirm_temporary(d, settings, echo)
+            if measured is None:
+                out.append(d)
+            elif measured is not False:
+                out.append(measured)
+            continue
         if not d.code.startswith(CONFIRMED_CODES) or d.cell is not None or not d.filename.endswith(".py"):
             if keep_preview or not is_preview(d):
                 out.append(d)
@@ -103,10 +112,116 @@ def _confirm(d: Diagnostic, source: str | None, settings: Settings, echo) -> Dia
         return dataclasses.replace(d, message=f"{message}; confirmed by {compiled}: {figures_text(before)} → "
                                               f"{figures_text(after)}")
     if judged in ("none", "worse", "mixed"):
-        echo(f"jaxfuse-lint: {where}: dropped: {compiled} shows no harm "
-             f"({figures_text(before)} → {figures_text(after)})")
+        echo(f"jaxfuse-lint: {where}: dropped: {compiled} {outcome_text(judged, before, after)}")
         return False
     return None  # one launch saved and nothing else, or the fix changed results: the table's decision stands
+
+
+def outcome_text(judged: str, before: Figures, after: Figures) -> str:
+    """What a compile that does not confirm a finding shows, in words: "shows no harm (...)", "shows
+    the fix makes it worse (...)", "shows a trade-off, not a gain: better on ..., worse on ..."."""
+    if judged == "none":
+        return f"shows no harm ({figures_text(before)} → {figures_text(after)})"
+    better, worse = [], []
+    for name in FIGURES:
+        b, a = getattr(before, name), getattr(after, name)
+        side = {"better": better, "worse": worse}.get(change(name, b, a))
+        if side is not None:
+            side.append(f"{LABELS[name]} {_figure(name, b)} → {_figure(name, a)}")
+    if judged == "worse":
+        return f"shows the fix makes it worse ({', '.join(worse)})"
+    return f"shows a trade-off, not a gain: better on {', '.join(better)}; worse on {', '.join(worse)}"
+
+
+def _figure(name: str, value) -> str:
+    if name in ("temp_bytes", "constant_bytes"):
+        return size_text(value)
+    if name == "seconds":
+        return f"{value * 1e6:.0f} µs"
+    return str(value)
+
+
+def _confirm_temporary(d: Diagnostic, settings: Settings, echo) -> Diagnostic | bool | None:
+    """JF503 (measured by the recorded run, on its backend) decided by compiling each recorded
+    signature of the entry points whose programs wrote the line's temporaries for the configured
+    target (XLA:GPU deviceless for the `gpu` model: verify/backend.py): kept with the target's
+    figure where one still writes more than `temporary-bytes-max` there, dropped where none does,
+    None (the run's figure stands) where nothing could be compiled for the target here."""
+    import os
+
+    from jaxfuse_lint.core.profile import PROFILE_DIGEST_KEY, PROFILE_KEY, ProfileError, cached_profile
+    from jaxfuse_lint.rules.measured import nbytes
+
+    extra = dict(settings.extra)
+    source = _read(d.filename)
+    if not extra.get(PROFILE_KEY) or source is None:
+        return None
+    try:
+        profile = cached_profile(extra[PROFILE_KEY], extra.get(PROFILE_DIGEST_KEY, ""))
+    except ProfileError:
+        return None
+    facts = profile.for_text(source)
+    if facts is None:
+        return None
+    row = d.location.row
+    entry_ids = {item.get("entry") for item in facts.lines if item.get("line") == row}
+    entries = [e for e in profile.entries if e.get("id") in entry_ids]
+    if not entries:
+        return None
+    from jaxfuse_lint.runtime.verify_profile import case_for
+    from jaxfuse_lint.verify.backend import for_settings
+    from jaxfuse_lint.verify.errors import VerifyError
+
+    try:
+        target = for_settings(settings)
+    except VerifyError:
+        return None
+    if target.stand_in:
+        return None  # XLA:CPU standing in for another target decides nothing
+    from jaxfuse_lint.runtime.explain import explain_function
+    from jaxfuse_lint.verify.loader import get_function, load_module, read_source
+    from jaxfuse_lint.verify.shapes import parse_arg_spec
+
+    largest, compiled = 0, None
+    for entry in entries:
+        qualname = str(entry.get("qualname") or "")
+        path = str(profile.root / entry.get("file", "")) if not os.path.isabs(entry.get("file", "")) else entry["file"]
+        if "<" in qualname or not os.path.exists(path):
+            continue
+        try:
+            module = load_module(read_source(path), path, label="confirmed")
+            func = get_function(module, qualname, path)
+        except VerifyError:
+            continue
+        for sig in entry.get("signatures", []):
+            case, _ = case_for(entry, sig)
+            if case is None:
+                continue
+            try:
+                explanation = explain_function(func, [parse_arg_spec(t, {}) for t in case.args], case.static,
+                                               target=f"{path}::{qualname}", compile_target=target)
+            except VerifyError:
+                continue
+            account = explanation.attribution.line(os.path.abspath(d.filename), row) or \
+                explanation.attribution.line(d.filename, row)
+            size = int(account.temp_bytes) if account is not None else 0
+            if compiled is None or size > largest:
+                largest, compiled = size, f"`{qualname}` for the recorded {case.label}"
+    if compiled is None:
+        return None
+    where = f"{d.filename}:{row}:{d.location.column}: {d.code}"
+    if largest > settings.temporary_bytes_max:
+        return dataclasses.replace(d, message=f"{d.message}; confirmed on {target.label()}: compiling {compiled} "
+                                              f"writes {nbytes(largest)} of temporaries for this line")
+    echo(f"jaxfuse-lint: {where}: dropped: on {target.label()}, compiling {compiled} writes "
+         f"{nbytes(largest)} of temporaries for this line, within `temporary-bytes-max` = "
+         f"{nbytes(settings.temporary_bytes_max)} (the recorded run measured {_measured_backend(d.message)})")
+    return False
+
+
+def _measured_backend(message: str) -> str:
+    head, sep, tail = message.partition("measured on ")
+    return tail.split(" in the recorded run", 1)[0] if sep else "another backend"
 
 
 def _figures(measurement) -> Figures:

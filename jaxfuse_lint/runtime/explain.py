@@ -196,6 +196,9 @@ class Explanation:
         text = ", ".join(self._short_key(key) for key in own)
         if helpers:
             text += ("; " if text else "") + "in helpers: " + ", ".join(self._short_key(key) for key in helpers)
+        if not text:
+            # Lines of the user's code outside FUNC and what it calls (the code that built it).
+            text = ", ".join(self._short_key(key) for key in _by_line(_user(kernel.lines)))
         return text or "no source line"
 
     def _short_key(self, key: str) -> str:

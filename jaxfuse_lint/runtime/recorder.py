@@ -30,7 +30,16 @@ records and each returning the original's result untouched:
   optimized HLO, with source locations, and memory statistics give the per-line
   costs (`attribution.attribute_hlo`).
 
-Both are private. If either is missing or its signature changed, `install()`
+and, to see every trace (not only jit's: `eval_shape`, `vmap`, `grad`, lax loop
+bodies, Flax's lifted transforms), the context manager every trace is entered with:
+
+- `jax._src.core.SetCurrentTraceContextManager` (`core.set_current_trace`): its
+  `__enter__`/`__exit__` arm a `sys.setprofile` watcher while a trace is current
+  (`watch_calls`: what each user function's parameters held: tracers, Python
+  values, objects; arrays read from outside the trace), and disarm it when the
+  top-level eval trace is current again.
+
+All are private. If either of the first two is missing or its signature changed, `install()`
 prints one line to stderr and records nothing for it; a failure inside the
 recorder is caught and never reaches the user's program. Recording never
 changes what JAX computes: no flag, option or argument is altered.
@@ -44,6 +53,7 @@ callers traced, and counts bodies handed to eager `lax.scan`/`vmap` as traced.
 from __future__ import annotations
 
 import atexit
+import enum
 import functools
 import inspect
 import json
@@ -52,9 +62,13 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 import uuid
 import weakref
 from typing import Any
+
+# What a parameter held when a traced function was called (core/profile.py reads them back).
+from jaxfuse_lint.core.profile import OTHER, PYTHON, TRACER
 
 ENV_PARTS = "JAXFUSE_LINT_RECORD_PARTS"
 ENV_ROOT = "JAXFUSE_LINT_RECORD_ROOT"
@@ -62,6 +76,12 @@ ENV_COSTS = "JAXFUSE_LINT_RECORD_COSTS"
 # Constants captured by a trace smaller than this are not worth a profile entry.
 MIN_CONSTANT_BYTES = 1024
 _MAX_REPR = 80
+
+# Values, types and abstract values kept per parameter.
+_MAX_KEPT = 4
+# Python values whose repr is longer than this are recorded by type only.
+_MAX_VALUE_REPR = 40
+_PYTHON_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 _TRANSFORM_NAMES = ("vmap", "jvp", "transpose", "grad", "vjp", "remat", "checkpoint", "pmap", "shard_map",
                     "xmap", "custom_jvp_call", "custom_vjp_call", "while", "scan", "cond", "switch")
@@ -84,10 +104,15 @@ class Recorder:
         self.entries: dict[str, dict[str, Any]] = {}
         self.functions: dict[tuple, dict[str, Any]] = {}
         self.lines: dict[tuple, dict[str, Any]] = {}
+        # {key: attribution JSON}: each distinct compiled program's per-line account, stored once.
+        self.programs: dict[str, dict[str, Any]] = {}
+        self._program_lines: dict[str, list[tuple]] = {}
         self._callables: dict[str, weakref.WeakSet] = {}
         self._callable_ids: dict[str, set[int]] = {}
         self._pending = threading.local()
         self._digests: dict[str, str | None] = {}
+        self._paths: dict[str, str] = {}  # label -> absolute path
+        self._source_memo: dict[str, dict] = {}  # path -> function_sources of its text
         self._user_file_memo: dict[str, bool] = {}
         self.errors: list[str] = []
         self.started = time.time()
@@ -98,6 +123,15 @@ class Recorder:
         self.param_avals: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
         self._code_memo: dict[Any, tuple | None] = {}
         self._tracer_type = None
+        self._trace_ctx = None
+        # {(file, qualname, first line): {"calls": n, "where": ..., "params": {name: kinds}}}: what
+        # each user function's parameters held when it was called under a trace (`watch_calls`).
+        self.calls: dict[tuple, dict[str, Any]] = {}
+        self._flags = threading.local()  # .jit: inside a jit's trace (parameter shapes are kept then)
+        # {id(array): {(file, line)}}: large arrays traced code read from outside the trace during
+        # the current top-level trace (`watch_calls`), matched to the program's constants.
+        self._captures: dict[int, set[tuple[str, int]]] = {}
+        self._reads_memo: dict[Any, list[tuple[str, str, str, int]]] = {}
         excluded = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         import jax
         import jaxlib
@@ -122,7 +156,9 @@ class Recorder:
     def label(self, path: str) -> str:
         ap = os.path.abspath(path)
         rel = os.path.relpath(ap, self.root)
-        return ap if rel.startswith("..") else rel.replace(os.sep, "/")
+        label = ap if rel.startswith("..") else rel.replace(os.sep, "/")
+        self._paths[label] = ap
+        return label
 
     def digest(self, path: str) -> str | None:
         if path not in self._digests:
@@ -275,7 +311,9 @@ class Recorder:
 
         jaxpr = getattr(closed, "jaxpr", closed)
         consts = list(getattr(closed, "consts", ()) or ())
-        const_lines: dict[int, list[str]] = {}
+        const_lines: dict[int, list[tuple]] = {}
+        entry_lines: dict[int, list[tuple]] = {}
+        use_lines: dict[int, set[tuple[str, int]]] = {}
         constvars = {id(v): i for i, v in enumerate(getattr(jaxpr, "constvars", ()))}
         todo = [jaxpr]
         seen: set[int] = set()
@@ -300,6 +338,9 @@ class Recorder:
                                 f = frames[-1]
                                 const_lines.setdefault(i, []).append(
                                     (self.label(f[0]), self.digest(f[0]), f[3]))
+                                use_lines.setdefault(i, set()).add((f[0], f[3]))
+                                f = frames[0]  # the entry's own line that led to this use
+                                entry_lines.setdefault(i, []).append((self.label(f[0]), self.digest(f[0]), f[3]))
             try:
                 todo.extend(core.subjaxprs(j))
             except Exception:  # noqa: BLE001
@@ -313,10 +354,23 @@ class Recorder:
             if nbytes < MIN_CONSTANT_BYTES:
                 continue
             lines = [{"file": f, "sha256": d, "line": n} for f, d, n in sorted(set(const_lines.get(i, [])))]
-            item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines}
+            item = {"bytes": nbytes, "shape": _const_spec(c), "lines": lines,
+                    # Where the traced code read the array from outside the trace (a closed-over
+                    # variable, a global, an attribute of an object passed in): what captured it.
+                    "captures": [{"file": self.label(f), "sha256": self.digest(f), "line": n}
+                                 for f, n in self._capture_lines(c, use_lines.get(i, set())) if self.digest(f)],
+                    "entry_lines": [{"file": f, "sha256": d, "line": n}
+                                    for f, d, n in sorted(set(entry_lines.get(i, [])))]}
             with self.lock:
                 if item not in entry["constants"]:
                     entry["constants"].append(item)
+
+    def _capture_lines(self, const: Any, uses: set[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The lines that read `const`'s array from outside the trace: of those, the ones whose
+        operations use it where there are some (`jnp.asarray(TABLE)[i]`, not `TABLE.shape[0]`),
+        else all (`F = lambda p: TABLE`, used elsewhere)."""
+        reads = self._captures.get(id(_root_array(const)), set())
+        return sorted(reads & uses or reads)
 
     def _traced_frames(self, eqn, start) -> list[tuple[str, str, int, int]]:
         """(file, qualname, first line, line) of the user frames traced, outermost first.
@@ -343,18 +397,26 @@ class Recorder:
                 out.append((fname, fr.function_name, fr.function_start_line, fr.line_num))
         return out
 
-    # -- parameter shapes of the functions a trace calls ---------------------------------------------------
+    # -- what the parameters of the functions a trace calls were -------------------------------------
     def watch_calls(self):
-        """A `sys.setprofile` function recording the abstract values of the parameters of
-        every user function called while a top-level trace runs (tracing happens once per
-        signature, so this costs nothing per step)."""
+        """A `sys.setprofile` function, armed while any trace runs (a jit's, `eval_shape`'s, a
+        `vmap`, `grad`, a lax loop body's, a Flax lifted transform's: see `install`), recording
+        for every user function called then which parameters were tracers (with their abstract
+        values) and which were Python values (type, and the value where small and hashable).
+        Tracing happens once per signature under jit, so this costs nothing per step there."""
         if self._tracer_type is None:
             from jax._src import core
 
             self._tracer_type = core.Tracer
+            self._trace_ctx = core.trace_ctx
         tracer = self._tracer_type
+        ctx = self._trace_ctx
         memo = self._code_memo
         avals = self.param_avals
+        calls = self.calls
+        flags = self._flags
+        reads = self._reads_memo
+        captures = self._captures
 
         def on_event(frame, event, arg):
             if event != "call":
@@ -370,22 +432,75 @@ class Recorder:
                 memo[code] = key
             if key is None:
                 return
+            try:
+                observe(frame, code, key)
+            except Exception as exc:  # noqa: BLE001 - an error here would reach the user's code
+                if len(self.errors) < 20:
+                    self.errors.append(f"call of {key[1]}: {type(exc).__name__}: {exc}")
+
+        def observe(frame, code, key) -> None:
             local = frame.f_locals
+            seen = []
+            traced_now = False
             for name in key[3]:
-                value = local.get(name)
-                if isinstance(value, tracer):
-                    aval = value.aval
-                    shape = getattr(aval, "shape", None)
+                if name not in local:
+                    continue
+                value = local[name]
+                kind = _kind(value, tracer)
+                traced_now = traced_now or kind == TRACER
+                seen.append((name, value, kind))
+            if not traced_now and ctx.is_top_level():
+                return  # called outside any trace (eagerly, or under `ensure_compile_time_eval`)
+            spots = reads.get(code)
+            if spots is None:
+                spots = reads[code] = _outside_reads(code, key[3])
+            for where_from, name, attr, line in spots:
+                if where_from == "free":
+                    value = local.get(name)
+                elif where_from == "global":
+                    value = frame.f_globals.get(name)
+                else:  # an attribute of a parameter: `self.table`
+                    holder = getattr(local.get(name), "__dict__", None)
+                    value = holder.get(attr) if isinstance(holder, dict) else None
+                if value is not None and _array_bytes(value, tracer) >= MIN_CONSTANT_BYTES:
+                    captures.setdefault(id(_root_array(value)), set()).add((code.co_filename, line))
+            with self.lock:
+                item = calls.get(key[:3])
+                if item is None:
+                    item = calls[key[:3]] = {"calls": 0, "where": self.where(), "params": {}}
+                item["calls"] += 1
+                for name, value, kind in seen:
+                    self._note_param(item["params"], name, value, kind)
+            if getattr(flags, "jit", False):
+                for name, value, kind in seen:
+                    if kind != TRACER or not isinstance(value, tracer):
+                        continue
+                    shape = getattr(value.aval, "shape", None)
                     if shape is None:
                         continue
-                    item = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
-                            "dtype": str(getattr(aval, "dtype", "")),
-                            "weak_type": bool(getattr(aval, "weak_type", False))}
-                    seen = avals.setdefault(key[:3], {}).setdefault(name, [])
-                    if item not in seen and len(seen) < 16:
-                        seen.append(item)
+                    spec = {"shape": [int(d) if isinstance(d, int) else str(d) for d in shape],
+                            "dtype": str(getattr(value.aval, "dtype", "")),
+                            "weak_type": bool(getattr(value.aval, "weak_type", False))}
+                    have = avals.setdefault(key[:3], {}).setdefault(name, [])
+                    if spec not in have and len(have) < 16:
+                        have.append(spec)
 
         return on_event
+
+    def _note_param(self, params: dict[str, Any], name: str, value: Any, kind: str) -> None:
+        p = params.get(name)
+        if p is None:
+            p = params[name] = {TRACER: 0, PYTHON: 0, OTHER: 0, "types": [], "values": [], "where": {}}
+        p[kind] += 1
+        if kind not in p["where"]:
+            p["where"][kind] = self.where()
+        type_name = type(value).__name__
+        if type_name not in p["types"] and len(p["types"]) < _MAX_KEPT:
+            p["types"].append(type_name)
+        if kind == PYTHON:
+            text = _small_value(value)
+            if text is not None and text not in p["values"] and len(p["values"]) < _MAX_KEPT:
+                p["values"].append(text)
 
     # -- the compilation hook -------------------------------------------------------------------------
     def on_compile(self, backend, module_name: str, executable, seconds: float) -> None:
@@ -397,50 +512,66 @@ class Recorder:
         if _alnum(name) != _alnum(pending["name"]):
             return
         self._pending.trace = None
-        costs = None
+        program = None
         if self.costs:
-            costs = self._costs(executable, getattr(backend, "platform", ""), seconds, pending["entry"])
+            program = self._costs(executable, getattr(backend, "platform", ""), pending["entry"])
         with self.lock:
             entry = self.entries[pending["entry"]]
             entry["compilations"].append({
                 "signature": pending["signature"], "pid": os.getpid(), "kind": pending["kind"],
                 "cause": pending["cause"], "where": pending["where"], "seconds": round(seconds, 4),
-                "costs": costs,
+                "program": program,
             })
 
-    def _costs(self, executable, platform: str, seconds: float, entry_id: str) -> dict[str, Any] | None:
+    def _costs(self, executable, platform: str, entry_id: str) -> str | None:
+        """The key in `programs` of the per-line account of this compiled program (attributed
+        once per distinct program: the same program compiled again, in another test or for
+        another entry, is only looked up), and its per-line costs added to `lines`."""
+        import hashlib
+
         from jaxfuse_lint.verify.attribution import attribute_hlo
 
         try:
             text = executable.hlo_modules()[0].to_string()
-            temp = None
-            try:
-                temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
-            except Exception:  # noqa: BLE001 - not every backend reports it
+            key = hashlib.sha256(f"{platform}\n{text}".encode()).hexdigest()[:24]
+            with self.lock:
+                known = key in self.programs
+            if not known:
                 temp = None
-            result = attribute_hlo(text, temp_bytes=temp, backend=platform)
-            result.compile_seconds = round(seconds, 4)
+                try:
+                    temp = int(executable.get_compiled_memory_stats().temp_size_in_bytes)
+                except Exception:  # noqa: BLE001 - not every backend reports it
+                    temp = None
+                result = attribute_hlo(text, temp_bytes=temp, backend=platform)
+                data = _relabel(result.to_json(), {acc.file: self.label(acc.file) for acc in result.lines
+                                                     if self.is_user_file(acc.file)})
+                lines = []
+                for acc in result.lines:
+                    if self.is_user_file(acc.file):
+                        lines.append((acc.file, acc.line, bool(acc.own_kernels), int(acc.temp_bytes),
+                                      int(acc.constant_bytes), sorted(acc.kernels), len(acc.copies)))
+                with self.lock:
+                    self.programs[key] = data
+                    self._program_lines[key] = lines
         except Exception as exc:  # noqa: BLE001 - costs are optional; the run goes on
             self.errors.append(f"attribution failed: {type(exc).__name__}: {exc}")
             return None
-        data = _relabel(result.to_json(), {acc.file: self.label(acc.file) for acc in result.lines
-                                             if self.is_user_file(acc.file)})
         # Per-line costs, keyed by file digest, for the rules that read them.
-        for acc in result.lines:
-            if not self.is_user_file(acc.file):
-                continue
-            digest = self.digest(acc.file)
-            key = (digest, acc.line, entry_id)
+        for file, line, own, temp_bytes, constant_bytes, kernels, copies in self._program_lines.get(key, ()):
+            digest = self.digest(file)
             with self.lock:
-                item = self.lines.setdefault(key, {
-                    "file": self.label(acc.file), "sha256": digest, "line": acc.line, "entry": entry_id,
-                    "temp_bytes": 0, "constant_bytes": 0, "kernels": 0, "copies": 0, "own": False})
-                item["own"] = item["own"] or bool(acc.own_kernels)
-                item["temp_bytes"] = max(item["temp_bytes"], int(acc.temp_bytes))
-                item["constant_bytes"] = max(item["constant_bytes"], int(acc.constant_bytes))
-                item["kernels"] = max(item["kernels"], len(acc.kernels))
-                item["copies"] = max(item["copies"], len(acc.copies))
-        return data
+                item = self.lines.setdefault((digest, line, entry_id), {
+                    "file": self.label(file), "sha256": digest, "line": line, "entry": entry_id,
+                    "backend": platform, "temp_bytes": 0, "constant_bytes": 0, "kernels": 0,
+                    "kernel_names": [], "copies": 0, "own": False})
+                item["own"] = item["own"] or own
+                item["temp_bytes"] = max(item["temp_bytes"], temp_bytes)
+                item["constant_bytes"] = max(item["constant_bytes"], constant_bytes)
+                item["kernels"] = max(item["kernels"], len(kernels))
+                if temp_bytes >= item["temp_bytes"]:
+                    item["kernel_names"] = kernels[:16]
+                item["copies"] = max(item["copies"], copies)
+        return key
 
     # -- output ---------------------------------------------------------------------------------------
     def part(self) -> dict[str, Any]:
@@ -451,19 +582,77 @@ class Recorder:
                 for (file, qualname, line), params in self.param_avals.items():
                     if f["qualname"] == qualname and f["line"] == line and f["file"] == self.label(file):
                         f["params"] = params
+            functions = [self._keyed(f) for f in self.functions.values()]
+            entries = []
+            for e in self.entries.values():
+                e = self._keyed(e)
+                # What it calls: an edit to one of them invalidates the entry's programs and costs.
+                e["calls"] = sorted({(f["file"], f["qualname"], f["source"]) for f in functions
+                                     if f.get("entry") == e["id"] and f.get("source") and
+                                     (f["file"], f["qualname"]) != (e["file"], e["qualname"])})
+                e["constants"] = [{**c, **{role: [self._keyed_line(ref) for ref in c.get(role, [])]
+                                           for role in ("lines", "captures", "entry_lines")}}
+                                  for c in e.get("constants", [])]
+                entries.append(e)
             return {
                 "format": FORMAT, "version": VERSION, "jax_version": self.jax_version,
                 "processes": [{"pid": os.getpid(), "argv": [_short_repr(a) for a in sys.argv[:8]],
                                "seconds": round(time.time() - self.started, 3), "errors": self.errors[:20]}],
-                "entries": list(self.entries.values()),
-                "functions": list(self.functions.values()),
-                "lines": list(self.lines.values()),
+                "entries": entries,
+                "functions": functions,
+                "lines": [self._keyed_line(item) for item in self.lines.values()],
+                "programs": dict(self.programs),
+                "traced": [self._keyed({"file": self.label(file), "sha256": self.digest(file), "qualname": qualname,
+                                        "line": line, **item})
+                           for (file, qualname, line), item in self.calls.items() if self.digest(file)],
             }
+
+    # -- facts keyed by the function's own source (core/profile.py `function_sources`) ------------------
+    def _sources(self, label: str) -> dict:
+        from jaxfuse_lint.core.profile import function_sources
+
+        path = self._paths.get(label, label)
+        found = self._source_memo.get(path)
+        if found is None:
+            try:
+                import tokenize
+
+                with tokenize.open(path) as fh:
+                    found = function_sources(fh.read())
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                found = {}
+            self._source_memo[path] = found
+        return found
+
+    def _keyed(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a function's fact with the digest of its own source (`source`)."""
+        sources = self._sources(item.get("file", ""))
+        src = sources.get((item.get("qualname"), item.get("line")))
+        if src is None:
+            named = [s for s in sources.values() if s.qualname == item.get("qualname")]
+            src = named[0] if len(named) == 1 else None
+        return {**item, "source": src.digest} if src is not None else dict(item)
+
+    def _keyed_line(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a line's fact naming the function that holds the line (its qualified name,
+        first line and source digest), so that the line can be found again after edits elsewhere."""
+        from jaxfuse_lint.core.profile import enclosing_source
+
+        line = item.get("line")
+        src = enclosing_source(self._sources(item.get("file", "")), line) if isinstance(line, int) else None
+        if src is None:
+            return dict(item)
+        return {**item, "function": {"qualname": src.qualname, "line": src.first, "source": src.digest}}
 
     def after_fork_in_child(self) -> None:
         """A forked child records its own compilations, into its own part."""
         self.lock = threading.RLock()
-        self.entries, self.functions, self.lines, self.param_avals = {}, {}, {}, {}
+        self.entries, self.functions, self.lines = {}, {}, {}
+        self.programs, self._program_lines = {}, {}
+        # (Emptied in place: the call watcher made at install holds them.)
+        for kept in (self.param_avals, self.calls, self._captures):
+            kept.clear()
+        self._flags.jit = False
         self._callables, self._callable_ids = {}, {}
         self._pending = threading.local()
         self._part_path = None
@@ -473,12 +662,12 @@ class Recorder:
         """Write the part now and then, not only at exit: processes that end with `os._exit`
         (forked workers, some test runners) run no exit handlers."""
         now = time.monotonic()
-        if (self.entries or self.functions) and now - self._last_flush >= interval:
+        if (self.entries or self.functions or self.calls) and now - self._last_flush >= interval:
             self._last_flush = now
             self.write()
 
     def write(self) -> None:
-        if not self.entries and not self.functions:
+        if not self.entries and not self.functions and not self.calls:
             return
         if not os.path.isdir(self.parts_dir):
             return  # removed: the `record` this process belonged to is over (a process that outlived it)
@@ -509,6 +698,90 @@ def _relabel(data: Any, labels: dict[str, str]) -> Any:
     if isinstance(data, dict):
         return {k: _relabel(v, labels) for k, v in data.items()}
     return data
+
+
+def _kind(value: Any, tracer: type, depth: int = 0) -> str:
+    """TRACER (a tracer, or a list/tuple/dict holding one), PYTHON (a concrete value: a Python
+    scalar, string, None, a function or class, a NumPy or concrete jax array, or a container
+    of those), else OTHER (an object whose attributes may hold tracers: a Module, a dataclass)."""
+    if isinstance(value, tracer):
+        return TRACER
+    t = type(value)
+    if t in _PYTHON_SCALARS:
+        return PYTHON
+    if isinstance(value, (tuple, list, dict)):
+        items = list(value.values()) if isinstance(value, dict) else value
+        if depth >= 3 or len(items) > 64:
+            return OTHER
+        kinds = {_kind(v, tracer, depth + 1) for v in items}
+        return TRACER if TRACER in kinds else OTHER if OTHER in kinds else PYTHON
+    if isinstance(value, (enum.Enum, type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+        return PYTHON
+    module = getattr(t, "__module__", "") or ""
+    if module.startswith(("numpy", "jaxlib")) and hasattr(value, "dtype"):
+        return PYTHON  # a NumPy array or scalar, a concrete jax array: values known while tracing
+    return OTHER
+
+
+def _array_bytes(value: Any, tracer: type) -> int:
+    """The size of a concrete NumPy or jax array (0 for anything else, tracers included)."""
+    module = getattr(type(value), "__module__", "") or ""
+    if not module.startswith(("numpy", "jax")) or isinstance(value, tracer):
+        return 0
+    try:
+        return int(getattr(value, "nbytes", 0) or 0)
+    except Exception:  # noqa: BLE001 - a deleted buffer
+        return 0
+
+
+def _root_array(value: Any) -> Any:
+    """The array a NumPy view looks into (jax keeps a captured NumPy array as a view of it)."""
+    seen = 0
+    while getattr(value, "base", None) is not None and seen < 8 and hasattr(value, "__array_interface__"):
+        value = value.base
+        seen += 1
+    return value
+
+
+def _outside_reads(code: Any, params: tuple[str, ...]) -> list[tuple[str, str, str, int]]:
+    """(kind, name, attribute, line) of each read in `code` of a value from outside the call: a
+    closed-over variable ("free"), a global ("global"), an attribute of a parameter ("attr":
+    `self.table`); once per line."""
+    import dis
+
+    out: dict[tuple[str, str, str], int] = {}
+    previous = None
+    try:
+        instructions = list(dis.get_instructions(code))
+    except Exception:  # noqa: BLE001
+        return []
+    for ins in instructions:
+        line = getattr(getattr(ins, "positions", None), "lineno", None) or ins.starts_line
+        if line:
+            key = None
+            if ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and ins.argval in code.co_freevars:
+                key = ("free", str(ins.argval), "")
+            elif ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                key = ("global", str(ins.argval), "")
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None and \
+                    previous.opname == "LOAD_FAST" and previous.argval in params:
+                key = ("attr", str(previous.argval), str(ins.argval))
+            if key is not None:
+                out.setdefault((*key, int(line)), None)
+        previous = ins
+    return list(out)
+
+
+def _small_value(value: Any) -> str | None:
+    """The repr of a small hashable Python value (`False`, `3`, `'fwd'`), else None."""
+    if type(value) not in _PYTHON_SCALARS and not isinstance(value, (enum.Enum, tuple)):
+        return None
+    try:
+        hash(value)
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - an unhashable tuple, a repr that fails
+        return None
+    return text if len(text) <= _MAX_VALUE_REPR else None
 
 
 def _alnum(name: str) -> str:
@@ -609,17 +882,27 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
 
     from jax._src import core
 
+    watcher = rec.watch_calls()
+    armed = _arm_on_every_trace(core, watcher)
+
     @functools.wraps(trace)
     def traced(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
-        # Watch the calls of a top-level trace, unless a profiler (cProfile...) already runs.
-        watch = core.trace_state_clean() and sys.getprofile() is None
+        # Inside a jit's trace the parameters' abstract values are kept too (recorded shapes).
+        # Where jax has no trace context to hook, the calls are watched during jit traces only.
+        top = core.trace_state_clean()
+        watch = top and not armed and sys.getprofile() is None
+        if top:
+            rec._flags.jit = True
+            rec._captures.clear()
         if watch:
-            sys.setprofile(rec.watch_calls())
+            sys.setprofile(watcher)
         try:
             result = trace(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
         finally:
             if watch:
                 sys.setprofile(None)
+            if top:
+                rec._flags.jit = False
         try:
             rec.on_trace(fun, ji, dbg, avals, args, kwargs, result)
         except Exception as exc:  # noqa: BLE001 - recording must never break the user's program
@@ -648,6 +931,55 @@ def install(parts_dir: str | None = None, root: str | None = None) -> Recorder |
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=rec.after_fork_in_child)
     return rec
+
+
+def _arm_on_every_trace(core: Any, watcher: Any) -> bool:
+    """Watch the calls (`Recorder.watch_calls`) whenever a trace is current, whatever started it:
+    jax enters every trace (a jit's, `eval_shape`'s, `vmap`'s, `grad`'s, a lax loop body's) with
+    `core.set_current_trace`, so its `__enter__`/`__exit__` arm the watcher when the current trace
+    stops being the top-level one and disarm it when it is again (per thread, as jax's trace
+    state is). Never when another profiler (cProfile...) is active. False where this jax has no
+    such context manager."""
+    manager = getattr(core, "SetCurrentTraceContextManager", None)
+    ctx = getattr(core, "trace_ctx", None)
+    if manager is None or ctx is None or not hasattr(ctx, "is_top_level"):
+        return False
+    enter, leave = manager.__enter__, manager.__exit__
+    state = threading.local()
+
+    def sync() -> None:
+        armed = getattr(state, "armed", False)
+        if not ctx.is_top_level():
+            if not armed and sys.getprofile() is None:
+                sys.setprofile(watcher)
+                state.armed = True
+        elif armed:
+            if sys.getprofile() is watcher:
+                sys.setprofile(None)
+            state.armed = False
+
+    def __enter__(self):
+        result = enter(self)
+        try:
+            sync()
+        except Exception:  # noqa: BLE001 - recording must never break the user's program
+            pass
+        return result
+
+    def __exit__(self, *exc_info):
+        result = leave(self, *exc_info)
+        try:
+            sync()
+        except Exception:  # noqa: BLE001
+            pass
+        return result
+
+    try:
+        manager.__enter__ = __enter__
+        manager.__exit__ = __exit__
+    except (AttributeError, TypeError):
+        return False
+    return True
 
 
 def _arity(fn: Any) -> int:

@@ -58,7 +58,8 @@ def with_profile(settings: Settings, path: str | None, disabled: bool = False) -
 
 
 def stale_note(profile: Profile) -> str | None:
-    """One line naming the recorded files that changed since the run (their facts are ignored)."""
+    """One line naming the recorded files that changed since the run (the facts of their changed
+    functions are ignored: core/profile.py keys them by each function's own source)."""
     path = Path(profile.path).resolve()
     # Paths in a profile are relative to where `record` ran: the folder holding .jaxfuse_lint/.
     root = path.parent.parent if path.parent.name == ".jaxfuse_lint" else Path.cwd()
@@ -69,5 +70,52 @@ def stale_note(profile: Profile) -> str | None:
     shown_path = str(path) if shown_path.startswith("..") else shown_path
     shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
     return (f"note: {len(stale)} file{'s' if len(stale) != 1 else ''} changed since {shown_path} was recorded "
-            f"({shown}): {'their' if len(stale) != 1 else 'its'} run-time facts are ignored; "
+            f"({shown}): the facts of the functions that changed are ignored (and of the programs that "
+            f"called them); "
             f"`jaxfuse-lint record` again to refresh them")
+
+
+# The measured rules: what only a recorded run gives (rules/measured.py).
+MEASURED_CODES = ("JF501", "JF502", "JF503")
+
+
+def withheld_note(profile: Profile, settings: Settings, files: Iterable[str | os.PathLike]) -> str | None:
+    """One line counting the measured findings the run's facts give in files where
+    `per-file-ignores` turns the measured rules off (test code, by default):
+    `note: 7 measured findings in tests/ not reported: per-file-ignores ...`. The measured
+    rules are run on those files alone, with their facts; nothing else is."""
+    import tokenize
+
+    from jaxfuse_lint.engine import check_source
+
+    selected = [code for code in MEASURED_CODES if settings.is_enabled(code)]
+    count = 0
+    folders: dict[str, None] = {}
+    for f in files:
+        name = str(f)
+        if not name.endswith(".py"):
+            continue
+        off = [code for code in selected if not settings.is_enabled(code, name)]
+        if not off:
+            continue
+        try:
+            with tokenize.open(name) as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+            continue
+        facts = profile.for_text(text)
+        if facts is None or not (facts.entries or facts.lines or facts.constants):
+            continue
+        found = check_source(text, name, replace(settings, select=tuple(off), extend_select=(), ignore=(),
+                                                 per_file_ignores=())).diagnostics
+        measured = [d for d in found if d.code in off]
+        if measured:
+            count += len(measured)
+            rel = os.path.relpath(name)
+            folders.setdefault(rel.split(os.sep)[0] + "/" if os.sep in rel else rel)
+    if not count:
+        return None
+    where = ", ".join(list(folders)[:3]) + (" and more" if len(folders) > 3 else "")
+    return (f"note: {count} measured finding{'s' if count != 1 else ''} in {where} not reported: "
+            f"per-file-ignores (test code runs on inputs the test chose: see docs/record.md; "
+            f"set `per-file-ignores` to report {'them' if count != 1 else 'it'})")

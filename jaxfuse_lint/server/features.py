@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 from lsprotocol import types
 
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Edit, Location
-from jaxfuse_lint.report.rules import SYNTAX_ERROR, rule_info
+from jaxfuse_lint.report.rules import rule_info
 from jaxfuse_lint.server.positions import UTF16, document_lines, from_lsp, to_lsp
 
 SOURCE = "jaxfuse-lint"
@@ -23,13 +23,21 @@ def lsp_range(lines: list[str], start: Location, end: Location, encoding: str = 
     return types.Range(types.Position(s_line, s_char), types.Position(e_line, e_char))
 
 
-def lsp_diagnostic(d: Diagnostic, lines: list[str], encoding: str = UTF16) -> types.Diagnostic:
+_LSP_SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+                 "note": types.DiagnosticSeverity.Information}
+
+
+def lsp_diagnostic(d: Diagnostic, lines: list[str], encoding: str = UTF16,
+                   severity: tuple[tuple[str, str], ...] = ()) -> types.Diagnostic:
+    """`severity`: the project's `[tool.jaxfuse-lint.severity]` (core/severity.py)."""
+    from jaxfuse_lint.core.severity import level
+
     info = rule_info(d.code, d.name)
     fixable = d.fix is not None and bool(d.fix.edits)
     return types.Diagnostic(
         range=lsp_range(lines, d.location, max(d.end_location, d.location), encoding),
         message=d.message,
-        severity=types.DiagnosticSeverity.Error if d.code == SYNTAX_ERROR else types.DiagnosticSeverity.Warning,
+        severity=_LSP_SEVERITY[level(d.code, severity)],
         code=d.code,
         code_description=types.CodeDescription(href=info.url) if info.url else None,
         source=SOURCE,

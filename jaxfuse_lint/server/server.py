@@ -31,7 +31,7 @@ from jaxfuse_lint.server import features, notebooks, transport
 from jaxfuse_lint.server.positions import UTF16, document_lines
 from jaxfuse_lint.server.scheduling import LARGE, LintScheduler
 
-# A document or notebook larger than this (UTF-8 bytes) is not analysed in the editor, nor
+# A document, or the code of a notebook, larger than this (UTF-8 bytes) is not analysed in the editor, nor
 # `max-file-size` if lower: one JF000 says so (a 1 MB document kept the server busy for minutes).
 MAX_DOCUMENT = 1 << 20
 
@@ -47,6 +47,7 @@ class Linted:
     text: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    severity: tuple[tuple[str, str], ...] = ()  # the project's `[tool.jaxfuse-lint.severity]`
 
 
 @dataclass
@@ -55,6 +56,7 @@ class LintedNotebook:
     cells: list[notebooks.CellText]
     diagnostics: dict[str, list[Diagnostic]]
     errors: list[str] = field(default_factory=list)
+    severity: tuple[tuple[str, str], ...] = ()
 
 
 class JaxFuseLanguageServer(LanguageServer):
@@ -136,11 +138,14 @@ class JaxFuseLanguageServer(LanguageServer):
             return doc.source
         from jaxfuse_lint.discover.source_bytes import read_source
 
+        # A notebook's file is mostly outputs: it is read up to `max-notebook-size` (its code is
+        # bounded when it is analysed).
+        limit = self.settings_for(doc.path).max_notebook_size if doc.path.lower().endswith(".ipynb") else MAX_DOCUMENT
         try:
-            data = read_source(doc.path, MAX_DOCUMENT)
+            data = read_source(doc.path, limit)
         except OSError:
             return ""
-        return data.decode("utf-8", "replace") if len(data) <= MAX_DOCUMENT else ""
+        return data.decode("utf-8", "replace") if len(data) <= limit else ""
 
     @staticmethod
     def _limited(settings: Settings) -> Settings:
@@ -159,23 +164,24 @@ class JaxFuseLanguageServer(LanguageServer):
         path = doc.path if uri.startswith("file:") else None
         settings = self._limited(self.settings_for(path))
         size = len(text.encode("utf-8", "surrogatepass"))
-        if size > settings.max_file_size:
+        name = path or doc.filename or "untitled.py"
+        if size > settings.size_limit(name):  # a notebook's code is bounded by `max-file-size` when it is read
             from jaxfuse_lint.engine.pipeline import too_large
 
-            return Linted(version, text, [too_large(size, path or doc.filename or "untitled.py", settings)])
+            return Linted(version, text, [too_large(size, name, settings)])
         parser = self.parsers.get(uri)
         if parser is None:
             from jaxfuse_lint.parse.reparse import IncrementalParser
 
             parser = self.parsers[uri] = IncrementalParser()
         try:
-            result = check_source(text, path or doc.filename or "untitled.py", settings, parse=parser.parse,
+            result = check_source(text, name, settings, parse=parser.parse,
                                   should_stop=should_stop)
         except Exception as exc:  # check_source reports what it expects; never lose the server
             if _stopped(exc):
                 raise
             return Linted(version, text, errors=[f"{uri}: internal error: {type(exc).__name__}: {exc}"])
-        return Linted(version, text, result.diagnostics, list(result.errors))
+        return Linted(version, text, result.diagnostics, list(result.errors), settings.severity)
 
     def publish(self, uri: str, linted: Linted | LintedNotebook) -> None:
         if isinstance(linted, LintedNotebook):
@@ -187,7 +193,8 @@ class JaxFuseLanguageServer(LanguageServer):
         lines = document_lines(linted.text)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=linted.version,
-            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics],
+            diagnostics=[features.lsp_diagnostic(d, lines, self.encoding, linted.severity)
+                         for d in linted.diagnostics],
         ))
 
     def current(self, uri: str) -> Linted:
@@ -227,15 +234,17 @@ class JaxFuseLanguageServer(LanguageServer):
         from jaxfuse_lint.engine.pipeline import check_source
 
         path = self.notebook_path(notebook_uri)
+        settings = self._limited(self.settings_for(path))
         try:
-            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb",
-                                  self._limited(self.settings_for(path)), should_stop=should_stop)
+            result = check_source(notebooks.notebook_json(cells), path or "untitled.ipynb", settings,
+                                  should_stop=should_stop)
         except Exception as exc:  # as for a document: never lose the server, say so
             if _stopped(exc):
                 raise
             return LintedNotebook(cells, notebooks.by_cell(cells, []),
                                   errors=[f"{notebook_uri}: internal error: {type(exc).__name__}: {exc}"])
-        return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors))
+        return LintedNotebook(cells, notebooks.by_cell(cells, result.diagnostics), list(result.errors),
+                              settings.severity)
 
     def publish_notebook(self, notebook_uri: str, checked: LintedNotebook) -> None:
         """Publish each cell's diagnostics (on the event loop), clearing those of cells gone since
@@ -245,13 +254,14 @@ class JaxFuseLanguageServer(LanguageServer):
         out: dict[str, Linted] = {}
         grouped, cells = checked.diagnostics, checked.cells
         for cell in cells:
-            linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []))
+            linted = Linted(cell.version, cell.text, grouped.get(cell.uri, []), severity=checked.severity)
             out[cell.uri] = self.linted[cell.uri] = linted
             if cell.code:
                 lines = document_lines(cell.text)
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                     uri=cell.uri, version=cell.version,
-                    diagnostics=[features.lsp_diagnostic(d, lines, self.encoding) for d in linted.diagnostics]))
+                    diagnostics=[features.lsp_diagnostic(d, lines, self.encoding, linted.severity)
+                                 for d in linted.diagnostics]))
         # Cells deleted since the last check lose their diagnostics.
         for gone in set(self.published_cells.get(notebook_uri, ())) - set(out):
             self.forget_cell(gone)

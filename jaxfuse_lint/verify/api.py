@@ -190,6 +190,7 @@ def verify_pair(
     time_runs: int = 0,
     target: str | None = None,
     gpu: str | None = None,
+    timer: Any = None,
 ) -> VerifyResult:
     """Compile and run `func_name` from two source texts and say whether the second is better.
 
@@ -210,7 +211,8 @@ def verify_pair(
     that cannot be jitted as a whole is then still verified on compilations
     and results. With `time_runs=N` both versions are also timed N times each
     on the current backend (`verify/timing.py`) and the median wall-clock is a
-    deciding metric: slower beyond the noise is a regression. `target` ("gpu",
+    deciding metric: slower beyond the noise is a regression (`timer` times one run: see
+    `verify.timing.Timer`; default the wall-clock). `target` ("gpu",
     "cpu", "tpu") and `gpu` (a GPU model or target config) say what to compile
     for (`verify/backend.py`; None: JAX's default backend; `backend` names a JAX
     backend instead). This imports and runs both source texts.
@@ -228,6 +230,7 @@ def verify_pair(
         Version(after_source, after_filename, after_func, "after", after_display),
         arg_specs, static or {}, dims=dims or {}, call=call, backend=backend, seed=seed,
         graph_dir=graph_dir, constants_warn_bytes=constants_warn_bytes, time_runs=time_runs, target=target, gpu=gpu,
+        timer=timer,
     )
 
 
@@ -246,6 +249,7 @@ def verify_versions(
     time_runs: int = 0,
     target: str | None = None,
     gpu: str | None = None,
+    timer: Any = None,
 ) -> VerifyResult:
     """`verify_pair` for two explicit versions (different files or function names)."""
     result = VerifyResult(verdict="error", func=before.func, static=dict(static), seed=seed)
@@ -259,7 +263,7 @@ def verify_versions(
 
         compile_target = select(target, gpu, backend)
         _run(result, before, after, arg_specs, static, dims, call, compile_target, seed, graph_dir,
-             constants_warn_bytes, time_runs)
+             constants_warn_bytes, time_runs, timer)
     except VerifyError as exc:
         result.verdict = "error"
         result.error = str(exc)
@@ -284,6 +288,7 @@ def _run(
     graph_dir: str | None,
     constants_warn_bytes: int,
     time_runs: int = 0,
+    timer: Any = None,
 ) -> None:
     jax = _import_jax()
     from jaxfuse_lint.verify.loader import get_function, load_module
@@ -354,7 +359,7 @@ def _run(
             calls = [lambda f=func: f(*inputs, **static) for _, func, _ in sides]
         else:
             calls = [lambda s=side: s.measurement.compiled(*inputs) for _, _, side in sides]
-        timings = time_versions(calls, repeat=time_runs, mode="call" if call else "compiled")
+        timings = time_versions(calls, repeat=time_runs, mode="call" if call else "compiled", timer=timer)
         for (_, _, side), timing in zip(sides, timings):
             side.timing = timing
 

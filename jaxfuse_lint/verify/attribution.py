@@ -287,9 +287,13 @@ def attribute_hlo(
     module = hlo_text if isinstance(hlo_text, HloModule) else parse_hlo_module(hlo_text)
     excluded = tuple(os.path.abspath(d) + os.sep for d in exclude_dirs)
     frames_seen: dict[str, SourceFrame] = {}
+    outside = _outside_stacks(module)
 
     def stack(ins: Instruction) -> list[SourceFrame]:
-        kept = _below_entry(module.source_stack(ins), ins)
+        frames = module.source_stack(ins)
+        if _frame_keys(frames) in outside:
+            return []  # made where the program was lowered (a captured constant): its readers' lines count
+        kept = _below_entry(frames, ins)
         kept = [f for f in kept if not os.path.abspath(f.file).startswith(excluded)]
         for f in kept:
             frames_seen.setdefault(line_key(f.file, f.line), f)
@@ -484,6 +488,33 @@ def compile_with_buffer_assignment(lowered: Any) -> tuple[Any, str | None]:
 _JIT_NAME = re.compile(r"^(?:p?jit|pmap|xla_pmap)\((.+?)\)(?:/|$)")
 
 
+def _frame_keys(frames: list[SourceFrame]) -> tuple[str, ...]:
+    return tuple(line_key(f.file, f.line) for f in frames)
+
+
+def _outside_stacks(module: HloModule) -> set[tuple[str, ...]]:
+    """The call stacks outside the jitted function: of each op traced inside it (a frame of the
+    function its `jit(NAME)/` op name names), the frames outside that frame — where `.lower()` or
+    `f(x)` was called. An op whose whole stack is one of them was not made by a line of the
+    function: a NumPy array captured as a constant is lowered with the stack of the `.lower()`
+    call (a frame of click's core.py, say), and belongs to the lines that read it."""
+    out: set[tuple[str, ...]] = set()
+    for comp in module.computations.values():
+        for ins in comp.instructions:
+            m = _JIT_NAME.match(ins.metadata().get("op_name", ""))
+            if not m:
+                continue
+            frames = module.source_stack(ins)
+            inside = _below_entry(frames, ins)
+            if 0 < len(inside) < len(frames) and _is_entry(inside[-1].function, m.group(1)):
+                out.add(_frame_keys(frames[len(inside):]))
+    return out
+
+
+def _is_entry(function: str, name: str) -> bool:
+    return function == name or function.endswith("." + name)
+
+
 def _below_entry(frames: list[SourceFrame], ins: Instruction) -> list[SourceFrame]:
     """Drop the frames outside the jitted function (the line that called `.lower()` or `f(x)`).
 
@@ -496,8 +527,7 @@ def _below_entry(frames: list[SourceFrame], ins: Instruction) -> list[SourceFram
         return frames
     name = m.group(1)
     for i in range(len(frames) - 1, -1, -1):
-        function = frames[i].function
-        if function == name or function.endswith("." + name):
+        if _is_entry(frames[i].function, name):
             return frames[: i + 1]
     return frames
 

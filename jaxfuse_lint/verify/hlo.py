@@ -51,6 +51,8 @@ _BACKEND_KIND = re.compile(r'"kind"\s*:\s*"([^"]+)"')
 _METADATA_FIELD = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|([^\s,}]+))')
 _TABLE_ROW = re.compile(r'^(\d+)\s+(.*)$')
 _TABLE_FIELD = re.compile(r'(\w+)=(\d+)')
+# `key=` patterns of Instruction.attribute, compiled once per key.
+_ATTRIBUTE_KEYS: dict[str, "re.Pattern[str]"] = {}
 _LOCATION_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
@@ -67,16 +69,25 @@ class Instruction:
 
     def attribute(self, key: str) -> str | None:
         """The raw value of `key=...` (a %name, a {list} or a "string"); None if absent."""
-        m = re.search(rf"(?:^|,\s*){re.escape(key)}=", self.attributes)
+        memo = self.__dict__.setdefault("_attribute_memo", {})
+        if key in memo:
+            return memo[key]
+        pattern = _ATTRIBUTE_KEYS.get(key)
+        if pattern is None:
+            pattern = _ATTRIBUTE_KEYS[key] = re.compile(rf"(?:^|,\s*){re.escape(key)}=")
+        m = pattern.search(self.attributes)
         if not m:
-            return None
-        rest = self.attributes[m.end():]
-        if rest.startswith("{"):
-            return rest[: _balanced_end(rest, 0, "{", "}") + 1]
-        if rest.startswith('"'):
-            end = rest.index('"', 1)
-            return rest[1:end]
-        return re.split(r"[,\s]", rest, maxsplit=1)[0]
+            value = None
+        else:
+            rest = self.attributes[m.end():]
+            if rest.startswith("{"):
+                value = rest[: _balanced_end(rest, 0, "{", "}") + 1]
+            elif rest.startswith('"'):
+                value = rest[1:rest.index('"', 1)]
+            else:
+                value = re.split(r"[,\s]", rest, maxsplit=1)[0]
+        memo[key] = value  # (an instruction's attributes never change: asked again per kernel walk)
+        return value
 
     def metadata(self) -> dict[str, str]:
         """`metadata={op_name="..." source_file="..." source_line=12 stack_frame_id=3}` as a dict."""

@@ -53,7 +53,8 @@ def parse_target(text: str) -> Target:
     path, sep, func = text.rpartition("::")
     if not sep or not path or not func:
         raise VerifyError(f"bad target `{text}`: expected PATH::FUNC such as model.py::step")
-    if not all(part.isidentifier() for part in func.split(".")):
+    # (`make.<locals>.kernel`: a nested function's qualified name, as Python and a profile name it.)
+    if not all(part.isidentifier() or part == "<locals>" for part in func.split(".")) or func.endswith("<locals>"):
         raise VerifyError(f"bad target `{text}`: `{func}` is not a function name")
     return Target(path, func)
 

@@ -68,6 +68,20 @@ def noise(before: Timing, after: Timing) -> float:
     return max(before.spread, after.spread, MIN_RELATIVE_CHANGE * before.median)
 
 
+# How one run is timed: (the version's label, the call) -> seconds. `wall_clock` measures it; a test
+# injects a timer of its own (the verdict's logic is then checked without a machine's load in it).
+Timer = Callable[[str, Callable[[], Any]], float]
+
+
+def wall_clock(label: str, call: Callable[[], Any]) -> float:
+    """The wall-clock seconds of one call, up to `jax.block_until_ready` of what it returns."""
+    import jax
+
+    start = time.perf_counter()
+    jax.block_until_ready(call())
+    return time.perf_counter() - start
+
+
 def time_versions(
     calls: Sequence[Callable[[], Any]],
     *,
@@ -75,21 +89,20 @@ def time_versions(
     warmup: int = DEFAULT_WARMUP,
     labels: Sequence[str] = ("before", "after"),
     mode: str = "compiled",
+    timer: Timer | None = None,
 ) -> list[Timing]:
-    """Time each zero-argument callable `repeat` times, alternating between them after `warmup` runs each."""
-    import jax
-
+    """Time each zero-argument callable `repeat` times, alternating between them after `warmup` runs each.
+    `timer` times one run (default: `wall_clock`)."""
     if repeat < 1:
         raise VerifyError("--repeat must be at least 1")
     timings = [Timing(mode=mode) for _ in calls]
+    measure = timer or wall_clock
 
     def run(i: int) -> float:
-        start = time.perf_counter()
         try:
-            jax.block_until_ready(calls[i]())
+            return measure(labels[i], calls[i])
         except Exception as exc:  # noqa: BLE001 - user code failing while timed is reported
             raise VerifyError(f"timing the {labels[i]} version raised {describe_exception(exc)}") from None
-        return time.perf_counter() - start
 
     for i in range(len(calls)):
         for _ in range(warmup):

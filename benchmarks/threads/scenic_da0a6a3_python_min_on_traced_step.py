@@ -1,0 +1,25 @@
+# Thread: https://github.com/google-research/scenic/commit/da0a6a3 (maintainer fix commit; no issue thread)
+# Diagnosis (Scenic Authors, scenic maintainers, commit message): "Fixed `ConcretizationTypeError` in polynomial learning rate scheduler." (the fix replaces `min(decay_steps, step)` with an arithmetic mask `step <= decay_steps`)
+# Problem: the learning-rate schedule clamps the step with Python's `min`, which compares the traced step and asks for its truth value; inside the jitted train step this raises a ConcretizationTypeError.
+# Written for this corpus after scenic/train_lib_deprecated/lr_schedules.py before that commit (same structure, reduced).
+import functools
+
+import jax
+
+
+def polynomial_lr_scheduler(step, decay_steps, end_factor, power):
+  step = min(decay_steps, step)  # expect: JF402
+  decayed_learning_rate = (1 - end_factor) * (1 - step / decay_steps)**(
+      power) + end_factor
+  return decayed_learning_rate
+
+
+def learning_rate_fn(step, base_learning_rate=0.1):
+  return base_learning_rate * polynomial_lr_scheduler(
+      step, decay_steps=1000, end_factor=0.01, power=2.0)
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def train_step(params, grads, step):
+  lr = learning_rate_fn(step)
+  return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
