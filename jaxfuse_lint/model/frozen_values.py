@@ -103,6 +103,11 @@ class Subject:
         """Whether expr reads the subject's current value."""
         return False
 
+    def read_key(self) -> str:
+        """The name (or attribute name) a read of the subject spells (`read_in` finds no read
+        without it)."""
+        return getattr(self, "attr", None) or getattr(self, "name", "")
+
     def method_self(self, call: cst.Call, scope: "Scope", selfkey):
         """The object key `self` stands for in a method this call runs (attributes only)."""
         return None
@@ -196,7 +201,9 @@ class _Walker:
 
     def __init__(self, subject: Subject, prune: bool = True) -> None:
         self.s = subject
-        self.prune = prune  # pass by statements no event of the subject can come from
+        # Pass by statements no event of the subject can come from; with `prune` False, those too
+        # that `derive` would note after a rebinding (the witness's walk).
+        self.prune = prune
         self.model = subject.model
         self.active: list[int] = []
         self.calls: list[cst.Call] = []  # the host calls being run in place, outermost first
@@ -233,6 +240,14 @@ class _Walker:
                     nxt = (level, w)
             out.setdefault(*nxt)
         return out
+
+    def _derives(self, summary: "_Summary", st: State) -> bool:
+        """Whether `derive` may note an assignment of the statement: after a rebinding, one whose
+        value reads the subject or a name derived from it."""
+        w = st.get(2)
+        if w is None or not summary.assign_reads:
+            return False
+        return bool(summary.assign_reads & ({self.s.read_key(), *(name for name, _, _ in w[3])}))
 
     def derive(self, st: State, node: cst.CSTNode, scope: "Scope", selfkey, together: bool = False) -> State:
         """After the rebinding, a name assigned from the new value (or from a name so assigned)
@@ -276,9 +291,10 @@ class _Walker:
         for stmt in stmts:
             if not st:
                 return st
-            if self.prune and not self.s.touched_by(_statement_summary(self.model, stmt, scope)):
+            summary = _statement_summary(self.model, stmt, scope)
+            if not self.s.touched_by(summary) and (self.prune or not self._derives(summary, st)):
                 # No event of this subject can come from it: whether a timeline is found does not
-                # depend on it (what `derive` notes of it does: run_timeline walks again, whole).
+                # depend on it (what `derive` notes of it does: run_timeline walks again for that).
                 continue
             st = self.statement(stmt, st, scope, selfkey, exits)
         return st
@@ -471,6 +487,9 @@ class _Summary:
     defs: frozenset
     bound: frozenset
     attrs: frozenset
+    # The names and attribute names the values of its assignments read: after a rebinding, an
+    # assignment that reads the subject (or a name derived from it) is noted (`_Walker.derive`).
+    assign_reads: frozenset = frozenset()
 
     @property
     def active_calls(self) -> bool:
@@ -495,6 +514,7 @@ def _summarize(model: "SemanticModel", stmt: cst.CSTNode, scope: "Scope") -> _Su
     defs: set = set()
     bound: set[int] = set()
     attrs: set[str] = set()
+    reads: set[str] = set()
     stack = [stmt]
     while stack:
         n = stack.pop()
@@ -515,8 +535,12 @@ def _summarize(model: "SemanticModel", stmt: cst.CSTNode, scope: "Scope") -> _Su
         elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             attrs.update(a.attr.value for t in targets for a in walk(t) if isinstance(a, cst.Attribute))
+            if n.value is not None:
+                reads.update(r.value if isinstance(r, cst.Name) else r.attr.value for r in walk(n.value)
+                             if isinstance(r, (cst.Name, cst.Attribute)))
         stack.extend(c for _, c in iter_children(n))
-    return _Summary(exits, frozenset(callees), frozenset(inlines), frozenset(defs), frozenset(bound), frozenset(attrs))
+    return _Summary(exits, frozenset(callees), frozenset(inlines), frozenset(defs), frozenset(bound), frozenset(attrs),
+                    frozenset(reads))
 
 
 def _walked_unit(model: "SemanticModel", scope: "Scope") -> "Scope":
@@ -582,7 +606,8 @@ def _module_statement_index(model: "SemanticModel") -> tuple[dict, list[int]]:
         scope = model.index.scope
         for i, stmt in enumerate(model.index.module.body):
             summary = _statement_summary(model, stmt, scope)
-            for key in (*summary.callees, *summary.inlines, *summary.defs, *summary.bound):
+            for key in (*summary.callees, *summary.inlines, *summary.defs, *summary.bound,
+                        *(("attr", a) for a in summary.attrs)):
                 index.setdefault(key, []).append(i)
             if summary.exits:
                 exits.append(i)
@@ -590,9 +615,27 @@ def _module_statement_index(model: "SemanticModel") -> tuple[dict, list[int]]:
     return found
 
 
+def attribute_writers(model: "SemanticModel", attr: str) -> set:
+    """The bodies that assign an attribute named `attr` (`obj.attr = v`, `self.attr += 1`)."""
+    found = model.__dict__.get("_attribute_writers")
+    if found is None:
+        found = {}
+        for node in model.index.parents:
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                unit = _walked_unit(model, model.scope_of(node))
+                for t in targets:
+                    for a in walk(t):
+                        if isinstance(a, cst.Attribute):
+                            found.setdefault(a.attr.value, set()).add(unit)
+        model.__dict__["_attribute_writers"] = found
+    return found.get(attr, set())
+
+
 def module_statements_for(model: "SemanticModel", keys) -> list[cst.CSTNode]:
     """The module's own statements, in order, that call, make or bind one of `keys` (functions,
-    binding node ids), or leave: what a subject's walk of the module cannot skip."""
+    binding node ids, `("attr", name)` for an attribute assigned), or leave: what a subject's
+    walk of the module cannot skip."""
     index, exits = _module_statement_index(model)
     positions = set(exits)
     for key in keys:
@@ -823,6 +866,18 @@ class ObjectAttribute(Subject):
     def _rebound_in(self, summary) -> bool:
         return self.attr in summary.attrs
 
+    def reach(self) -> frozenset:
+        """The bodies that reach a use of the entries or an assignment of the attribute."""
+        found = self.__dict__.get("_reach")
+        if found is None:
+            found = self.__dict__["_reach"] = bodies_reaching_uses(self.model, self.entries) | reaching_bodies(
+                self.model, attribute_writers(self.model, self.attr))
+        return found
+
+    def touched_by(self, summary) -> bool:
+        return (summary.exits or bool(summary.callees & self.entries) or bool(summary.defs & self.entries)
+                or bool(summary.inlines & self.reach()) or self._rebound_in(summary))
+
     def rebinds(self, node, scope, selfkey) -> Iterator[Event]:
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
@@ -848,8 +903,8 @@ def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None, whole=Non
     """The subject's timeline over `body`, if there is one. The walk passes by statements that
     cannot give the subject an event (their summaries), and `body` may be a selection of the
     statements of `whole` (jf404's module-level walk): those decide whether there is a timeline;
-    when there is, the walk runs again over `whole` (default `body`) statement by statement, for
-    the witness with everything `derive` notes on the way."""
+    when there is, the walk runs again over `whole` (default `body`), also into the statements
+    whose assignments `derive` notes on the way, for the whole witness."""
     if _Walker(subject).run(body, scope, selfkey) is None:
         return None
     return _Walker(subject, prune=False).run(body if whole is None else whole, scope, selfkey)

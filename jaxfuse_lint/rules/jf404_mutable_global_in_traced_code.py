@@ -654,14 +654,20 @@ def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[
     if not candidates:
         return
     keys = _used_objects(model, fn, entries, ci)
+    uses = bodies_reaching_uses(model, entries)  # only they can hold a timeline (as for globals)
     for attr, node in candidates.items():
         for key in keys:
             subject = ObjectAttribute(model, fn, entries, cls=ci, attr=attr, key=key)
-            t = run_timeline(subject, model.module.body, model.index.scope)
+            t = None
+            if model.index.scope in uses:
+                keys = (*entries, *subject.reach(), ("attr", attr))
+                t = run_timeline(subject, module_statements_for(model, keys), model.index.scope,
+                                 whole=model.module.body)
             for root in roots:
                 if t is not None:
                     break
-                t = run_timeline(subject, root.node.body.body, root)
+                if root in uses:
+                    t = run_timeline(subject, root.node.body.body, root)
             if t is None:
                 continue
             reads, how = _program_reads(model, fn, f"`{me}.{attr}`", [
