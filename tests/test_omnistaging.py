@@ -34,6 +34,7 @@ import jax
 from pkg.helper import project
 
 fast = jax.jit(project, static_argnames="check")
+checked = fast(1.0, 2.0, 3.0, check=True)
 '''
 
 

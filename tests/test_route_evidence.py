@@ -195,3 +195,34 @@ def test_a_function_reads_the_def_its_cell_order_gives_it_when_it_runs():
     result = check_source(nb, "t.ipynb", replace(Settings(), select=("JF402",)))
     # `g(1.0)` in cell 4 runs cell 2's `f` (cell 5's comes later); `k(1.0)` in cell 9 runs cell 8's `h`.
     assert [(d.cell, d.location.row) for d in result.diagnostics] == [(2, 2)]
+
+
+def test_a_branch_its_default_skips_runs_traced_only_for_callers_that_pass_another_value(tmp_path):
+    """`if check:` with `check=False`: under the trace only where a call passes `check=True`; in
+    another module's calls (their argument patterns) as in this module's."""
+    from jaxfuse_lint.run.runner import check_files
+
+    helper = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def project(x, w, c, check=False):
+            if check:
+                if jnp.dot(w, w) > c:
+                    raise ValueError("infeasible")
+            return x * w
+    """)
+    user = "import jax\nfrom pkg.helper import project\nfast = jax.jit(project, static_argnames='check')\n"
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text(helper)
+    settings = Settings(select=("JF402",))
+
+    (pkg / "user.py").write_text(user)
+    assert check_files(sorted(pkg.glob("*.py")), settings, jobs=1).diagnostics == []
+    [d] = check_files(sorted(pkg.glob("*.py")), replace(settings, preview=True), jobs=1).diagnostics
+    assert "assumes a caller passes `check` a value that takes this branch" in d.message
+
+    (pkg / "user.py").write_text(user + "checked = fast(1.0, 2.0, 3.0, check=True)\n")
+    [d] = check_files(sorted(pkg.glob("*.py")), settings, jobs=1).diagnostics
+    assert d.location.row == 6 and "preview" not in d.message

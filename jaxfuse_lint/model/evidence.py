@@ -78,7 +78,7 @@ _TRACER_WORDS = re.compile(r"[Tt]racer|[Cc]oncrete|Concretization")
 _REFUSES = re.compile(r"not_?(being_?)?(trac|jit|stag|transform)|no_?tracers?\b|raise_?if_?(trac|jit)", re.IGNORECASE)
 # Calls that are true exactly on a tracer (`is_tracer(x)`, `is_jax_tracer(x)`, `core.is_traced(x)`).
 _IS_TRACER = re.compile(r"^_?(is_)?(jax_)?(tracer|traced|tracing)$", re.IGNORECASE)
-_IS_CONCRETE = re.compile(r"^_?(is_)?concrete$", re.IGNORECASE)
+_IS_CONCRETE = re.compile(r"^_?(is_)?concrete$|^_?(is_)?not_(jax_)?(tracer|traced)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,58 @@ class Evidence:
         route = self.route(fn, raises=raises)
         if route.status in (CAUGHT, DEAD):
             return None
+        if route.status == SHOWN:
+            skipped = self._skipped_by_default(node, fn)
+            if skipped is not None:
+                return Route(ASSUMED, skipped)
         return route
+
+    def _skipped_by_default(self, node: cst.CSTNode, fn: "Function") -> str | None:
+        """`if do_postprocess:` (its body) where the parameter's default skips the branch and no
+        traced call here passes it (the route's calls are not known, or leave it out): the branch
+        runs under the trace only for callers the code does not show. What is assumed, or None."""
+        m = self.model
+        child: cst.CSTNode = node
+        for a in m.ancestors(node):
+            if a is fn.node:
+                break
+            if isinstance(a, cst.If) and child is a.body:
+                why = self._default_skips(a.test, fn)
+                if why is not None:
+                    return why
+            child = a
+        return None
+
+    def _default_skips(self, test: cst.BaseExpression, fn: "Function") -> str | None:
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        if negated:
+            test = test.expression
+        compared = None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(
+                test.comparisons[0].operator, (cst.Equal, cst.NotEqual)) and _literal(test.comparisons[0].comparator):
+            compared, name = test.comparisons[0], test.left
+        else:
+            name = test
+        if not isinstance(name, cst.Name):
+            return None
+        found = self.model.bindings_at(name, fn)
+        p = fn.param_nodes.get(name.value)
+        if found is None or found[0] is not fn or not found[1] or any(b.kind != "param" for b in found[1]) \
+                or p is None or p.default is None or not _literal(p.default):
+            return None
+        default = _literal(p.default)[0]
+        taken = bool(default) if compared is None else (
+            (default == _literal(compared.comparator)[0]) == isinstance(compared.operator, cst.Equal))
+        if taken != negated:
+            return None  # the default takes the branch
+        for arg, _, is_default in self._route_arguments(fn, name.value):
+            if arg is not _UNKNOWN and not is_default:
+                return None  # a call passes it: `_dead_branch` and the value analysis decide
+        if self._passed_by_another_module(fn, name.value):
+            return None
+        shown = _code(self.model, p.default)
+        return (f"assumes a caller passes `{name.value}` a value that takes this branch (its default, `{shown}`, "
+                "skips it, and no traced call here passes one)")
 
     def premise(self, fn: "Function", node: cst.CSTNode, *, raises: bool) -> Premise | None:
         """The premise `runs-traced(fn)` for a finding at `node`: PROVEN by the route the code shows
@@ -210,7 +261,8 @@ class Evidence:
         for a in m.ancestors(node):
             if a is fn.node:
                 break
-            if isinstance(a, (cst.If, cst.While)) and _TRACER_WORDS.search(m.module.code_for_node(a.test)):
+            if isinstance(a, (cst.If, cst.While)) and _TRACER_WORDS.search(m.module.code_for_node(a.test)) and not (
+                    isinstance(a, cst.If) and child is a.body and self._never_a_tracer(a.test, fn)):
                 return False
             if raises and isinstance(a, cst.Try) and child is a.body and any(
                     h.type is not None and _TRACER_WORDS.search(m.module.code_for_node(h.type)) for h in a.handlers):
@@ -226,6 +278,17 @@ class Evidence:
                         return False
             child = a
         return True
+
+    def _never_a_tracer(self, test: cst.BaseExpression, fn: "Function") -> bool:
+        """`if not_jax_tracer(K):` where K is a Python value while fn is traced (a module-level jax
+        array): the test holds under the trace too, so its body runs there (numpyro#821: `K < 0`
+        in it is a tracer, though K is not)."""
+        if _polarity(self.model, test, fn) != "concrete":
+            return False
+        while isinstance(test, cst.UnaryOperation):
+            test = test.expression
+        tested = test.args[0].value if isinstance(test, cst.Call) and test.args and not test.args[0].star else None
+        return isinstance(tested, cst.Name) and staged_values(self.model).kind(tested, fn) is Kind.STATIC
 
     def _leaves_trace(self, s: cst.CSTNode, fn: "Function") -> bool:
         """A statement after which fn's code runs only on concrete values: `if is_tracer(x): return`
@@ -543,6 +606,19 @@ class Evidence:
         keywords = [a.keyword.value for a in args if a.keyword is not None]
         return _binds(fn, positional_count, keywords, bound)
 
+    def _passed_by_another_module(self, fn: "Function", name: str) -> bool:
+        """Whether a call another module runs fn through may pass parameter `name` (by keyword, by
+        position, or a pattern it could not read: `"3+check"`, `"4"`, `"*"`)."""
+        params = [p for p in fn.params if p not in fn.star_params]
+        if fn.cls is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        for r in self.model.traced.reasons.get(fn, ()):
+            for pattern in getattr(r, "calls", ()) if r.kind == "external" else ():
+                count, *keywords = (pattern or "*").split("+")
+                if not count.isdigit() or name in keywords or (name in params and params.index(name) < int(count)):
+                    return True
+        return False
+
     def _pattern_matches(self, fn: "Function", pattern: str) -> bool | None:
         """A call pattern another module recorded (`"2"`, `"1+cutoff"`, `"*"`)."""
         if pattern == "*" or not pattern:
@@ -717,6 +793,17 @@ def _last_name(expr: cst.BaseExpression) -> str | None:
         return expr.attr.value
     if isinstance(expr, cst.Name):
         return expr.value
+    return None
+
+
+def _literal(e: cst.BaseExpression | None) -> tuple | None:
+    """(value,) of a literal default or comparand: True, False, None, a string, an int."""
+    if isinstance(e, cst.Name) and e.value in ("True", "False", "None"):
+        return ({"True": True, "False": False, "None": None}[e.value],)
+    if isinstance(e, cst.SimpleString) and isinstance(e.evaluated_value, str):
+        return (e.evaluated_value,)
+    if isinstance(e, cst.Integer):
+        return (int(e.value, 0),)
     return None
 
 

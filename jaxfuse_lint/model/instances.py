@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model.routes import MODULE_BASES
+from jaxfuse_lint.model.routes import LIFTED_CLASS_TRANSFORMS, MODULE_BASES
 from jaxfuse_lint.model.scopes import ClassInfo, Function, walk
 
 if TYPE_CHECKING:
@@ -41,14 +41,23 @@ class Instances:
             self._classes = out
         return self._classes
 
-    def class_named(self, expr: cst.BaseExpression, scope: "Scope") -> ClassInfo | None:
-        """The module's class an expression names (`Block`), if it is one."""
+    def class_named(self, expr: cst.BaseExpression, scope: "Scope", depth: int = 0) -> ClassInfo | None:
+        """The module's class an expression names (`Block`), if it is one; a name bound to a flax
+        lifted transform of one (`ScanBlock = nn.scan(Block, ...)`) names a Module class whose
+        instances run Block's methods."""
         if not isinstance(expr, cst.Name):
             return None
         found = self.model.lookup(expr.value, scope)
-        if found is None or len(found[1]) != 1 or found[1][0].kind != "class":
+        if found is None or len(found[1]) != 1:
             return None
-        return self.classes().get(found[1][0].node)
+        b = found[1][0]
+        if b.kind == "class":
+            return self.classes().get(b.node)
+        if b.kind == "assign" and b.index is None and isinstance(b.value, cst.Call) and depth < MAX_DEPTH \
+                and self.model.qn(b.value.func, found[0]) in LIFTED_CLASS_TRANSFORMS and b.value.args \
+                and b.value.args[0].keyword is None and not b.value.args[0].star:
+            return self.class_named(b.value.args[0].value, found[0], depth + 1)
+        return None
 
     def has_local_subclass(self, ci: ClassInfo) -> bool:
         """Whether another class of the module derives from ci (all classes' bases are resolved

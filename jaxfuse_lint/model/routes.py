@@ -44,6 +44,11 @@ class Route:
     traced_params: tuple[int, ...] | None = None
     # drivers that are loops: the function runs once per iteration (same signature as lax's)
     loop: bool = False
+    # drivers: how many positional arguments the driver passes to the function in each slot
+    # (parallel to `slots`; OPERANDS: as many as the call's operands, `lax.cond(p, f, g, *ops)`;
+    # empty: not known). A parameter past them is not one of the driver's tracers: it has a
+    # default or is bound by a partial (`fori_loop(0, n, partial(body, p=3), x)`).
+    arity: tuple[int, ...] = ()
     # wrappers: the attributes of the returned object that run the wrapped function, each with
     # how many leading arguments the entry point takes for itself (`apply(params, rng, *args)`)
     entry_attributes: tuple[tuple[str, int], ...] = ()
@@ -55,8 +60,13 @@ def _t(framework: str, *, stages=False, compiles=False, batches=False, filtered=
     return Route("transform", framework, stages, compiles, batches, filtered)
 
 
-def _d(framework: str, *slots: Slot, stages=False, traced_params=None, loop=False) -> Route:
-    return Route("driver", framework, stages, slots=slots or ((0, "f"),), traced_params=traced_params, loop=loop)
+def _d(framework: str, *slots: Slot, stages=False, traced_params=None, loop=False, arity=()) -> Route:
+    return Route("driver", framework, stages, slots=slots or ((0, "f"),), traced_params=traced_params, loop=loop,
+                 arity=arity)
+
+
+# `Route.arity`: the function gets as many positional arguments as the call has operands.
+OPERANDS = -1
 
 
 def _w(framework: str, *attrs: tuple[str, int], relative: bool = False) -> Route:
@@ -102,16 +112,17 @@ ROUTES: dict[str, Route] = {
     # `jax.tree_util.Partial(f, ...)` is a pytree-friendly partial: f runs where it is called.
     "jax.tree_util.Partial": Route("partial", "jax"),
     "functools.partial": Route("partial", "python"),
-    "jax.lax.fori_loop": _d("jax", (2, "body_fun"), loop=True),
-    "jax.lax.while_loop": _d("jax", (0, "cond_fun"), (1, "body_fun"), loop=True),
-    "jax.lax.scan": _d("jax", (0, "f"), loop=True),
-    "jax.lax.map": _d("jax", (0, "f"), loop=True),
-    "jax.lax.cond": _d("jax", (1, "true_fun"), (2, "false_fun")),
-    "jax.lax.switch": _d("jax", (1, "branches")),
-    "jax.lax.associative_scan": _d("jax", (0, "fn")),
-    "jax.lax.custom_root": _d("jax", (0, "f"), (2, "solve"), (3, "tangent_solve")),
-    "jax.lax.custom_linear_solve": _d("jax", (0, "matvec"), (2, "solve"), (3, "transpose_solve")),
-    "jax.lax.reduce": _d("jax", (2, "computation")),
+    "jax.lax.fori_loop": _d("jax", (2, "body_fun"), loop=True, arity=(2,)),
+    "jax.lax.while_loop": _d("jax", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
+    "jax.lax.scan": _d("jax", (0, "f"), loop=True, arity=(2,)),
+    "jax.lax.map": _d("jax", (0, "f"), loop=True, arity=(1,)),
+    "jax.lax.cond": _d("jax", (1, "true_fun"), (2, "false_fun"), arity=(OPERANDS, OPERANDS)),
+    "jax.lax.switch": _d("jax", (1, "branches"), arity=(OPERANDS,)),
+    "jax.lax.associative_scan": _d("jax", (0, "fn"), arity=(2,)),
+    "jax.lax.custom_root": _d("jax", (0, "f"), (2, "solve"), (3, "tangent_solve"), arity=(1, 2, 2)),
+    "jax.lax.custom_linear_solve": _d("jax", (0, "matvec"), (2, "solve"), (3, "transpose_solve"),
+                                    arity=(1, 2, 2)),
+    "jax.lax.reduce": _d("jax", (2, "computation"), arity=(2,)),
     # -- equinox: filtered transforms (non-array arguments stay static) ------------------------
     "equinox.filter_jit": _t("equinox", filtered=True, **JIT),
     "equinox.filter_pmap": _t("equinox", filtered=True, **JIT),
@@ -126,8 +137,8 @@ ROUTES: dict[str, Route] = {
     "equinox.filter_custom_jvp": _t("equinox"),
     "equinox.filter_custom_vjp": _t("equinox"),
     "equinox.filter_closure_convert": _t("equinox"),
-    "equinox.internal.while_loop": _d("equinox", (0, "cond_fun"), (1, "body_fun"), loop=True),
-    "equinox.internal.scan": _d("equinox", (0, "f"), loop=True),
+    "equinox.internal.while_loop": _d("equinox", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
+    "equinox.internal.scan": _d("equinox", (0, "f"), loop=True, arity=(2,)),
     # -- flax linen: lifted transforms take a function or a Module class ----------------------
     "flax.linen.jit": _t("flax.linen", **JIT),
     "flax.linen.vmap": _t("flax.linen", batches=True),
@@ -171,12 +182,12 @@ ROUTES: dict[str, Route] = {
     "haiku.grad": _t("haiku"),
     "haiku.value_and_grad": _t("haiku"),
     "haiku.named_call": _t("haiku"),
-    "haiku.scan": _d("haiku", (0, "f"), loop=True),
-    "haiku.map": _d("haiku", (0, "f"), loop=True),
-    "haiku.fori_loop": _d("haiku", (2, "body_fun"), loop=True),
-    "haiku.while_loop": _d("haiku", (0, "cond_fun"), (1, "body_fun"), loop=True),
-    "haiku.cond": _d("haiku", (1, "true_fun"), (2, "false_fun")),
-    "haiku.switch": _d("haiku", (1, "branches")),
+    "haiku.scan": _d("haiku", (0, "f"), loop=True, arity=(2,)),
+    "haiku.map": _d("haiku", (0, "f"), loop=True, arity=(1,)),
+    "haiku.fori_loop": _d("haiku", (2, "body_fun"), loop=True, arity=(2,)),
+    "haiku.while_loop": _d("haiku", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
+    "haiku.cond": _d("haiku", (1, "true_fun"), (2, "false_fun"), arity=(OPERANDS, OPERANDS)),
+    "haiku.switch": _d("haiku", (1, "branches"), arity=(OPERANDS,)),
     # -- diffrax: vector fields run inside diffeqsolve, which is itself `filter_jit`ted ------
     "diffrax.ODETerm": _d("diffrax", (0, "vector_field"), stages=True, traced_params=(0, 1)),
     "diffrax.ControlTerm": _d("diffrax", (0, "vector_field"), stages=True, traced_params=(0, 1)),
@@ -202,6 +213,10 @@ ROUTES: dict[str, Route] = {
     **{name: _d("numpyro", (1, "model"), stages=True, traced_params=())
        for name in ("numpyro.infer.util.initialize_model", "numpyro.infer.initialize_model")},
 }
+
+# flax linen's lifted transforms: given a Module class, they return a Module class (`nn.scan(Block,
+# ...)`, `nn.remat(Block)`), whose instances run the class's methods under the transform.
+LIFTED_CLASS_TRANSFORMS = frozenset(n for n, r in ROUTES.items() if r.framework == "flax.linen" and r.kind == "transform")
 
 # Framework base classes: {canonical name: the methods of an instance that run `__call__`
 # (or the method named by `method=`)}. A subclass's `__call__` is traced where an instance is

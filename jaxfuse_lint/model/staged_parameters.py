@@ -11,17 +11,22 @@ import libcst as cst
 
 from jaxfuse_lint.model.api import CONTROL_FLOW, JNP_STATIC_FUNCTIONS, TRANSFORMS
 from jaxfuse_lint.model import routes
+from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.staging_transforms import (BATCHING, DIFFERENTIATING, FILTERED, STAGING, _literal_options,
                                                    option_calls, options_understood)
 from jaxfuse_lint.model.traced import _literal_ints, _literal_strs, keyword, positional
-from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis
+from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, ValueAnalysis, combine
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Function, Scope
     from jaxfuse_lint.model.staging import StagingView
 
+# lax drivers whose function's second argument is a slice of `xs`.
+_SCANS = frozenset({"jax.lax.scan", "haiku.scan", "equinox.internal.scan"})
+# Callables that bind some arguments and call the function later (`functools.partial`).
+_PARTIALS = frozenset(n for n, r in routes.ROUTES.items() if r.kind == "partial")
 # pytree functions whose function argument receives leaves.
 TREE_MAPS = frozenset({"jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map"})
 
@@ -53,20 +58,18 @@ class StagedParameters(ValueAnalysis):
     def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
         if self._string_annotated(fn, name):
             return STATIC  # `jac: Literal["fwd", "bwd"]`, `mode: str`: JAX cannot trace a string
-        if r.kind in ("control-flow", "driver", "decorator", "transform"):
+        if r.kind == "control-flow":
+            return self._control_flow_param_kind(fn, name, r)
+        if r.kind in ("driver", "decorator", "transform"):
             bound = self._partial_bound_kind(fn, name, r)
             if bound is not None:
-                # `lax.scan(partial(step, flag=True), ...)`, `jax.vmap(partial(loss, n=3))`: the
+                # `diffrax.ODETerm(partial(f, args=3))`, `jax.vmap(partial(loss, n=3))`: the
                 # parameter holds what the partial bound (static if that value is).
                 return bound
-        if r.kind == "control-flow":
-            # lax passes the loop index and carry (or the operands) positionally; a parameter
-            # with a default or a keyword-only one keeps its Python value.
-            if name in fn.params_with_default or self._keyword_only(fn, name):
-                return UNKNOWN
-            return TRACED
         if r.kind in ("decorator", "transform"):
             t = r.transform
+            if t == "flax.linen.scan":
+                return self._flax_scan_param_kind(fn, name, r)
             if t in FILTERED:
                 # equinox keeps non-array arguments static: only a parameter annotated as an
                 # array, or passed arrays by every call in the module, is known to be a tracer.
@@ -97,6 +100,13 @@ class StagedParameters(ValueAnalysis):
                 return super()._reason_param_kind(fn, name, r)
             return UNKNOWN
         if r.kind == "passed":
+            twin = next((o for o in self.model.traced.reasons.get(fn, ()) if o.node is r.node and o.kind != "passed"),
+                        None)
+            if twin is not None:
+                return None  # `lax.fori_loop(0, n, body, x)` in traced code: the driver's own reason says
+            if isinstance(r.node, cst.Call) and r.caller is not None and \
+                    self.model.qn(r.node.func, r.caller) in _PARTIALS:
+                return None  # `partial(body, p=p)` binds; where the partial is called decides
             return self._tree_map_param_kind(fn, name, r)
         if r.kind == "framework":
             return self._framework_param_kind(fn, name)
@@ -133,6 +143,205 @@ class StagedParameters(ValueAnalysis):
             return TRACED
         return super()._reason_param_kind(fn, name, r)
 
+    # -- lax's drivers: which parameters receive the driver's tracers ------------------------------
+    def _control_flow_param_kind(self, fn: "Function", name: str, r) -> Kind:
+        """JAX's rule for lax control flow: the driver calls the function with a fixed number of
+        positional arguments (`fori_loop`: the index and the carry; `while_loop`: the carry;
+        `scan`: the carry and a slice of xs; `cond`/`switch`: the operands), all tracers. A
+        parameter past them is not the driver's: it keeps its default or what a partial bound
+        (`fori_loop(0, n, partial(body, p=p), x)`: `p` is whatever `p` is where the partial is
+        built). Where the model cannot see how the function was bound (a partial stored in an
+        attribute, built elsewhere), a parameter is the driver's only if it is one whatever
+        leading arguments a partial may have bound."""
+        if self._keyword_only(fn, name) or name in fn.star_params:
+            return UNKNOWN  # never passed positionally: a default, or a partial's keyword
+        arity = self._memo_of("_arity_memo", fn, r, self._driver_arity)
+        ways = self._partial_ways(fn, r)
+        kinds = [self._way_param_kind(fn, name, r, arity, way) for way in (ways or [None])]
+        return combine(kinds)
+
+    def _way_param_kind(self, fn: "Function", name: str, r, arity: int | None, way) -> Kind:
+        params = [p for p in fn.params if p not in fn.star_params and not self._keyword_only(fn, p)]
+        if way is None:
+            # How fn is bound is not shown: strip `self` of a method (loops take bound methods).
+            if fn.cls is not None and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            if name not in params:
+                return UNKNOWN
+            if arity is None:
+                return UNKNOWN if name in fn.params_with_default else TRACED
+            j = params.index(name)
+            # A partial may have bound up to len(params) - arity leading parameters.
+            shifts = range(0, max(0, len(params) - arity) + 1)
+            found = {self._slot_kind(r, j - s) if 0 <= j - s < arity else UNKNOWN for s in shifts}
+            return found.pop() if len(found) == 1 else UNKNOWN
+        partial, scope, bound = way
+        shift = 0
+        if partial is not None:
+            if any(a.star for a in partial.args):
+                return UNKNOWN
+            for a in partial.args[1:]:
+                if a.keyword is not None and a.keyword.value == name:
+                    return self.kind(a.value, scope)
+            lead = [a.value for a in partial.args[1:] if a.keyword is None]
+            params = [p for p in self._partial_target_params(fn, partial, scope) if p in params]
+            if name in params and params.index(name) < len(lead):
+                return self.kind(lead[params.index(name)], scope)
+            shift = len(lead)
+        elif bound and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        if name not in params:
+            return UNKNOWN
+        j = params.index(name) - shift
+        if arity is None:
+            # lax's convention where the table gives no count: every positional parameter without
+            # a default receives a tracer.
+            return UNKNOWN if name in fn.params_with_default else TRACED
+        return self._slot_kind(r, j) if 0 <= j < arity else UNKNOWN
+
+    def _slot_kind(self, r, j: int) -> Kind:
+        """The kind of the j-th argument a driver passes: a tracer, except scan's slice of xs where
+        the call gives no xs (`lax.scan(f, init, None, length=n)`: the slice is None)."""
+        call = r.node
+        if j == 1 and isinstance(call, cst.Call) and not any(a.star for a in call.args):
+            qn = self.model.qn(call.func, self.model.scope_of(call))
+            if qn in _SCANS:
+                xs = positional(call, 2) or keyword(call, "xs")
+                if xs is None or (isinstance(xs, cst.Name) and xs.value == "None"):
+                    return STATIC
+        return TRACED
+
+    def _driver_arity(self, fn: "Function", r) -> int | None:
+        """How many positional arguments the driver of reason r passes to fn (None: not known)."""
+        call = r.node
+        if not isinstance(call, cst.Call):
+            return None
+        m = self.model
+        scope = m.scope_of(call)
+        rt = routes.route(m.qn(call.func, scope))
+        if rt is None or len(rt.arity) != len(rt.slots):
+            return None
+        found: set[int | None] = set()
+        for (pos, kw), n in zip(rt.slots, rt.arity):
+            arg = positional(call, pos) if pos is not None else None
+            if arg is None and kw is not None:
+                arg = keyword(call, kw)
+            if arg is None:
+                continue
+            items = [el.value for el in arg.elements] if isinstance(arg, (cst.List, cst.Tuple)) else [arg]
+            if any(f is fn for item in items for f, _ in m.traced_analysis().callables(item, scope)):
+                found.add(self._operand_count(call, rt) if n == routes.OPERANDS else n)
+        return found.pop() if len(found) == 1 else None
+
+    @staticmethod
+    def _operand_count(call: cst.Call, rt) -> int | None:
+        """`lax.cond(p, f, g, a, b)`: 2 operands, the positional arguments after the functions."""
+        if any(a.star for a in call.args):
+            return None
+        if keyword(call, "operand") is not None:
+            return 1  # the old single-operand form
+        last = max(pos for pos, _ in rt.slots if pos is not None)
+        return max(0, sum(1 for a in call.args if a.keyword is None) - last - 1)
+
+    def _read_names(self) -> set:
+        found = self.__dict__.get("_reads")
+        if found is None:
+            found = self.__dict__["_reads"] = {r.name for r in self.model.index.reads}
+        return found
+
+    def _ways(self, fn: "Function", expr: cst.BaseExpression | None, scope: "Scope", depth: int) -> list:
+        """How `expr` (a function handed to a transform or a driver) reaches fn: for each way,
+        (the partial that binds some of fn's parameters or None, its scope, whether fn is a bound
+        method), or None for a way the model cannot read; through names (the bindings that reach
+        the read), attributes an instance holds (`self.step = partial(...)` in `__init__`),
+        partials and transforms."""
+        m = self.model
+        analysis = m.traced_analysis()
+        reached = [bound for f, bound in analysis.callables(expr, scope) if f is fn]
+        if expr is None or not reached:
+            return []
+        if depth > 6:
+            return [None]
+        if isinstance(expr, cst.Lambda):
+            return [(None, scope, False)]
+        if isinstance(expr, cst.Name):
+            fns = m.functions_at(expr, scope)
+            if fns is None:
+                named = m.function_named(expr.value, scope)
+                fns = [named] if named is not None else []
+            if fn in fns:
+                return [(None, scope, reached[0])]
+            found = m.bindings_at(expr, scope) if expr in self._read_names() else m.lookup(expr.value, scope)
+            out: list = []
+            if found is not None:
+                owner, bindings = found
+                for b in bindings:
+                    if b.kind in ("assign", "annassign") and b.index is None and b.value is not None \
+                            and b.value is not expr:
+                        out.extend(self._ways(fn, b.value, owner, depth + 1))
+            return out or [None]
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls") \
+                    and m.method_of(scope, expr.attr.value) is fn:
+                return [(None, scope, True)]
+            inst = instances(m)
+            ci = inst.instance_class(expr.value, scope)
+            if ci is not None:
+                if inst.method(ci, expr.attr.value) is fn:
+                    return [(None, scope, True)]
+                out = []
+                for v in inst.attribute_values(ci).get(expr.attr.value, []):
+                    if not isinstance(v, cst.Annotation):  # `self.step = partial(self._step, n=3)`
+                        out.extend(self._ways(fn, v, m.scope_of(v), depth + 1))
+                return out or [None]
+            return [None]
+        if isinstance(expr, cst.Call):
+            qn = m.qn(expr.func, scope)
+            if qn in _PARTIALS:
+                inner = self._ways(fn, positional(expr, 0), scope, depth + 1)
+                if inner and all(w is not None and w[0] is None for w in inner):
+                    return [(expr, scope, any(w[2] for w in inner))]
+                return [None]
+            if qn in TRANSFORMS:  # `jax.checkpoint(partial(body, n=3))`: the transform keeps the arguments
+                return self._ways(fn, positional(expr, 0) or keyword(expr, "fun"), scope, depth + 1) or [None]
+        return [None]
+
+    def _flax_scan_param_kind(self, fn: "Function", name: str, r) -> Kind | None:
+        """`nn.scan(Block, in_axes=(0, nn.broadcast))`: the target takes `(module, carry, *xs)`;
+        the carry and the scanned xs are tracers, a broadcast argument is the caller's object itself
+        (flax/core/axes_scan.py passes it unchanged: the call that passes it decides)."""
+        if not staging(self.model).reason_is_staged(r, batching=True):
+            return UNKNOWN
+        if self._keyword_only(fn, name) or name in fn.star_params:
+            return None
+        params = [p for p in fn.params if p not in fn.star_params and not self._keyword_only(fn, p)]
+        params = params[1:]  # `self`, or the module a function target takes first
+        if name not in params:
+            return UNKNOWN
+        index = params.index(name)
+        if index == 0:
+            return TRACED  # the carry
+        axes = None
+        for call in option_calls(r):
+            if any(a.star for a in call.args):
+                return UNKNOWN
+            found = keyword(call, "in_axes")
+            if found is not None:
+                axes = found
+        if isinstance(axes, (cst.Tuple, cst.List)):
+            if any(isinstance(el, cst.StarredElement) for el in axes.elements):
+                return UNKNOWN
+            if index - 1 >= len(axes.elements):
+                return UNKNOWN
+            axes = axes.elements[index - 1].value
+        if axes is None or isinstance(axes, cst.Integer) or (
+                isinstance(axes, cst.UnaryOperation) and isinstance(axes.expression, cst.Integer)):
+            return TRACED  # scanned over (in_axes=0 by default): a slice, a tracer
+        qn = self.model.qn(axes, self.model.scope_of(axes)) or ""
+        if qn.startswith("flax.") and qn.endswith(".broadcast"):
+            return None  # passed through as the caller gave it
+        return UNKNOWN
+
     def _framework_param_kind(self, fn: "Function", name: str) -> Kind:
         """A Module body's (or a transformed function's) parameters: an array-annotated one is a
         tracer, and so is the input (the first positional parameter after `self`, without a
@@ -152,8 +361,8 @@ class StagedParameters(ValueAnalysis):
         p = fn.param_nodes.get(name)
         if p is not None and p.annotation is not None:
             return UNKNOWN
-        if self._param_is_array(fn, name):
-            return TRACED  # the body uses it as an array (`x.shape`, `x - 1`), or a call passes one
+        if self._param_is_array(fn, name, not_a_number=True):
+            return TRACED  # the body uses it as an array (`x.shape`, `x @ w`, `nn.Dense(8)(x)`), or a call passes one
         return self._assumed_traced(fn, name, f"the input of `{fn.display_name}`, a framework Module's body, "
                                               "is taken to be an array by convention; the code shows no array here")
 
@@ -349,14 +558,17 @@ class StagedParameters(ValueAnalysis):
                 return None
         return out
 
-    def _passed_through(self, fn: "Function", name: str, r) -> Kind:
+    def _passed_through(self, fn: "Function", name: str, r) -> Kind | None:
         """A parameter the transform hands over unchanged: the kind of the argument where the
-        transformed function is called at once (`jax.vmap(f, in_axes=(0, None))(x, 1.0)`)."""
+        transformed function is called at once (`jax.vmap(f, in_axes=(0, None))(x, 1.0)`); None
+        where it is called later (`g = jax.vmap(...)`, then `g(x, 1.0)`: that call decides)."""
         call = r.node
         outer = self.model.parent(call) if isinstance(call, cst.Call) else None
         index = self._param_index(fn, name, r)
-        if not isinstance(outer, cst.Call) or outer.func is not call or index is None:
+        if index is None:
             return UNKNOWN
+        if not isinstance(outer, cst.Call) or outer.func is not call:
+            return None
         if any(a.star for a in outer.args):
             return UNKNOWN
         arg = positional(outer, index)
@@ -364,50 +576,46 @@ class StagedParameters(ValueAnalysis):
             return UNKNOWN
         return self.kind(arg, self.model.scope_of(outer))
 
-    def _partial_of(self, fn: "Function", r) -> "tuple[cst.Call, Scope] | None":
-        """The `functools.partial(fn, ...)` through which a transform or a lax driver received
-        fn (directly, through a name bound to it, or inside other transforms), and its scope."""
+    def _partial_ways(self, fn: "Function", r) -> list:
+        """How the function a transform or a lax driver was given reaches fn (see `_ways`): each way
+        with the `functools.partial(fn, ...)` that binds some of its parameters, or None."""
+        return self._memo_of("_partial_ways_memo", fn, r, self._find_partial_ways)
+
+    def _memo_of(self, table: str, fn: "Function", r, compute):
+        memo = self.__dict__.setdefault(table, {})
+        key = (id(fn), id(r))
+        if key not in memo:
+            memo[key] = compute(fn, r)
+        return memo[key]
+
+    def _find_partial_ways(self, fn: "Function", r) -> list:
         m = self.model
         call = r.node.decorator if isinstance(r.node, cst.Decorator) else r.node
         if not isinstance(call, cst.Call) or r.kind == "decorator":
-            return None
+            return []
         scope = m.scope_of(call)
         if r.kind == "transform":
             candidates = [positional(call, 0) or keyword(call, "fun") or keyword(call, "f")]
         else:
             qn = m.qn(call.func, scope)
             if qn not in CONTROL_FLOW:
-                return None
+                return []
             candidates = list(m.traced_analysis().control_flow_functions(call, qn))
-        for target in candidates:
-            owner = scope
-            for _ in range(6):
-                if isinstance(target, cst.Name):  # `inner = partial(f, n=3); jax.vmap(inner)`
-                    found = m.lookup(target.value, owner)
-                    if found is None or len(found[1]) != 1 or found[1][0].kind != "assign" \
-                            or found[1][0].index is not None:
-                        break
-                    owner, target = found[0], found[1][0].value
-                if not isinstance(target, cst.Call):
-                    break
-                qn = m.qn(target.func, owner)
-                if qn == "functools.partial":
-                    inner = positional(target, 0)
-                    if inner is not None and any(f is fn for f, _ in m.traced_analysis().callables(inner, owner)):
-                        return target, owner
-                    break
-                if qn not in TRANSFORMS:
-                    break
-                target = positional(target, 0)
-        return None
+        return [w for target in candidates for w in self._ways(fn, target, scope, 0)]
 
     def _partial_bound_kind(self, fn: "Function", name: str, r) -> Kind | None:
-        """The kind of what `partial(fn, ...)` binds to `name` (None: the partial does not bind
-        it, or fn was not handed over through a partial)."""
-        found = self._partial_of(fn, r)
-        if found is None:
+        """The kind of what the partials that hand fn over bind to `name` (None: they do not bind
+        it, or fn was not handed over through partials only). `mutation = partial(f, rate=rate);
+        mutation = jax.vmap(mutation)`: `rate` is the caller's value, not batched."""
+        ways = self._partial_ways(fn, r)
+        if not ways or any(w is None or w[0] is None for w in ways):
             return None
-        p, scope = found
+        kinds = [self._bound_by(fn, name, p, scope) for p, scope, _ in ways]
+        if all(k is None for k in kinds):
+            return None
+        return UNKNOWN if any(k is None for k in kinds) else combine(kinds)
+
+    def _bound_by(self, fn: "Function", name: str, p: cst.Call, scope: "Scope") -> Kind | None:
         if any(a.star for a in p.args):
             return UNKNOWN
         for a in p.args[1:]:
@@ -430,11 +638,17 @@ class StagedParameters(ValueAnalysis):
         return params
 
     def _partial_positionals(self, fn: "Function", r) -> int | None:
-        """How many leading positional parameters a partial binds (0 without one; None: `*args`)."""
-        found = self._partial_of(fn, r)
-        if found is None:
+        """How many leading positional parameters the partials that hand fn over bind (0 without
+        one; None: `*args`, or partials that differ)."""
+        ways = self._partial_ways(fn, r)
+        counts = set()
+        for w in ways:
+            if w is None or w[0] is None:
+                counts.add(0)
+                continue
+            if any(a.star for a in w[0].args):
+                return None
+            counts.add(sum(1 for a in w[0].args[1:] if a.keyword is None))
+        if not counts:
             return 0
-        p, _ = found
-        if any(a.star for a in p.args):
-            return None
-        return sum(1 for a in p.args[1:] if a.keyword is None)
+        return counts.pop() if len(counts) == 1 else None

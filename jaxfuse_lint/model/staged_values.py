@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from jaxfuse_lint.model.flow import PYTHON_TYPES
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES, TRANSFORMS
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
+from jaxfuse_lint.model.static_arguments import static_argument
 from jaxfuse_lint.model.traced import positional
 from jaxfuse_lint.model.values import STATIC, TRACED, UNKNOWN, Kind, combine
 
@@ -29,6 +31,9 @@ ARRAY_METHODS = frozenset(
 )
 # Attributes only an array has (a dict or list has none of them).
 _ARRAY_ONLY = frozenset({"shape", "ndim", "T", "mT", "reshape", "astype", "at", "dtype"})
+# Methods a Python number, list, tuple or dict has not (`x.sum()`): what only an array is read with.
+_ARRAY_ONLY_METHODS = frozenset({"sum", "mean", "prod", "std", "var", "argmax", "argmin", "cumsum", "cumprod",
+                                 "ravel", "flatten", "squeeze", "clip", "dot", "max", "min", "any", "all"})
 _ARRAY_ONLY_OPERATORS = (cst.Subtract, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
 # Omnistaged functions whose result is a tuple or a container (of arrays, or of a pytree).
 NOT_AN_ARRAY = frozenset({
@@ -39,13 +44,36 @@ NOT_AN_ARRAY = frozenset({
 })
 # jax functions that take any value (a pytree, a Python number): an argument of theirs is no array.
 _ANY_VALUE = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put", "jax.lax.stop_gradient",
-                        "jax.lax.optimization_barrier"})
+                        "jax.lax.optimization_barrier", "jax.random.PRNGKey", "jax.random.key"})
 # Framework layer classes: what their instances are called with is the layer's input (an array).
 _LAYER_ROOTS = ("flax.linen.", "flax.nnx.", "haiku.", "equinox.nn.")
 
 
 def _is_layer(qn: str | None) -> bool:
     return qn is not None and qn.startswith(_LAYER_ROOTS) and qn.rsplit(".", 1)[-1][:1].isupper()
+
+
+# NumPy functions that hand an array argument to its own method (`np.sum(x)` runs `x.sum()`,
+# `np.flip(x)` indexes it): given a tracer they return a tracer, where every other NumPy function
+# converts it (`TracerArrayConversionError`, JF406). Run under `jax.jit` with jax 0.10.2, NumPy 2.
+NUMPY_DELEGATING = frozenset("numpy." + n for n in (
+    "sum mean max min amax amin prod std var any all cumsum cumprod argmax argmin reshape transpose swapaxes "
+    "moveaxis squeeze repeat round around real imag flip searchsorted take_along_axis").split())
+# jax modules whose factories return functions that compute with jax (an optimizer's
+# `(init, update, get_params)`, a stax layer's `(init_fun, apply_fun)`).
+JAX_FACTORIES = ("jax.example_libraries.optimizers.", "jax.example_libraries.stax.", "jax.experimental.optimizers.",
+                 "jax.experimental.stax.")
+# Transforms whose compiled function returns jax arrays (not equinox's filtered jit, which hands
+# non-array outputs back as they are).
+_COMPILING_CALLS = frozenset({"jax.jit", "jax.experimental.pjit.pjit", "jax.pmap"})
+
+def _literal_truth(e: cst.BaseExpression) -> bool | None:
+    """The truth value of a literal (`True`, `None`, `0`, `"fast"`), else None."""
+    if isinstance(e, cst.Name) and e.value in ("True", "False", "None"):
+        return e.value == "True"
+    if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)):
+        return bool(e.evaluated_value)
+    return None
 
 
 # pytree functions that list the leaves.
@@ -154,11 +182,22 @@ class StagedValues(StagedParameters):
             elif b.kind in ("assign", "annassign", "walrus") and b.index is None and b.value is not None:
                 if not self.is_array(b.value, owner, depth):
                     return False
+            elif b.kind in ("assign", "annassign") and b.index is not None and isinstance(b.value, cst.Call):
+                # `u, s, vh = jnp.linalg.svd(a)`: jax.numpy and jax.scipy functions return arrays or
+                # flat tuples of arrays
+                qn = m.qn(b.value.func, owner)
+                if qn is None or not qn.startswith(("jax.numpy.", "jax.scipy.")) or not omnistaged_function(qn) \
+                        or qn in NOT_AN_ARRAY:
+                    return False
             else:
                 return False
         return True
 
-    def _param_is_array(self, fn: "Function", name: str) -> bool:
+    def _param_is_array(self, fn: "Function", name: str, not_a_number: bool = False) -> bool:
+        """Whether the body shows parameter `name` is an array: annotated or shaped as one, read as
+        one (`x.shape`, `x.T`, `x[:, 0]`, an operand of a jax array operation or a layer), or
+        passed one by a call. `not_a_number`: only the uses a Python number has not (`x - 1`,
+        `x / 2`, `-x` tell an array from a container, not from a number)."""
         if name in fn.star_params:
             return False
         if self._array_annotated(fn, name):
@@ -166,15 +205,25 @@ class StagedValues(StagedParameters):
         shape = self.model.shapes.param_shape(fn, name)
         if shape is not None and shape.rank != 0:
             return True
+        if self._read_as_array(fn, name, not_a_number, 0):
+            return True
+        return self._passed_an_array(fn, name)
+
+    def _read_as_array(self, fn: "Function", name: str, not_a_number: bool, depth: int) -> bool:
+        """Whether fn reads `name` as an array (see `_param_is_array`); with `not_a_number`, also
+        through a local computed from it by arithmetic (`y = x - 1` then `y.sum()`)."""
         for read in fn.reads:
             if read.name.value != name or self.model.bindings_at(read.name, fn) is None:
                 continue
             parent = self.model.parent(read.name)
-            if isinstance(parent, cst.Attribute) and parent.value is read.name and parent.attr.value in _ARRAY_ONLY:
+            if isinstance(parent, cst.Attribute) and parent.value is read.name and (
+                    parent.attr.value in _ARRAY_ONLY or (not_a_number and parent.attr.value in _ARRAY_ONLY_METHODS
+                                                         and isinstance(self.model.parent(parent), cst.Call))):
                 return True
-            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARRAY_ONLY_OPERATORS):
-                return True  # a list, tuple or dict has no `-`, `/`, `**`, `@`
-            if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARRAY_ONLY_OPERATORS) and (
+                    not not_a_number or isinstance(parent.operator, cst.MatrixMultiply)):
+                return True  # a list, tuple or dict has no `-`, `/`, `**`, `@` (a number has no `@`)
+            if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus) and not not_a_number:
                 return True
             if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star and \
                     self._array_operand(parent, fn):
@@ -185,7 +234,24 @@ class StagedValues(StagedParameters):
                         (isinstance(el.slice.value, cst.Name) and el.slice.value.value == "None")))
                     for el in parent.slice):
                 return True
-        return self._passed_an_array(fn, name)
+            if not_a_number and depth < 2:
+                local = self._arithmetic_target(read.name)
+                if local is not None and local != name and self._read_as_array(fn, local, not_a_number, depth + 1):
+                    return True
+        return False
+
+    def _arithmetic_target(self, node: cst.CSTNode) -> str | None:
+        """`y` of `y = x * 2 - 1` for a read of x in the arithmetic: the local it is computed into."""
+        m = self.model
+        while isinstance(m.parent(node), (cst.BinaryOperation, cst.UnaryOperation)):
+            node = m.parent(node)
+        assign = m.parent(node)
+        if node is None or not isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+            return None
+        if isinstance(assign, cst.Assign) and assign.value is node and len(assign.targets) == 1 \
+                and isinstance(assign.targets[0].target, cst.Name):
+            return assign.targets[0].target.value
+        return None
 
     def _array_operand(self, arg: cst.Arg, fn: "Function") -> bool:
         """Whether a positional argument is an array operand where it is passed: of a jax array
@@ -195,6 +261,8 @@ class StagedValues(StagedParameters):
         call = m.parent(arg)
         if not isinstance(call, cst.Call) or arg not in call.args:
             return False
+        if static_argument(m, arg.value, fn):
+            return False  # `jnp.arange(n)`, `jnp.zeros(n)`, `random.split(key, n)`: a Python int there
         qn = m.qn(call.func, fn)
         if qn is not None:
             return omnistaged_function(qn) and qn not in NOT_AN_ARRAY and qn not in _ANY_VALUE
@@ -229,6 +297,100 @@ class StagedValues(StagedParameters):
             if m.device_arrays.is_array(arg, site.scope) or m.numpy_arrays.is_array(arg, site.scope):
                 return True
         return False
+
+    def _made_by_jax(self, func: cst.BaseExpression, scope: "Scope") -> bool:
+        """A name bound (or unpacked) from what a jax library factory returns: the functions of
+        `jax.example_libraries.optimizers.adam(...)`, `stax.serial(...)`."""
+        if not isinstance(func, cst.Name):
+            return False
+        found = self.model.lookup(func.value, scope)
+        if found is None or len(found[1]) != 1:
+            return False
+        b = found[1][0]
+        return b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call) and (
+            self.model.qn(b.value.func, found[0]) or "").startswith(JAX_FACTORIES)
+
+    def _python_truth(self, e: cst.BaseExpression, scope: "Scope") -> bool | None:
+        """The truth value of a Python operand where the code shows it: a literal, `not` of one, or
+        a parameter every traced call passes the same literal bool (or leaves at its default)."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            inner = self._python_truth(e.expression, scope)
+            return None if inner is None else not inner
+        literal = _literal_truth(e)
+        if literal is not None:
+            return literal
+        if not isinstance(e, cst.Name) or not isinstance(scope, Function):
+            return None
+        found = self.model.bindings_at(e, scope)
+        if found is None or found[0] is not scope or not found[1] or any(b.kind != "param" for b in found[1]):
+            return None
+        # A parameter every route passes the same literal (or leaves at its literal default): the
+        # calls of traced code that run fn; another route (a transform, an entry point) says nothing.
+        truths = set()
+        for r in self.model.traced.reasons.get(scope, ()):
+            if r.kind != "called" or not isinstance(r.node, cst.Call) or any(a.star for a in r.node.args):
+                return None
+            arg = self.model.argument_for(r.node, scope, e.value)
+            if arg is None:
+                p = scope.param_nodes.get(e.value)
+                arg = p.default if p is not None else None
+            truth = _literal_truth(arg) if arg is not None else None
+            if truth is None:
+                return None
+            truths.add(truth)
+        return truths.pop() if len(truths) == 1 else None
+
+    def _false_on_tracers(self, test: cst.BaseExpression, scope: "Scope", depth: int) -> bool:
+        """`isinstance(v, float)` (a Python type), `type(v) is int`, `v is None` where v is a tracer:
+        False under the trace."""
+        m = self.model
+        subject = None
+        if isinstance(test, cst.Call) and m.qn(test.func, scope) == "builtins.isinstance" and len(test.args) == 2:
+            types = test.args[1].value
+            items = [el.value for el in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
+            while any(isinstance(t, cst.BinaryOperation) and isinstance(t.operator, cst.BitOr) for t in items):
+                items = [x for t in items for x in ((t.left, t.right) if isinstance(t, cst.BinaryOperation) else (t,))]
+            if all(m.qn(t, scope) in PYTHON_TYPES for t in items):
+                subject = test.args[0].value
+        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(
+                test.comparisons[0].operator, cst.Is):
+            left, right = test.left, test.comparisons[0].comparator
+            if isinstance(right, cst.Name) and right.value == "None":
+                subject = left
+            elif isinstance(left, cst.Call) and m.qn(left.func, scope) == "builtins.type" and left.args \
+                    and m.qn(right, scope) in PYTHON_TYPES:
+                subject = left.args[0].value
+        return isinstance(subject, cst.Name) and self.kind(subject, scope, depth) is TRACED
+
+    def jitted_call(self, e: cst.Call, scope: "Scope") -> bool:
+        """A call, in staged code, of a function compiled by `jax.jit`/`pjit`/`pmap` (`jax.jit(f)(n)`,
+        `g(n)` with `g = jax.jit(f, static_argnums=0)`, a `@jax.jit` function): the compiled call
+        is staged into the outer program, so its results are tracers even where its inputs are
+        Python values (jit returns arrays)."""
+        from jaxfuse_lint.model.scopes import Function
+
+        m = self.model
+        if not isinstance(scope, Function):
+            return False
+        func = e.func
+        compiled = False
+        if isinstance(func, cst.Call):
+            compiled = m.qn(func.func, scope) in _COMPILING_CALLS
+        elif isinstance(func, cst.Name):
+            found = m.lookup(func.value, scope)
+            if found is not None and len(found[1]) == 1:
+                b = found[1][0]
+                if b.kind in ("assign", "annassign") and b.index is None and isinstance(b.value, cst.Call):
+                    compiled = m.qn(b.value.func, found[0]) in _COMPILING_CALLS
+                elif b.kind == "def" and b.function is not None:
+                    compiled = any(r.kind == "decorator" and r.transform in _COMPILING_CALLS
+                                   for r in m.traced.reasons.get(b.function, ()))
+        if not compiled:
+            return False
+        st = staging(m)
+        return st.omnistaged(scope) and not st.compile_time_eval(e, scope)
 
     def _captured_device_array(self, e: cst.CSTNode, scope: "Scope") -> bool:
         """A name read in staged code that holds a concrete jax array bound outside traced code
@@ -272,6 +434,21 @@ class StagedValues(StagedParameters):
     def _kind(self, e: cst.CSTNode, scope: "Scope", depth: int) -> Kind:
         if self._operates_on_captured_array(e, scope):
             return TRACED
+        if isinstance(e, cst.BooleanOperation) and self.strict:
+            # `a and b` is b only where a is truthy (`x.dtype == jnp.float16 and jnp.isinf(x).any()`
+            # is a Python False for float32): a tracer on the right is one only by a's value.
+            left = self.kind(e.left, scope, depth)
+            if left is TRACED:
+                return TRACED
+            right = self.kind(e.right, scope, depth)
+            if right is TRACED:
+                truth = False if self._false_on_tracers(e.left, scope, depth) else self._python_truth(e.left, scope)
+                if truth is not None:
+                    # `isinstance(c, float) or c < 0` with c a tracer (False), `True and flag`, `approx
+                    # and jnp.allclose(...)` where every traced call leaves `approx=True`: the right
+                    # operand is the value exactly when `and` meets a truthy left (`or`, a falsy one)
+                    return TRACED if truth == isinstance(e.operator, cst.And) else STATIC
+            return UNKNOWN if right is TRACED else combine((left, right))
         if isinstance(e, cst.Attribute):
             attr = e.attr.value
             if attr not in STATIC_ATTRIBUTES and attr not in ARRAY_VIEW_ATTRIBUTES and self.model.qn(e, scope) is None:
@@ -303,6 +480,16 @@ class StagedValues(StagedParameters):
         if omnistaged_function(qn) and isinstance(scope, Function) and staging(self.model).omnistaged(scope) \
                 and not staging(self.model).compile_time_eval(e, scope):
             return TRACED  # omnistaging: staged out whatever its inputs are
+        if self.jitted_call(e, scope):
+            return TRACED  # a jitted function called in staged code is staged out too (jax#14666)
+        if qn is None and self._made_by_jax(e.func, scope):
+            # `opt_init, opt_update, get_params = optimizers.sgd(0.1)`: jax's own functions compute
+            # with jax; given a tracer they return tracers (jax#196: `get_params(opt_state)`)
+            kinds = [self.kind(a.value, scope, depth) for a in e.args]
+            return TRACED if TRACED in kinds else UNKNOWN
+        if qn in NUMPY_DELEGATING and e.args and not e.args[0].star and e.args[0].keyword is None:
+            # `np.all(x < 0)` runs `(x < 0).all()`: on a tracer, a tracer (numpyro#821)
+            return TRACED if self.kind(e.args[0].value, scope, depth) is TRACED else UNKNOWN
         if (qn is not None and qn.startswith("jax.") and qn not in JNP_STATIC_FUNCTIONS
                 and not qn.startswith(("jax.tree", "jax.debug", "jax.dtypes"))):
             # A jnp/lax result is derived from the traced arguments only if its inputs are.

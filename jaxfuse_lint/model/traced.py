@@ -589,6 +589,19 @@ class TracedAnalysis:
             found = m.lookup(expr.value, scope)
             if found is not None and len(found[1]) <= 4:
                 for b in found[1]:
+                    if not direct_only and b.kind == "param" and isinstance(found[0], _Function) \
+                            and len(found[1]) == 1:
+                        # `def D(f, x): return jax.jvp(f, ...)` called `D(inner, x)`: the functions the
+                        # module's calls pass for the parameter.
+                        for arg, where in self.instances.arguments_for(found[0], expr.value) or ():
+                            yield from self.callables(arg, where, depth=depth + 1)
+                        continue
+                    if b.kind == "assign" and isinstance(b.value, cst.Call) and b.value is not expr \
+                            and m.qn(b.value.func, found[0]) not in TRANSFORMS | _PARTIALS | _CALLED_THROUGH:
+                        # `step, init = self.setup_run(...)`, `init_kernel, sample_kernel = hmc(...)`:
+                        # the function a call of one of the module's factories returns (at the
+                        # name's position of the tuple it returns).
+                        yield from self._returned_callables(b.value, found[0], b.index, depth)
                     if b.kind != "assign" or b.index is not None or b.value is None or b.value is expr:
                         continue
                     value = b.value
@@ -596,6 +609,9 @@ class TracedAnalysis:
                     if isinstance(value, cst.Call) and m.qn(value.func, found[0]) in TRANSFORMS:
                         # `grad_loss = jax.grad(loss)`, `ck = jax.checkpoint(f)`: calling the name
                         # runs the wrapped function (`jax.jit(f)` included: `f` is what runs).
+                        # Calling `ScanBlock = nn.scan(Block, ...)` makes a Module; calling that runs.
+                        if inst.class_named(expr, scope) is not None:
+                            continue
                         yield from self.callables(positional(value, 0) or keyword(value, "fun"), found[0],
                                                   depth=depth + 1)
                         continue
@@ -656,6 +672,24 @@ class TracedAnalysis:
             fqn = m.qn(expr.func, scope)
             if fqn in TRANSFORMS:
                 yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
+
+    def _returned_callables(self, call: cst.Call, scope: "Scope", index: int | None,
+                            depth: int) -> Iterator[tuple["Function", bool]]:
+        """The module's functions a call of one of its factories returns: a nested def or lambda
+        (`return step`), or the element at `index` of a returned tuple (`return init_fn, update_fn`)."""
+        if depth > 4 or self.instances.class_named(call.func, scope) is not None:
+            return
+        for factory, _ in self.callables(call.func, scope, direct_only=True, depth=depth + 1):
+            for ret in factory.returns:
+                if index is not None:
+                    if not isinstance(ret, (cst.Tuple, cst.List)) or index >= len(ret.elements) or any(
+                            isinstance(el, cst.StarredElement) for el in ret.elements):
+                        continue
+                    ret = ret.elements[index].value
+                if isinstance(ret, (cst.Name, cst.Lambda)):
+                    for fn, _ in self.callables(ret, factory, direct_only=True, depth=depth + 1):
+                        if fn is not factory:
+                            yield fn, False
 
     def _attribute_callables(self, expr: cst.Attribute, scope: "Scope", depth: int) -> Iterator[tuple["Function", bool]]:
         m = self.model

@@ -54,7 +54,17 @@ _PASSTHROUGH_BUILTINS = frozenset({
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.", "jax.image.", "jax.ops.",
                     "jax.experimental.sparse.")
 
+# flax's lifted transforms whose `static_argnums` count the Module (`self`) as argument 0, whether
+# given a Module class or a function taking the module first (`nn.remat(Block, static_argnums=(2,))`
+# makes `train` of `__call__(self, x, train)` static: flax/linen/transforms.py subtracts 1).
+MODULE_COUNTING = frozenset({"flax.linen.jit", "flax.linen.checkpoint", "flax.linen.remat"})
+
 _STATIC_METHODS = frozenset({"item", "tolist", "__len__", "index", "count", "keys", "startswith", "endswith", "format"})
+
+
+# What an analysis shares with the one it makes to evaluate a callee with given argument kinds:
+# its mode and the structural facts it memoises (how routes reach functions), not kinds.
+_SHARED_WITH_SUB = frozenset({"strict", "_assumptions", "_partial_ways_memo", "_arity_memo", "_reads"})
 
 
 def combine(kinds) -> Kind:
@@ -101,16 +111,29 @@ class ValueAnalysis:
             return STATIC
         if name in fn.star_params:
             return UNKNOWN
-        kinds = []
+        kinds, convention, transforms = [], [], []
         for r in reasons:
             k = self._reason_param_kind(fn, name, r)
-            if k is STATIC and r.kind in ("decorator", "transform"):
-                return STATIC  # a static argument of one transform is a Python value there
-            kinds.append(k)
-        return combine(kinds)
+            if k is None:
+                continue  # the route passes the argument through: another reason (its call) says
+            if r.kind in ("decorator", "transform"):
+                transforms.append(k)
+            (convention if r.kind == "framework" else kinds).append(k)
+        if STATIC in transforms:
+            # A static argument of a transform is a Python value there (the calls go through it);
+            # another transform of the same function may still trace it (`nn.remat(Block,
+            # static_argnums=(2,))` and `nn.remat(Block)`).
+            return TRACED if TRACED in transforms else STATIC
+        if kinds and UNKNOWN not in kinds:
+            # The routes the code shows decide (`PosEmb(8)(x.shape[-2])` at every call: a Python
+            # int); a framework's convention (a Module body's input is an array) fills in only what
+            # they leave open.
+            return combine(kinds)
+        return combine(kinds + convention) if kinds or convention else UNKNOWN
 
-    def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind:
-        """The kind of parameter `name` of `fn` when fn is traced for reason `r`
+    def _reason_param_kind(self, fn: "Function", name: str, r) -> Kind | None:
+        """The kind of parameter `name` of `fn` when fn is traced for reason `r`; None where the
+        route hands over whatever the call passes and that call is a reason of its own
         (subclasses refine this, e.g. the staged analysis in model/staged_parameters.py)."""
         if r.kind in ("decorator", "transform"):
             if self._is_static_param(fn, name, r):
@@ -131,7 +154,7 @@ class ValueAnalysis:
             return True
         if r.static_argnums:
             params = fn.params
-            if r.bound_method and params and params[0] in ("self", "cls"):
+            if r.bound_method and params and params[0] in ("self", "cls") and r.transform not in MODULE_COUNTING:
                 params = params[1:]
             n = len(params)
             for i in r.static_argnums:
@@ -277,8 +300,8 @@ class ValueAnalysis:
         if isinstance(call.func, cst.Name):
             return m.function_named(call.func.value, scope)
         analysis = getattr(m, "traced_analysis", None)
-        if not isinstance(call.func, cst.Attribute) or analysis is None:
-            return None
+        if not isinstance(call.func, (cst.Attribute, cst.Call)) or analysis is None:
+            return None  # (`Block(8)(x)`: a new instance's `__call__`)
         found = {fn for fn, _ in analysis().callables(call.func, scope, direct_only=True)}
         return found.pop() if len(found) == 1 else None
 
@@ -316,7 +339,7 @@ class ValueAnalysis:
                     self._param_memo[(id(callee), name)] = STATIC
             # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
             sub = type(self)(m)
-            sub.__dict__.update({k: v for k, v in self.__dict__.items() if k in ("strict", "_assumptions")})
+            sub.__dict__.update({k: v for k, v in self.__dict__.items() if k in _SHARED_WITH_SUB})
             sub._param_memo = self._param_memo
             sub._active = self._active
             for r in (callee.returns if exprs is None else exprs):

@@ -10,7 +10,7 @@ from jaxfuse_lint.model.scopes import Function, Scope, walk
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.evidence import evidence
-from jaxfuse_lint.model.premises import PROVEN, assumed
+from jaxfuse_lint.model.premises import ASSUMED, PROVEN, assumed
 from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -56,13 +56,24 @@ class PrintInTracedCode(Rule):
     (`self.handler.rhs(t, y)`, the handler passed to the constructor), a
     function stored in an attribute (`self.grad_fn = jax.value_and_grad(
     self.loss)`), a name bound to `jax.grad(f)`, `jax.checkpoint(f)` or a
-    lambda, and the values methods reached that way return.
+    lambda, and the values methods reached that way return. The functions
+    jax's example libraries return (`opt_init, opt_update, get_params =
+    optimizers.adam(...)`, stax's `init_fun, apply_fun`) compute with jax:
+    `get_params(opt_state)` of a traced state is a tracer.
 
     Code run under `with jax.disable_jit():` is not traced: a `print` in a
     jitted function every call of which runs there shows values and is not
     flagged. Under `jax.disable_jit(flag)` with a configuration flag (a debug
     mode: values when it is on, tracers when it is off) the finding is in the
     preview tier.
+
+    ## Premises
+    `runs-traced(f)`, proven by the route that traces `f` (assumed under
+    `jax.disable_jit(flag)`), and `traced(value)` for one printed value: proven
+    where the code shows the tracer (JF402's inferences: an argument a route
+    traces, a jax operation staged out under the trace), assumed where only a
+    framework's convention makes it one (preview), disproved where the value
+    is hashed by a `functools.cache`d function.
 
     ## Why is this bad?
     `print` is a Python side effect. It runs while the function is traced, and
@@ -166,7 +177,10 @@ class PrintInTracedCode(Rule):
             values = [p for p in (tp.premise(v, scope) for v in traced) if p is not None]
             if not values:
                 continue
-            value = next((p for p in values if p.status == PROVEN), values[0])
+            # One printed tracer is enough: the proven one, else an assumed one (a printed value
+            # disproved to be traced says nothing about the others).
+            value = next((p for p in values if p.status == PROVEN), None) or next(
+                (p for p in values if p.status == ASSUMED), values[0])
             yield Violation(
                 site.call,
                 message(

@@ -9,11 +9,13 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.shape_arithmetic import PYTHON_NUMBER_SINKS, static_values_staged
 from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
+from jaxfuse_lint.model.premises import proven
 from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -30,6 +32,8 @@ _ADVICE = {
     "and": ("`and`", "use `jnp.logical_and(...)` (or `&`)"),
     "or": ("`or`", "use `jnp.logical_or(...)` (or `|`)"),
     "not": ("`not`", "use `jnp.logical_not(...)` (or `~`)"),
+    "chain": ("the chained comparison (Python's `and` of its comparisons)",
+              "write the comparisons apart and join them with `&` (`(a < x) & (x < b)`)"),
     "bool": ("`bool(...)`", "keep the value an array (`jnp.where`, `lax.cond`)"),
     "int": ("`int(...)`", "keep the value an array (`.astype(jnp.int32)`)"),
     "float": ("`float(...)`", "keep the value an array (`.astype(jnp.float32)`)"),
@@ -62,7 +66,8 @@ class PythonControlFlowOnTracedValue(Rule):
     `if`/`elif`/`while`/`assert`, a conditional expression or a comprehension's
     `if`, the operand of `not` and the left operand of `and`/`or`, and
     `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` of a
-    traced value. A value is traced when it is derived from an argument that is
+    traced value, and the first comparison of a chain (`0 < x < 1` is Python's
+    `(0 < x) and (x < 1)`). A value is traced when it is derived from an argument that is
     not static (not in `static_argnums`/`static_argnames`, not a lax loop's
     Python bound) through array operations, or computed by a jax array
     operation in staged code even from no argument at all (`jnp.arange(3)`,
@@ -70,10 +75,12 @@ class PythonControlFlowOnTracedValue(Rule):
     result is a tracer, except inside `with jax.ensure_compile_time_eval():`;
     so is indexing, comparing or reducing a concrete jax array bound outside
     traced code, `K[0]` of a module-level `K = jnp.linspace(...)`, while
-    `K.shape`, `bool(K)` and `float(K)` stay Python values).
+    `K.shape`, `bool(K)` and `float(K)` stay Python values; so is the result of
+    a jitted function called in staged code, even with Python inputs, and of a
+    NumPy function that hands a tracer to its own method, `np.all(x < 0)`).
     Iterating a traced array (`for v in x:`, known to be an array from its
-    annotation, its use — `x.shape`, `x.T`, `x - 1` — or how it was computed)
-    binds tracers. Shapes are static: `.shape`,
+    annotation, its use — `x.shape`, `x.T`, `x - 1` — or how it was computed,
+    `u, s, vh = jnp.linalg.svd(a)` included) binds tracers. Shapes are static: `.shape`,
     `.ndim`, `.dtype`, `.size`, `len()`, `isinstance()` and `is None` tests are
     never flagged. Kinds are flow-sensitive: a read sees only the bindings that
     reach it (per branch, until rebound, around loops), and `isinstance(x, int
@@ -82,16 +89,57 @@ class PythonControlFlowOnTracedValue(Rule):
     returns or raises); `isinstance(x, tuple | list | dict)` makes `if x:` a
     container's truthiness.
 
-    Which arguments are traced follows the route: `static_argnums`/
-    `static_argnames`; a value bound by `functools.partial(f, ...)` keeps its
-    kind (a Python literal stays static); `vmap`'s `in_axes=None` passes an
-    argument through unchanged; `grad` makes tracers of its `argnums` only;
-    equinox's filtered transforms trace only arrays (a parameter annotated as
-    one, or passed arrays by every call in the module); a framework Module body
+    Which arguments are traced follows JAX's own rules for the route:
+    `static_argnums`/`static_argnames` (flax's `nn.remat`, `nn.checkpoint`
+    and `nn.jit` count the Module, `self`, as argument 0); a lax driver passes
+    a fixed number of positional arguments, all tracers (`fori_loop`'s index
+    and carry, `while_loop`'s carry, `scan`'s carry and slice of `xs` — None
+    without `xs` — `cond`'s and `switch`'s operands), and a parameter past
+    them holds what a `functools.partial` bound, wherever the partial is built
+    (inline, in a variable, on `self` in `__init__`), or its default; a value
+    bound by `functools.partial(f, ...)` keeps its kind (a Python literal
+    stays static); `vmap`'s `in_axes=None` and flax `nn.scan`'s
+    `in_axes=nn.broadcast` pass an argument through unchanged (the call that
+    passes it decides); `grad` makes tracers of its `argnums` only; equinox's
+    filtered transforms trace only arrays (a parameter annotated as one, or
+    passed arrays by every call in the module); a framework Module body
     (`__call__` of a flax, equinox or haiku Module, a `hk.transform`ed
-    function) traces its input, not its flags. A parameter annotated `str` or
-    `Literal["a", "b"]`, and a comparison with a string literal (`mode ==
-    "relu"`), are Python options: JAX cannot trace a string.
+    function) traces its input, not its flags, where the module's calls do
+    not show what they pass: a call passing a Python value (a literal,
+    `inputs.shape[-2]`, a config field, a default left out) decides over the
+    convention. A parameter annotated `str` or `Literal["a", "b"]`, and a
+    comparison with a string literal (`mode == "relu"`), are Python options:
+    JAX cannot trace a string.
+
+    One problem, one code: `int()`, `float()` and `range()` of a `jnp`
+    computation on static values only (`int(jnp.ceil(T / dt))` with `T` and
+    `dt` Python numbers: a tracer only because jax staged out what the host
+    could compute) are JF405's findings, not this rule's.
+
+    Under an eager differentiating transform (`jax.grad(f)(3.0)`, not jitted)
+    the inputs are concrete: `if`, `bool()` and `int()` of the differentiated
+    argument see its value and are not flagged, but `float()` and `complex()`
+    of a value carrying its tangent (computed from it by arithmetic or a jnp
+    function other than `floor`, `sign`, a comparison, `stop_gradient`...)
+    raise a concretization error, and are flagged.
+
+    ## Premises
+    Each finding states two premises (`--output-format full`, JSON and SARIF
+    list them): `runs-traced(f)`, proven by the route that traces `f`, and
+    `traced(value)`. `traced` is proven where the code shows the tracer: the
+    value flows from an argument a route traces (the message names that
+    route), from a jax operation staged out under the trace (omnistaging, a
+    jitted call), or from the argument a `grad` differentiates. It is assumed
+    where only a framework's convention makes it one (a Module body's input
+    the body never uses as an array, and no call shows: the finding is in the
+    preview tier, naming the assumption), and for `a and b` (`a or b`) with a
+    Python value `a` whose truth the code does not show: the tracer `b` is
+    the test's value only where `a` is truthy (falsy); a literal, a flag
+    every traced call leaves at the same value, or a test false on every
+    tracer (`isinstance(c, float)`) shows it. It is disproved, and nothing is
+    reported, where such a value is passed to a `functools.cache`/`lru_cache`
+    function (or the function is one): its arguments are hashed, and a tracer
+    is unhashable (`TypeError`), so the code is given a Python value there.
 
     ## Why is this bad?
     Under `jit` the arguments are abstract tracers: they have a shape and a
@@ -114,8 +162,9 @@ class PythonControlFlowOnTracedValue(Rule):
     container (`xs == ()`) are structure, not values. Functions traced
     only by eager transforms (`jax.grad`, `custom_jvp` rules, `equinox`'s
     filtered transforms) see concrete values or static non-arrays and are not
-    checked. Arguments with a default value may be left out by callers and
-    stay Python values, so they are not treated as traced. Code under a test
+    checked (except `float()`/`complex()` under `grad`, above). Arguments with
+    a default value may be left out by callers and stay Python values, so they
+    are not treated as traced. Code under a test
     that mentions tracers or concreteness (`if not isinstance(x, core.Tracer)`,
     `if is_concrete(x)`) or inside a `try` that catches the concretization
     error is assumed to know what it does. Under `if FLAG:` where the module
@@ -132,7 +181,10 @@ class PythonControlFlowOnTracedValue(Rule):
     `TypeError`, `Exception`, `pytest.raises`) demonstrates the error and is
     not reported; where the only route is a call that does not match the
     signature (a stale script jitting it with the wrong number of arguments,
-    here or in another module), the finding is in the preview tier.
+    here or in another module), the finding is in the preview tier, and so is
+    one in a branch that a parameter's default skips (`if do_postprocess:`
+    with `do_postprocess=False`, `if mode == "exact":` with `mode="fast"`)
+    where no traced call here passes another value.
 
     ## Example
     ```python
@@ -202,9 +254,10 @@ class PythonControlFlowOnTracedValue(Rule):
         st = staging(model)
         checker = _Checker(model)
         for fn in model.traced.reasons:
-            if not st.is_staged(fn, batching=True):
-                continue
-            yield from checker.function(fn)
+            if st.is_staged(fn, batching=True):
+                yield from checker.function(fn)
+            else:
+                yield from checker.differentiated(fn)
 
 
 class _Checker:
@@ -222,20 +275,65 @@ class _Checker:
         flagged: set[cst.CSTNode] = set()
         for node in own_nodes(fn):
             for context, expr, truthiness in self._contexts(node, fn):
-                if not self.traced(expr, fn):
+                probe = _first_pair_operands(expr) if context == "chain" else (expr,)
+                probe = next((p for p in probe if self.traced(p, fn)), None)
+                if probe is None:
                     continue
                 if truthiness and not self._truthiness_is_of_an_array(expr, fn):
                     continue
-                if self._inside_flagged(expr, flagged, fn) or self._off_by_default_flag(expr, fn):
+                if expr in flagged or self._inside_flagged(expr, flagged, fn) or self._off_by_default_flag(expr, fn):
                     continue
                 # The code runs under a trace on a route that runs (model/evidence.py): not host code
                 # behind a tracer guard, not a dead `is None` branch, not a demonstration of the error.
                 runs = self.evidence.premise(fn, expr, raises=True)
-                traced = self.premise.premise(expr, fn)
+                traced = self.premise.premise(probe, fn)
                 if runs is None or traced is None:
+                    continue
+                if traced.inference == "omnistaging" and context in PYTHON_NUMBER_SINKS and \
+                        static_values_staged(self.model, fn, expr) is not None:
+                    # Traced only because `jnp` staged out static values (`int(jnp.ceil(T / dt))`):
+                    # one problem, one code: JF405's (jnp on static values where a Python int is needed).
                     continue
                 flagged.add(expr)
                 yield self._violation(fn, context, expr).with_premises(runs, traced)
+
+    def differentiated(self, fn: Function) -> Iterator[Violation]:
+        """Under an eager `jax.grad` (values concrete, not staged), control flow and `int()` see the
+        primal value; `float()`/`complex()` of a value carrying the differentiated argument's
+        tangent raise (jax#2783: it would be a silent `stop_gradient`)."""
+        if not self.premise.differentiated_params(fn):
+            return
+        for node in own_nodes(fn):
+            if not isinstance(node, cst.Call):
+                continue
+            which = _CONVERSIONS.get(self.model.qn(node.func, fn) or "")
+            args = [a for a in node.args if a.keyword is None and not a.star]
+            if which not in ("float", "complex") or not args:
+                continue
+            expr = args[0].value
+            found = self.premise.differentiated(expr, fn)
+            if found is None:
+                continue
+            runs = self.evidence.premise(fn, expr, raises=True)
+            if runs is None:
+                continue
+            name, reason = found
+            via = f"`{name}` is" if isinstance(expr, cst.Name) and expr.value == name else f"computed from `{name}`,"
+            traced = proven("traced", f"`{code_of(self.model, expr, 40)}`", "differentiated-argument",
+                            f"{via} the differentiated argument of `{fn.display_name}` (", *reason_parts(reason),
+                            "): a tracer carrying its tangent")
+            what = _ADVICE[which][0]
+            depends = "is" if isinstance(expr, cst.Name) and expr.value == name else f"depends on `{name}`,"
+            yield Violation(
+                expr,
+                message(
+                    f"{what} needs a concrete Python value, but `{code_of(self.model, expr)}` {depends} "
+                    f"the argument differentiated where `{fn.display_name}` is ", *reason_parts(reason),
+                    f": under differentiation it is a tracer even for concrete inputs, and {which}() of it raises "
+                    "a concretization error (it would drop the gradient); keep the value an array, or write "
+                    f"`{which}(jax.lax.stop_gradient(...))` where no gradient should flow through it"),
+                data={"context": which, "roots": [name]},
+            ).with_premises(runs, traced)
 
     def _contexts(self, node: cst.CSTNode, fn: Function):
         """(context, operand, is-a-truthiness-test) for every construct that converts to Python."""
@@ -256,6 +354,8 @@ class _Checker:
             yield ("and" if isinstance(node.operator, cst.And) else "or"), node.left, True
         elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             yield "not", node.expression, True
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) > 1 and _first_pair_operands(node):
+            yield "chain", node, False  # `0 < x < 1` is `(0 < x) and (x < 1)`: bool() of the first
         elif isinstance(node, cst.Call):
             which = _CONVERSIONS.get(m.qn(node.func, fn) or "")
             if which is None:
@@ -399,13 +499,25 @@ class _Checker:
             depends = "is a traced value"
         origin: tuple = ()
         call = None if roots else self.staged_origin(expr, fn)
-        if call is not None:
+        jitted = isinstance(call, cst.Call) and self.values.jitted_call(call, fn)
+        if jitted:
+            depends = "is a tracer"
+            origin = (f" (`{code_of(self.model, call, 40)}` on line ", LineOf(call),
+                      " calls a jitted function, which is staged out under the trace: its results are "
+                      "tracers even for Python inputs)")
+        elif call is not None and not isinstance(call, cst.Call):
+            depends = "is a tracer"
+            origin = (f" (`{code_of(self.model, call, 40)}` on line ", LineOf(call),
+                      " operates on a jax array captured from outside the traced function: it is staged out "
+                      "under the trace, though the captured array itself is a concrete value)")
+        elif call is not None:
             depends = "is a tracer"
             origin = (f" (`{code_of(self.model, call, 40)}` on line ", LineOf(call),
                       " is staged out like every jax array operation under a trace, "
                       "though it depends on no argument)")
         hint = self._static_hint(roots) if call is None else (
-            ", or compute it with NumPy or under `with jax.ensure_compile_time_eval():`")
+            ", or call the function without `jit` here (inside a trace it is compiled into the outer "
+            "program anyway)" if jitted else ", or compute it with NumPy or under `with jax.ensure_compile_time_eval():`")
         return Violation(
             expr,
             message(
@@ -464,6 +576,15 @@ class _Checker:
 
     def roots(self, expr: cst.CSTNode, scope: Scope) -> list[tuple[Function, str]]:
         return self.premise.roots(expr, scope)
+
+
+def _first_pair_operands(chain: cst.CSTNode) -> tuple[cst.BaseExpression, ...]:
+    """The operands of a chained comparison's first comparison, which Python converts to a bool
+    (`0 < x` of `0 < x < 1`); none where that is an identity or membership test."""
+    if not isinstance(chain, cst.Comparison) or not chain.comparisons or isinstance(
+            chain.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+        return ()
+    return chain.left, chain.comparisons[0].comparator
 
 
 _SCALAR_ANNOTATIONS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.str"})

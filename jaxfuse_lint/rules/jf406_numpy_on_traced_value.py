@@ -10,7 +10,7 @@ from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.scopes import Function
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import staged_values
-from jaxfuse_lint.model.staging import staging
+from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -66,12 +66,6 @@ class NumpyOnTracedValue(Rule):
     name = "numpy-on-traced-value"
     summary = "a NumPy function applied to a traced value (`TracerArrayConversionError` while tracing)"
     fixable = "sometimes"
-    preview = True
-    preview_why = (
-        "First-look precision (docs/accuracy.md, sweep 6: 10 repositories it was never run on): 0 of 6 "
-        "findings right, all of one kind (NumPy work on NumPy arrays built from static lengths, taken "
-        "for tracers), since fixed with a fixture. A rule returns to the default set with first-look "
-        "precision of at least 0.90 over two sweeps.")
     doc = """
     ## What it does
     Flags, in a staged function (`jax.jit`, `pmap`, `vmap`, `checkpoint`, a
@@ -81,7 +75,9 @@ class NumpyOnTracedValue(Rule):
     constructors and conversions (`np.array`, `np.asarray`, `np.float32`),
     joins, `np.where`, `np.clip`, `np.dot`/`np.einsum`, `np.linalg.*`,
     `np.fft.*` — when one of the converted arguments is a tracer: derived
-    from a non-static argument through array operations.
+    from a non-static argument through array operations. It flags too a NumPy
+    array indexed by a tracer (`TABLE[i]` with `TABLE = np.linspace(...)` at
+    module level, `np.zeros((3, 3))[i, :]`): NumPy converts the index.
 
     Never flagged where the value is static: a shape (`np.prod(x.shape)`), a
     static argument, a Python int or a constant (the static-use and value
@@ -91,6 +87,14 @@ class NumpyOnTracedValue(Rule):
     `transpose`, `squeeze`, `round`...), which work on tracers; nor code that
     runs on the host (a host callback's body, `ensure_compile_time_eval`).
 
+    ## Premises
+    `runs-traced(f)`, proven by the route that traces `f`, and
+    `traced(value)` for the converted argument (or the index), decided as
+    for JF402: proven where the code shows the tracer (an argument a route
+    traces, a jax operation staged out under the trace), assumed where only
+    a framework's convention makes it one (preview), disproved where the
+    value is hashed by a `functools.cache`d function.
+
     ## Why is this bad?
     A tracer has no value while the function is traced; NumPy asks for one
     (`__array__`), and JAX raises `TracerArrayConversionError` — the function
@@ -99,7 +103,11 @@ class NumpyOnTracedValue(Rule):
 
     ## Known problems
     A value the model cannot classify (an attribute of an argument, which may
-    be a static pytree field) is not considered traced.
+    be a static pytree field) is not considered traced. NumPy functions that
+    hand the argument to its method (`np.all(x < 0)`) return a tracer rather
+    than raise: an `if` on that result is JF402's. Under an eager `jax.grad`
+    NumPy raises on the differentiated argument too; only staged code is
+    checked.
 
     ## Example
     ```python
@@ -126,7 +134,8 @@ class NumpyOnTracedValue(Rule):
     64-bit `dtype=`, which `jax.numpy` canonicalises without x64. No fix where
     the result is needed as a Python value (an `if`, `int()`, a shape: the
     `jnp` result is a tracer there too — compute it from static values or
-    move it out of the traced function), for `np.unique`/`np.nonzero`/
+    move it out of the traced function), for a NumPy array indexed by a
+    tracer (the message suggests `jnp.asarray(...)`), for `np.unique`/`np.nonzero`/
     `np.argwhere`/`np.flatnonzero` (under `jit` their `jnp` versions need a
     static `size=`), and for `np.asanyarray`/`np.ascontiguousarray`/
     `np.asfortranarray` (no `jnp` namesake).
@@ -208,6 +217,47 @@ class NumpyOnTracedValue(Rule):
                       "jnp": jnp_name, "fixable": no_fix is None},
                 no_fix=no_fix, premises=(runs, value),
             )
+        yield from self._indexing(model)
+
+    def _indexing(self, model: SemanticModel) -> Iterator[Violation]:
+        """`TABLE[i]` with TABLE a NumPy array and i a tracer: NumPy converts the index
+        (`TracerArrayConversionError`, or `TracerIntegerConversionError` for a slice bound)."""
+        st = staging(model)
+        values = staged_values(model)
+        host = model.host_code
+        for fn in model.traced.reasons:
+            if not st.is_staged(fn, batching=True) or host.runs_on_host(fn):
+                continue
+            for node in own_nodes(fn):
+                if not isinstance(node, cst.Subscript) or host.at_compile_time(node, fn):
+                    continue
+                indices, bounds = [], []
+                for el in node.slice:
+                    if isinstance(el.slice, cst.Index):
+                        indices.append(el.slice.value)
+                    else:
+                        bounds.extend(b for b in (el.slice.lower, el.slice.upper, el.slice.step) if b is not None)
+                traced = next((i for i in (*indices, *bounds) if values.kind(i, fn) is Kind.TRACED), None)
+                if traced is None or not model.numpy_arrays.is_array(node.value, fn) \
+                        or model.device_arrays.is_array(node.value, fn):
+                    continue
+                runs = evidence(model).premise(fn, node, raises=True)
+                value = traced_premise(model).premise(traced, fn)
+                if runs is None or value is None:
+                    continue
+                array = code_of(model, node.value, 40)
+                yield Violation(
+                    node,
+                    message(
+                        f"`{array}` is a NumPy array indexed by `{code_of(model, traced, 40)}`, a tracer while "
+                        f"`{fn.display_name}` is traced (", *reason_parts(staged_reason(model, fn, batching=True)),
+                        "): NumPy converts the index, which raises `",
+                        "TracerIntegerConversionError" if traced in bounds else "TracerArrayConversionError",
+                        "` at trace time; "
+                        f"index a jax array instead (`jnp.asarray({array})[...]`)"),
+                    data={"call": node, "scope": fn, "fixable": False},
+                    no_fix="a NumPy array indexed by a tracer", premises=(runs, value),
+                )
 
 
 RULE = NumpyOnTracedValue
