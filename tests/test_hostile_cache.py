@@ -211,3 +211,110 @@ def test_a_remembered_walk_naming_files_outside_the_folder_is_a_miss(tmp_path, m
     _rewrite(walk, lambda d: {**d, "files": d["files"] + [[str(secret), str(secret)]]})
     result = check(proj, "--cache-dir", str(cache), monkeypatch=monkeypatch)
     assert "secret.py" not in result.output and "m.py" in result.output
+
+
+# -- entries another user wrote (issue 42, item 6) -----------------------------------------------------------
+
+def _forge(path: Path, change, key: bytes | None) -> None:
+    """Rewrite an entry as someone else could: its JSON changed (values of valid types), behind
+    the SHA-256 line of the old format (key None) or an HMAC under a key of their own."""
+    import hmac
+
+    _, _, body = path.read_bytes().partition(b"\n")
+    new = json.dumps(change(json.loads(body))).encode()
+    line = (hashlib.sha256(new).hexdigest() if key is None else hmac.new(key, new, hashlib.sha256).hexdigest())
+    path.write_bytes(line.encode() + b"\n" + new)
+
+
+def _plant(d):
+    d["message"] = "TAMPERED MESSAGE"
+    d["location"]["row"] = 10**9
+    d["end_location"]["row"] = 10**9
+    d["cell"] = 1  # a cell of a `.py` file
+
+
+@pytest.mark.parametrize("key", [None, b"k" * 32], ids=["checksum", "another key"])
+def test_an_entry_another_user_wrote_is_not_replayed(project, monkeypatch, key):
+    proj, _ = project
+    cold = check(proj, monkeypatch=monkeypatch)
+    assert cold.exit_code == 1 and "JF201" in cold.output
+    entries = sorted(p for p in (proj / ".jaxfuse_lint_cache").rglob("*.json") if "walks" not in p.parts)
+    assert any("runs" in p.parts for p in entries) and any("runs" not in p.parts for p in entries)
+    for entry in entries:
+        _forge(entry, _each_diagnostic(_plant), key)
+    warm = check(proj, monkeypatch=monkeypatch)
+    assert "TAMPERED" not in warm.output and "1000000000" not in warm.output and "cell" not in warm.output
+    assert warm.output == cold.output
+    for entry in (proj / ".jaxfuse_lint_cache").rglob("runs/*.json"):  # each file's entry alone
+        entry.unlink()
+    for entry in entries:
+        if entry.exists():
+            _forge(entry, _each_diagnostic(_plant), key)
+    assert check(proj, monkeypatch=monkeypatch).output == cold.output
+
+
+def test_the_key_is_the_users_own(tmp_path, monkeypatch):
+    """Made once, 0600, in the user's private folder; a key file someone else could read or
+    that is a link is no key: the run goes on without the cache and says so once."""
+    from jaxfuse_lint.core.private_folder import KEY_BYTES, user_folder
+    from jaxfuse_lint.run import cache as cache_module
+
+    (tmp_path / "run").mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    cache_module.user_key.cache_clear()
+    try:
+        key = cache_module.user_key()
+        assert key is not None and len(key) == KEY_BYTES
+        path = Path(user_folder()) / cache_module.KEY_NAME
+        assert path.stat().st_mode & 0o777 == 0o600
+        cache_module.user_key.cache_clear()
+        assert cache_module.user_key() == key  # the same key on the next run
+        path.chmod(0o644)
+        cache_module.user_key.cache_clear()
+        assert cache_module.user_key() is None
+        proj = tmp_path / "proj"
+        proj.mkdir()
+        (proj / "m.py").write_text(BAD)
+        result = check(proj, monkeypatch=monkeypatch)
+        assert result.exit_code == 1 and "JF201" in result.output
+        said = [line for line in result.output.splitlines() if "cache" in line]
+        assert said == [f"jaxfuse-lint: .jaxfuse_lint_cache: cannot use the cache (no private folder for its key: "
+                        f"{user_folder()}); continuing without it"]
+    finally:
+        cache_module.user_key.cache_clear()
+
+
+def _listing(folder: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(folder)), p.stat(follow_symlinks=False).st_mtime_ns) for p in folder.rglob("*"))
+
+
+def test_a_cache_folder_owned_by_another_user_is_not_used(project, monkeypatch):
+    proj, _ = project
+    cold = check(proj, monkeypatch=monkeypatch)
+    cache = proj / ".jaxfuse_lint_cache"
+    (proj / "m.py").write_text(BAD + "# changed: a run would write new entries\n")
+    before = _listing(cache)
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)  # this run's user owns nothing here
+    result = check(proj, monkeypatch=monkeypatch)
+    assert result.exit_code == 1 and "JF201" in result.output
+    assert _listing(cache) == before
+    said = [line for line in result.output.splitlines() if "cache" in line]
+    assert said == [f"jaxfuse-lint: {cache}: cannot use the cache (owned by another user (uid {uid}), "
+                    "not used); continuing without it"]
+    assert cold.exit_code == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's run over a folder another uid owns")
+def test_root_does_not_write_into_a_users_cache(project, monkeypatch):
+    proj, _ = project
+    check(proj, monkeypatch=monkeypatch)
+    cache = proj / ".jaxfuse_lint_cache"
+    for p in [cache, *cache.rglob("*")]:
+        os.chown(p, 12345, 12345, follow_symlinks=False)
+    (proj / "m.py").write_text(BAD + "# changed\n")
+    before = _listing(cache)
+    result = check(proj, monkeypatch=monkeypatch)
+    assert result.exit_code == 1 and "JF201" in result.output
+    assert _listing(cache) == before
+    assert "cannot use the cache (owned by another user (uid 12345), not used); continuing without it" in result.output

@@ -127,7 +127,8 @@ def test_an_exception_in_the_worker_loop_is_reported(many, monkeypatch):
 
 def test_a_broken_rule_is_reported_with_rule_and_file(many, monkeypatch, tmp_path):
     """An internal error in one rule on one file: reported with both, the other rules and
-    files unaffected, and the exit code stays 1 (findings), not 2 (usage errors)."""
+    files unaffected; the file was not fully checked, so the run exits 2 (ruff's code for an
+    internal error) and names it (issue 42, item 4: before, it exited 1, or 0 without findings)."""
     from jaxfuse_lint.rules import all_rules
 
     [rule] = [r for r in all_rules() if r.code == "JF403"]
@@ -141,9 +142,10 @@ def test_a_broken_rule_is_reported_with_rule_and_file(many, monkeypatch, tmp_pat
     monkeypatch.setattr(type(rule), "check", check)
     (tmp_path / "m07.py").write_text(TEMPLATE.format(i=7).replace("LOG = []", "LOG = []  # m07"))
     result = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "concise", "-j", "2", str(tmp_path)])
-    assert result.exit_code == 1, result.output
-    errors = [line for line in result.output.splitlines() if "internal error" in line]
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if "internal error" in line and "not checked" not in line]
     assert len(errors) == 1
+    assert "1 file not checked (an internal error stopped the analysis; see above): " in result.output
     assert "m07.py: internal error in JF403 (side-effect-in-traced-code): ValueError: rule bug" in errors[0]
     m07 = [line for line in result.output.splitlines() if "m07.py:" in line and "internal error" not in line]
     assert [line.split()[1] for line in m07] == ["JF201"]  # JF201 still ran on that file

@@ -196,3 +196,68 @@ def test_a_syntax_error_leaves_the_last_good_text_as_the_base():
     module = parser.parse(fixed)
     assert module.code == fixed and module.deep_equals(cst.parse_module(fixed))
     assert parser.last_reparsed is not None  # spliced against the last text that parsed
+
+
+# -- a large file parsed in pieces (issue 42, item 4: a 2 MB file held 900 MB in libcst's parser) ------
+
+FIXTURE_FILES = sorted(p for p in (ROOT / "fixtures").glob("JF*/*.py"))
+
+
+@pytest.mark.parametrize("piece", [40, 300, 2000])
+def test_a_text_parsed_in_pieces_is_the_module_a_full_parse_gives(piece):
+    """Every fixture, and all of them joined into one module (cuts in every kind of place:
+    decorators, strings, comments, `else:` at the margin), in pieces of a few lines to a few
+    statements: the same code and a structurally equal tree."""
+    from jaxfuse_lint.parse.reparse import parse_in_pieces
+
+    texts = [p.read_text() for p in FIXTURE_FILES]
+    texts.append("\n\n".join(t for t in texts if _parses(t)))
+    texts.append(SAMPLE.replace("\n", "\r\n") * 3)
+    for text in texts:
+        try:
+            full = cst.parse_module(text)
+        except Exception:
+            with pytest.raises(Exception):
+                parse_in_pieces(text, piece)
+            continue
+        pieces = parse_in_pieces(text, piece)
+        assert pieces.code == text
+        assert pieces.deep_equals(full)
+
+
+def test_no_parse_of_a_large_text_takes_the_whole_of_it(monkeypatch):
+    """What the pieces are for: libcst never parses more than a few pieces at once."""
+    from jaxfuse_lint.parse import reparse
+
+    text = "\n\n".join(t for t in (p.read_text() for p in FIXTURE_FILES) if _parses(t))
+    parsed: list[int] = []
+    real = cst.parse_module
+
+    def recording(source, *args, **kwargs):
+        parsed.append(len(source))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(reparse.cst, "parse_module", recording)
+    assert reparse.parse_in_pieces(text, 2000).deep_equals(real(text))
+    assert len(text) > 100_000 and max(parsed) < 8 * 2000 and len(parsed) > len(text) // 4000
+
+
+def test_a_syntax_error_in_a_large_text_is_libcsts_own():
+    from jaxfuse_lint.parse.reparse import parse_in_pieces
+
+    text = "\n\n".join(p.read_text() for p in FIXTURE_FILES[:40])
+    lines = text.splitlines(keepends=True)
+    broken = "".join(lines[: len(lines) // 2] + ["def broken(:\n"] + lines[len(lines) // 2:])
+    with pytest.raises(cst.ParserSyntaxError) as whole:
+        cst.parse_module(broken)
+    with pytest.raises(cst.ParserSyntaxError) as in_pieces:
+        parse_in_pieces(broken, 500)
+    assert str(in_pieces.value) == str(whole.value)
+
+
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+    except Exception:
+        return False
+    return True

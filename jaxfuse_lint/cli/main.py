@@ -2,13 +2,14 @@
 
 Exit codes (ruff's): 0 clean, or nothing to check (a warning says "No Python files
 found"), or --fix-only; 1 diagnostics (a path that cannot be read is one, JF000; or changes
-with --diff, or a fix applied with --exit-non-zero-on-fix); 2 usage or configuration error. `check` and `--fix` never
+with --diff, or a fix applied with --exit-non-zero-on-fix); 2 usage or configuration error,
+or a file an internal error left unchecked (a crash, a timeout: named in the closing lines;
+--exit-zero does not hide it). `check` and `--fix` never
 import jax and never import or run the code they lint.
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -175,7 +176,9 @@ def _fail(message: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print diagnostics only: no summary, warnings or progress.")
 @click.option("-s", "--silent", is_flag=True, help="Print nothing; only the exit code tells.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+              help="Write the report to this file instead of stdout (never through a symbolic link).")
+@click.option("--follow-output-link", is_flag=True,
+              help="Let -o write through a symbolic link (the output file's, or a folder's in the working directory).")
 @click.option("--exclude", multiple=True, help="Patterns to exclude (replaces the configured `exclude`).")
 @click.option("--extend-exclude", multiple=True, help="Patterns to exclude in addition.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes; do not report or exit non-zero for what is left.")
@@ -189,8 +192,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                   jobs, config, isolated, stdin_filename, fix, unsafe_fixes, diff, show_fixes, fixable, extend_fixable,
                   unfixable, ignore_noqa, target, gpu, verify_fixes,
                   profile_path, no_profile, force_exclude, preview, confirm, show_undecided,
-                  show_files, show_settings, verbose, quiet, silent, output_file, exclude, extend_exclude, fix_only,
-                  no_fix, exit_non_zero_on_fix, add_noqa, no_daemon, watch) -> None:
+                  show_files, show_settings, verbose, quiet, silent, output_file, follow_output_link, exclude,
+                  extend_exclude, fix_only, no_fix, exit_non_zero_on_fix, add_noqa, no_daemon, watch) -> None:
     """Check PATHS (default: the current directory) for code XLA cannot fuse well.
 
     Paths named here are always checked, even inside excluded or gitignored folders
@@ -222,6 +225,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     except ConfigError as exc:
         _fail(str(exc))
         return
+    if output_file:  # a link there is refused before the run, not after it
+        _check_output_file(output_file, follow_output_link)
     if exclude or extend_exclude:
         from dataclasses import replace
 
@@ -288,7 +293,8 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
         # passes only excluded files with --force-exclude), but say so.
         out.warn("No Python files found under the given path(s); nothing was checked")
         if output_format not in ("concise", "full"):  # machine-readable output stays well-formed
-            _emit(render(output_format, [], ReportContext(severity=settings.severity)), output_file, out)
+            _emit(render(output_format, [], ReportContext(severity=settings.severity)), output_file, out,
+                  follow_output_link)
         sys.exit(EXIT_CLEAN)
     out.info(f"checking {len(files)} file{'s' if len(files) != 1 else ''}")
     context = ReportContext(show_fixes=show_fixes, unsafe_fixes=unsafe_fixes, severity=settings.severity)
@@ -319,12 +325,17 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     changed = [o for o in run.fixes if o.changed]
     if diff:
         text = "".join(_unified_diff(o.original, o.source, o.filename) for o in changed)
-        _emit(text, output_file, out)
+        _emit(text, output_file, out, follow_output_link)
         n = sum(len(o.fixed) for o in changed)
         out.summary(f"Would fix {n} diagnostic{'s' if n != 1 else ''} in {len(changed)} "
                     f"file{'s' if len(changed) != 1 else ''}.")
         for line in _hidden_fixes_lines(run.diagnostics, unsafe_fixes):
             out.summary(line)  # stdout is the patch: its closing lines go to stderr (ruff's)
+        if run.unchecked:
+            from jaxfuse_lint.report.summary import unchecked_text
+
+            out.summary(unchecked_text(run.unchecked))
+            sys.exit(EXIT_ERROR)  # an internal error is not a finding: --exit-zero does not hide it
         sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
 
     if fix:
@@ -350,6 +361,7 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
     if fix_only:
         diagnostics = []  # ruff: fixes applied, what is left is neither reported nor counted
     context.sources = run.sources
+    context.unchecked = run.unchecked
     text_format = output_format in ("concise", "full")
     report = ""
     if statistics:
@@ -385,19 +397,30 @@ def check_command(paths, select, extend_select, ignore, output_format, statistic
                 closing.append(f"Fixed {len(fixed)} diagnostic{'s' if len(fixed) != 1 else ''}, "
                                f"{len(diagnostics)} remaining.")
             closing += _hidden_fixes_lines(hidden_from, unsafe_fixes)
+            if run.unchecked:
+                from jaxfuse_lint.report.summary import unchecked_text
+
+                closing.append(unchecked_text(run.unchecked))
         elif not statistics:  # the statistics table ends with these lines itself
             from jaxfuse_lint.report.summary import summary_text, undecided_lines
 
             if show_undecided:
                 closing += undecided_lines(undecided)
-            closing.append(summary_text(diagnostics, unsafe_fixes, undecided, listed=show_undecided))
-    _emit(report + out.closing(closing), output_file, out)
+            closing.append(summary_text(diagnostics, unsafe_fixes, undecided, listed=show_undecided,
+                                        unchecked=run.unchecked))
+    _emit(report + out.closing(closing), output_file, out, follow_output_link)
+    if run.unchecked and not (text_format and (fix or not statistics or diagnostics)):
+        from jaxfuse_lint.report.summary import unchecked_text
+
+        out.summary(unchecked_text(run.unchecked))  # a machine-readable report has no closing lines: on stderr
     if profile is not None and text_format and not fix and not statistics:
         from jaxfuse_lint.runtime.use import stale_note, withheld_note
 
         for note in (stale_note(profile), withheld_note(profile, settings, files)):
             if note:
                 out.summary(note)  # about the run, not its findings: on stderr, as warnings are
+    if run.unchecked:  # a file was not checked: an internal error, not a finding (--exit-zero does not hide it)
+        sys.exit(EXIT_ERROR)
     failed = bool(diagnostics) or (exit_non_zero_on_fix and bool(fixed))
     sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
@@ -479,14 +502,27 @@ def _color() -> bool:
     return color_wanted(sys.stdout)
 
 
-def _emit(text: str, output_file: str | None, out) -> None:
-    """The report: to stdout, or to -o FILE (written whole, atomically); -s prints nothing."""
+def _check_output_file(output_file: str, follow_link: bool) -> None:
+    from jaxfuse_lint.core.writer import LinkRefused, check_output_path
+
+    try:
+        check_output_path(output_file, follow_links=follow_link)
+    except LinkRefused as exc:
+        _fail(f"{output_file}: cannot write the output file: {exc} (--follow-output-link writes through it)")
+    except OSError:
+        pass  # said when the report is written
+
+
+def _emit(text: str, output_file: str | None, out, follow_link: bool = False) -> None:
+    """The report: to stdout, or to -o FILE (written whole, atomically, never through a
+    symbolic link unless `follow_link`: core/writer.py, write_output); -s prints nothing."""
     if output_file:
-        from jaxfuse_lint.core.writer import write_atomic
+        from jaxfuse_lint.core.writer import LinkRefused, write_output
 
         try:
-            Path(output_file).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(output_file, text, "utf-8")
+            write_output(output_file, text, "utf-8", follow_links=follow_link)
+        except LinkRefused as exc:
+            _fail(f"{output_file}: cannot write the output file: {exc} (--follow-output-link writes through it)")
         except OSError as exc:
             _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
         return

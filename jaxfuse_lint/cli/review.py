@@ -50,8 +50,11 @@ measured evidence to the comment. That imports and runs your code.
               help="With --verify: the GPU model to compile for when no GPU is present (default: the config's "
                    "`gpu`, else h100).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--follow-output-link", is_flag=True,
+              help="Let --output and --summary write through a symbolic link (by default one is refused: a pull "
+                   "request could commit `review.json` as a link to a file outside the checkout).")
 def review_command(paths, base, head, output, summary_path, select, extend_select, ignore, config, verify,
-                   compile_for, gpu, exit_zero) -> None:
+                   compile_for, gpu, exit_zero, follow_output_link) -> None:
     from jaxfuse_lint.core.config import ConfigError, load_settings, with_cli_overrides
     from jaxfuse_lint.review.core import review_payload, run_review
     from jaxfuse_lint.review.diff import ReviewError
@@ -59,6 +62,21 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
 
     if summary_path == "-" and output == "-":
         _fail("--summary - and --output - would both write to stdout; send one of them to a file")
+    from jaxfuse_lint.core.writer import LinkRefused, append_output, check_output_path, write_output
+
+    def refuse(path: str, exc: OSError) -> None:
+        if isinstance(exc, LinkRefused):
+            _fail(f"{path}: cannot write the output file: {exc} (--follow-output-link writes through it)")
+        _fail(f"{path}: cannot write the output file: {exc.strerror or exc}")
+
+    for path in (output, summary_path):  # a link there is refused before the review, not after it
+        if path and path != "-":
+            try:
+                check_output_path(path, follow_links=follow_output_link)
+            except LinkRefused as exc:
+                refuse(path, exc)
+            except OSError:
+                pass  # said when it is written
     try:
         start = paths[0] if paths else "."
         settings = load_settings(config, start=start)
@@ -81,16 +99,20 @@ def review_command(paths, base, head, output, summary_path, select, extend_selec
     payload = json.dumps(review_payload(review), indent=2, ensure_ascii=False) + "\n"
     if output == "-":
         sys.stdout.write(payload)
-    else:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(payload)
+    else:  # whole, atomically, never through a link (core/writer.py)
+        try:
+            write_output(output, payload, "utf-8", follow_links=follow_output_link)
+        except OSError as exc:
+            refuse(output, exc)
     if summary_path:
         text = render_summary(review)
         if summary_path == "-":
             sys.stdout.write(text)
-        else:
-            with open(summary_path, "a", encoding="utf-8") as fh:
-                fh.write(text)
+        else:  # appended to ("$GITHUB_STEP_SUMMARY"), never through a link
+            try:
+                append_output(summary_path, text, "utf-8", follow_links=follow_output_link)
+            except OSError as exc:
+                refuse(summary_path, exc)
     n = len(review.comments)
     click.echo(f"jaxfuse-lint: {n} finding{'s' if n != 1 else ''} on changed lines "
                f"({sum(1 for c in review.comments if c.suggested)} with a suggestion).", err=True)

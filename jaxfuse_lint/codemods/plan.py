@@ -138,13 +138,27 @@ def is_valid_python(code: str, filename: str = "<fixed>", *, with_libcst: bool =
     """None when the code parses (libcst, unless not `with_libcst`) and compiles (CPython, unless
     not `with_cpython`: the running Python does not read the project's grammar, parse/grammar.py;
     then libcst decides); else the error, on one line."""
+    return parse_valid(code, filename, with_libcst=with_libcst, with_cpython=with_cpython)[1]
+
+
+def parse_valid(code: str, filename: str = "<fixed>", *, with_libcst: bool = True,
+                with_cpython: bool = True) -> tuple[cst.Module | None, str | None]:
+    """is_valid_python, with libcst's parse of the code when it made one (`--fix` analyses the
+    fixed code next: parsing a large file is a large part of a pass)."""
+    module = None
     if with_libcst or not with_cpython:
+        from jaxfuse_lint.parse.reparse import parse_in_pieces  # a large file's parse, in pieces (memory)
+
         try:
-            cst.parse_module(code)
+            module = parse_in_pieces(code)
         except cst.ParserSyntaxError as exc:
-            return " ".join(str(exc).split())
+            return None, " ".join(str(exc).split())
     if not with_cpython:
-        return None
+        return module, None
+    return module, _cpython_error(code, filename)
+
+
+def _cpython_error(code: str, filename: str) -> str | None:
     try:
         compile(code, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:

@@ -183,9 +183,9 @@ def _path_matches(filename: str, pattern: str, root: str | None) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _spec(pattern: str):
-    import pathspec
+    from jaxfuse_lint.core.gitignore import spec
 
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+    return spec([pattern])
 
 
 _KEYS = {
@@ -297,19 +297,21 @@ def _requires_python_of(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return None
     project = data.get("project")
     return target_from_requires_python(project.get("requires-python")) if isinstance(project, dict) else None
 
 
 def check_globs(patterns: tuple[str, ...], where: str) -> tuple[str, ...]:
-    """The patterns, or a ConfigError for one that is not a glob (an unclosed `[`: git's
-    matching makes it match nothing, silently; ruff's globset rejects it)."""
+    """The patterns, or a ConfigError for one that is not a glob (an unclosed `[`, a trailing
+    backslash: git's matching makes it match nothing, silently; ruff's globset rejects it)."""
     for pattern in patterns:
         i = 0
         while i < len(pattern):
             if pattern[i] == "\\":
+                if i + 1 == len(pattern):
+                    raise ConfigError(f"{where}: invalid glob {pattern!r}: it ends with a lone backslash")
                 i += 2
                 continue
             if pattern[i] == "[":
@@ -321,6 +323,11 @@ def check_globs(patterns: tuple[str, ...], where: str) -> tuple[str, ...]:
                 i = close
             i += 1
     return patterns
+
+
+# tomllib reads nested arrays and inline tables by recursion: a file nested thousands deep
+# exhausts Python's stack (a RecursionError, never a TOMLDecodeError).
+_TOO_DEEP = "arrays or tables nested too deeply to read"
 
 
 def find_pyproject(start: str | os.PathLike) -> Path | None:
@@ -338,6 +345,8 @@ def find_pyproject(start: str | os.PathLike) -> Path | None:
                 continue
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{candidate}: invalid TOML: {_toml_error(exc, candidate)}") from None
+            except RecursionError:
+                raise ConfigError(f"{candidate}: invalid TOML: {_TOO_DEEP}") from None
             if "jaxfuse-lint" in data.get("tool", {}):
                 return candidate
     return None
@@ -389,6 +398,8 @@ def _read_table(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a directory, not a config file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {_toml_error(exc, path)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: {_TOO_DEEP}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     if path.name == "pyproject.toml" or "tool" in data:

@@ -1,8 +1,9 @@
 """The user's private folder: `$XDG_RUNTIME_DIR/jaxfuse-lint-UID`, else `$TMPDIR` (or `/tmp`)
 `/jaxfuse-lint-UID`, mode 0700, owned by the user and never removed by the tool.
 
-What must not be made, or re-made, by another user lives in it: the daemon's sockets, and the
-folder `record` puts on the recorded command's PYTHONPATH. No one else can create a name in
+What must not be made, or re-made, by another user lives in it: the daemon's sockets, the
+folder `record` puts on the recorded command's PYTHONPATH, and the key that binds the cache's
+entries to the user who wrote them (`user_key`). No one else can create a name in
 it, so a folder of it that was removed stays removed for everyone else: a process that
 outlives `record` and still has the removed folder on its PYTHONPATH finds nothing there,
 where in a world-writable `/tmp` anyone could have re-created it with a `sitecustomize.py`.
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import os
 import stat
+
+KEY_BYTES = 32
 
 
 def user_folder() -> str:
@@ -34,3 +37,53 @@ def is_private(path: str, create: bool) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def user_key(name: str) -> bytes | None:
+    """A secret of the user's own, KEY_BYTES random bytes kept in the private folder as NAME
+    (made on first use, mode 0600): no other user can read it or put another there. None when
+    there is no private folder, or what is there is not such a key."""
+    import secrets  # not at the top: the daemon's client imports this module on every run
+
+    folder = user_folder()
+    if not is_private(folder, create=True):
+        return None
+    path = os.path.join(folder, name)
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    # Made whole beside it, then linked in: a run that starts meanwhile reads all of it or none.
+    tmp = f"{path}.{secrets.token_hex(8)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(KEY_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another run made it first: theirs is the key
+        return _read_key(path)
+    except OSError:
+        return None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _read_key(path: str) -> bytes | None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        data = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    return data if len(data) == KEY_BYTES else None

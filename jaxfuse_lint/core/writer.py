@@ -38,7 +38,7 @@ import stat
 from dataclasses import dataclass, field
 
 from jaxfuse_lint.core.file_identity import FileIdentity, digest
-from jaxfuse_lint.core.folders import open_folder
+from jaxfuse_lint.core.folders import LinkInPath, open_folder, walk
 
 TMP_SUFFIX = ".jaxfuse-tmp"
 _TMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
@@ -63,6 +63,118 @@ class NotWritten(OSError):
 class Written:
     removed: list[str] = field(default_factory=list)  # leftover temporary files removed (names in the folder)
     notes: list[str] = field(default_factory=list)  # what the replacement changed besides the text
+
+
+class LinkRefused(OSError):
+    """An output file that is, or is reached through, a symbolic link: not written through it."""
+
+    def __init__(self, link: str) -> None:
+        super().__init__(errno.ELOOP, f"{link} is a symbolic link; not written through it", link)
+        self.link = link
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def write_output(path: str | os.PathLike, text: str, encoding: str = "utf-8", *,
+                 follow_links: bool = False) -> list[str]:
+    """Write a report the user named (`check -o`, `review --output`) whole, atomically, and
+    never through a symbolic link: not the file's own name (a committed `review.json` link to
+    `../outside/file` would have had that file overwritten), nor a folder of the path inside
+    the working directory (the checkout); missing folders are made. Folders outside the working
+    directory are the user's to trust. LinkRefused says which link; `follow_links` writes
+    through links (write_atomic). Returns what write_atomic returns."""
+    if follow_links:
+        os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
+        return write_atomic(path, text, encoding)
+    folder, name, shown = _output_folder(path, create=True)
+    try:
+        written = replace_in(folder, name, text.encode(encoding))
+    except NotWritten as exc:
+        if "symbolic link" in exc.strerror:  # swapped for a link since it was looked at
+            raise LinkRefused(shown) from None
+        raise
+    finally:
+        os.close(folder)
+    return [os.path.join(os.path.dirname(shown), n) for n in written.removed]
+
+
+def append_output(path: str | os.PathLike, text: str, encoding: str = "utf-8", *,
+                  follow_links: bool = False) -> None:
+    """Append TEXT to a file the user named (`review --summary`, often `$GITHUB_STEP_SUMMARY`),
+    creating it if missing, with write_output's rule for links. Only regular files."""
+    if follow_links:
+        with open(path, "a", encoding=encoding) as fh:
+            fh.write(text)
+        return
+    folder, name, shown = _output_folder(path, create=True)
+    try:
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         0o666, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LinkRefused(shown) from None
+            raise
+    finally:
+        os.close(folder)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotWritten("not a regular file")
+        _write_all(fd, text.encode(encoding))
+    finally:
+        os.close(fd)
+
+
+def check_output_path(path: str | os.PathLike, *, follow_links: bool = False) -> None:
+    """Before a run: LinkRefused if write_output would refuse PATH for a link (it checks again
+    when it writes)."""
+    if follow_links:
+        return
+    try:
+        folder, _, _ = _output_folder(path, create=False)
+    except FileNotFoundError:
+        return  # a folder to make: made when the report is written
+    os.close(folder)
+
+
+def _output_folder(path: str | os.PathLike, create: bool) -> tuple[int, str, str]:
+    """(a handle of the folder of PATH, its name there, PATH as messages show it), refusing a
+    link as write_output says."""
+    shown = os.fspath(path)
+    absolute = os.path.abspath(shown)
+    parent, name = os.path.split(absolute)
+    if not name:
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file", shown)
+    cwd = os.getcwd()
+    rel = os.path.relpath(parent, cwd)
+    if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        if create:
+            os.makedirs(parent, exist_ok=True)
+        folder = open_folder(parent)
+    else:  # inside the working directory: no folder of it followed
+        parts = [] if rel == "." else rel.split(os.sep)
+        top = open_folder(cwd)
+        try:
+            folder = walk(top, parts, create=create)
+        except LinkInPath as exc:
+            if exc.strerror != "a symbolic link":
+                raise
+            at = parts.index(exc.filename) if exc.filename in parts else len(parts) - 1
+            raise LinkRefused(os.path.join(*parts[:at + 1])) from None
+        finally:
+            os.close(top)
+    try:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return folder, name, shown
+    except BaseException:
+        os.close(folder)
+        raise
+    if stat.S_ISLNK(st.st_mode):
+        os.close(folder)
+        raise LinkRefused(shown)
+    return folder, name, shown
 
 
 def write_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> list[str]:

@@ -8,8 +8,9 @@ Rules (ruff's):
   passes every staged file by name).
 - Folders are walked to any depth (without recursion). Below a named folder, entries are skipped when they
   match `exclude`/`extend-exclude` (matched against the path relative to the project
-  root and against the bare name), are `.gitignore`d (pathspec, git's own matching rules,
-  nested .gitignore files included), or are virtual environments. Symlink loops are not
+  root and against the bare name), are `.gitignore`d (git's own matching rules, nested
+  .gitignore files included; matched in linear time whatever the pattern, core/gitignore.py),
+  or are virtual environments. Symlink loops are not
   followed, nor links to folders outside the named folder (ruff's walk stays in the tree).
 - Which files are sources is decided in one place, `is_source` (the `include` patterns).
   A named file that is not a source (`notes.txt`) is reported and skipped.
@@ -60,9 +61,11 @@ class Discovery:
 
 
 def _spec(patterns) -> pathspec.PathSpec:
-    import pathspec  # only for patterns that set lookups cannot decide, and .gitignore files
+    # Only for patterns that set lookups cannot decide, and .gitignore files: matched in linear
+    # time whatever the pattern (a cloned repository's .gitignore is anyone's text).
+    from jaxfuse_lint.core.gitignore import spec
 
-    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+    return spec(patterns)
 
 
 def is_source(path: Path, settings: Settings, root: Path | None = None, *, resolved: Path | None = None) -> bool:
@@ -262,9 +265,12 @@ def discover_files(paths: list[str], settings: Settings, *, force_exclude: bool 
                 seen.add(resolved)
                 found.files.append(p)  # named explicitly: always checked (a missing one is reported by the caller)
             continue
-        if not p.is_dir():  # a socket, a fifo...
-            found.not_sources.append(raw)
-            found.skipped.append((raw, "not a regular file"))
+        if not p.is_dir():  # a socket, a fifo...: said once, what it is (the walk's words)
+            try:
+                what = kind(p.stat().st_mode)
+            except OSError:
+                what = None
+            found.skipped.append((raw, f"not a regular file: {what}" if what else "not a regular file"))
             continue
         walked = _walk_remembered(p, settings, root, excluder, cache) if cache is not None else \
             _walk(p, settings, root, excluder)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from jaxfuse_lint.core.config import IGNORE_NOQA, Settings
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic, Location, PremiseRecord
-from jaxfuse_lint.parse import continuations
+from jaxfuse_lint.parse import continuations, identifiers
 from jaxfuse_lint.parse.grammar import check_text, cpython_reads, not_checked, readable
 from jaxfuse_lint.parse.parser_guard import parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import SYNTAX_ERROR, syntax_error_diagnostic
@@ -154,12 +154,23 @@ def _build_plan(rule: Rule, v: Violation, model: SemanticModel, settings: Settin
         return None
 
 
+def leaves_unchecked(error: str) -> bool:
+    """Whether an error of a file's result says an internal error kept (part of) the file from
+    being checked: an analysis or a rule that crashed, a worker that died or ran out of time, a
+    project summary that could not be made. Not a codemod's error: its finding is kept, without
+    the fix. The run fails with such a file, and names it (cli/main.py)."""
+    return ": internal error" in error and _FIX_DROPPED not in error
+
+
+_FIX_DROPPED = "codemod (fix dropped, finding kept)"
+
+
 def _fix_error(errors: list[str], filename: str, code: str, exc: Exception) -> None:
     """A fix that could not be built (a codemod bug): the finding is reported without it, and the
     error is kept for the run's diagnostics (once per file and message)."""
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" [{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}]" if tb else ""
-    text = f"{filename}: internal error in the {code} codemod (fix dropped, finding kept): " \
+    text = f"{filename}: internal error in the {code} {_FIX_DROPPED}: " \
            f"{type(exc).__name__}: {' '.join(str(exc).split())}{where}"
     if text not in errors:
         errors.append(text)
@@ -346,7 +357,9 @@ def parse_verdict(text: str, filename: str, settings: Settings,
     try:
         # `code`: the text as libcst is given it (lone backslash lines masked: parse/continuations.py;
         # same rows and columns), where it differs.
-        return (parse or cst.parse_module)(text if code is None else code), None
+        if parse is None:
+            from jaxfuse_lint.parse.reparse import parse_in_pieces as parse  # a large file in pieces (memory)
+        return parse(text if code is None else code), None
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         if not readable(settings):
             return None, not_checked(filename, settings)
@@ -410,17 +423,20 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
         result.diagnostics.extend([broken] if broken is not None else [])
         result.errors.extend([notice] if notice is not None else [])
         return result
-    masked, unsupported = continuations.mask(text)  # lone backslash lines: libcst misreads them
+    # Identifiers as Python reads them (`ｇ` is `g`): analysed normalised, reported as written.
+    names = identifiers.normalized(text)
+    work = names.text if names is not None else text
+    masked, unsupported = continuations.mask(work)  # lone backslash lines: libcst misreads them
     if unsupported is not None:
         result.diagnostics.append(continuation_diagnostic(filename, text, unsupported))
         return result
     _checkpoint(should_stop)
-    module, unparsed = parse_verdict(text, filename, settings, parse, code=masked)
+    module, unparsed = parse_verdict(work, filename, settings, parse, code=masked)
     if module is None:
         if isinstance(unparsed, str):
             result.errors.append(unparsed)
         elif unparsed is not None:
-            result.diagnostics.append(unparsed)
+            result.diagnostics.append(names.diagnostic(unparsed) if names is not None else unparsed)
         return result
     _checkpoint(should_stop)
     try:
@@ -428,9 +444,12 @@ def check_source(source: bytes | str, filename: str, settings: Settings, *, with
                             should_stop=should_stop)
         result.diagnostics = analysis.diagnostics(with_fixes)
         result.undecided = analysis.undecided_diagnostics()
-        if masked is not text:
+        if masked is not work:
             result.diagnostics = [_with_backslash_lines(d) for d in result.diagnostics]
             result.undecided = [_with_backslash_lines(d) for d in result.undecided]
+        if names is not None:
+            result.diagnostics = [names.diagnostic(d) for d in result.diagnostics]
+            result.undecided = [names.diagnostic(d) for d in result.undecided]
         if model_hook is not None:
             model_hook(analysis.model)
     except AnalysisStopped:
@@ -478,29 +497,41 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         outcome.errors.extend([notice] if notice is not None else [])
         return outcome
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
-    code = text
     rejected: set[tuple[str, int, int, str]] = set()
-    first_analysis: Analysis | None = None
-    code, unsupported = continuations.mask(text)  # restored in what is written (`_fixed_text`)
+    # Identifiers as Python reads them (`ｇ` is `g`): fixed normalised; the lines the fixes leave
+    # keep their spelling (`names.restore`).
+    names = identifiers.normalized(text)
+    work = names.text if names is not None else text
+    code, unsupported = continuations.mask(work)  # restored in what is written (`_fixed_text`)
     if unsupported is not None:
         outcome.remaining = [continuation_diagnostic(filename, text, unsupported)]  # left alone
         return outcome
-    parsed, unparsed = parse_verdict(text, filename, settings, code=code)
+    parsed, unparsed = parse_verdict(work, filename, settings, code=code)
     if parsed is None:  # left alone
         if isinstance(unparsed, str):
             outcome.errors.append(unparsed)
         else:
-            outcome.remaining = [unparsed]
+            outcome.remaining = [names.diagnostic(unparsed) if names is not None else unparsed]
         return outcome
     cpython = cpython_reads(settings)
+    # Each pass reads the parse that judged its text (the first: parse_verdict's; the next: the
+    # one that validated the fixes), and only one pass's tree and model are alive at a time: a
+    # file at the size ceiling took ~1.3 KB of memory per byte of source with three of them.
+    module: cst.Module | None = parsed
+    parsed = None
+    analysis: Analysis | None = None
+    hooked = False
     for _ in range(MAX_FIX_PASSES):
-        module = cst.parse_module(code)
+        if module is None:
+            from jaxfuse_lint.parse.reparse import parse_in_pieces
+
+            module = parse_in_pieces(code)
         # The recorded facts are about the original text; later passes match them by name.
-        analysis = Analysis(module, filename, settings, external_traced,
+        analysis = Analysis(module, filename, settings, external_traced, source=code,
                             runtime=runtime.for_text(code) if runtime else None)
         outcome.errors.extend(e for e in analysis.errors if e not in outcome.errors)
-        if first_analysis is None:
-            first_analysis = analysis
+        if not hooked:
+            hooked = True
             if model_hook is not None:  # the model of the original text
                 model_hook(analysis.model)
         candidates: list[tuple[Rule, Violation, FixPlan]] = []
@@ -517,17 +548,25 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
         chosen = non_overlapping([p for _, _, p in candidates], analysis.model.index.parents)
         chosen_ids = {id(p) for p in chosen}
         batch = [(r, v, p) for r, v, p in candidates if id(p) in chosen_ids]
-        new_code, applied = _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython)
+        new_code, applied, new_module = _apply_valid(module, batch, filename, outcome, rejected, code, analysis,
+                                                     cpython)
         if not applied or new_code == code:
             break
         for r, v, _ in applied:
             d = analysis.diagnostic(r, v, with_fix=False)
             outcome.fixed.append(d)
         code = new_code
+        module, analysis = new_module, None
     outcome.source = code
-    # What is left, located in the fixed text.
-    final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
-                         runtime=runtime, as_python=True)
+    # What is left, located in the fixed text: the last pass's findings when it analysed that
+    # text (it found nothing more to fix), else a check of it.
+    if analysis is not None:
+        final = FileResult(filename, analysis.diagnostics(with_fixes=True), code)
+    else:
+        module = None
+        final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
+                             runtime=runtime, as_python=True)
+    module = analysis = None
     # JF901's fixes edit comments only (text edits, not libcst plans): applied last, once the
     # other fixes have settled which directives are still used.
     noqa_fixes = [d for d in final.diagnostics if d.code == UNUSED_NOQA and d.fix is not None
@@ -542,7 +581,14 @@ def fix_source(source: bytes | str, filename: str, settings: Settings, *, unsafe
             final = check_source(code, filename, settings, with_fixes=True, external_traced=external_traced,
                                  runtime=runtime, as_python=True)
     outcome.remaining = final.diagnostics
-    outcome.source = _fixed_text(code, text, filename, outcome)
+    outcome.source = _fixed_text(code, work, filename, outcome)
+    if names is not None:
+        outcome.source = names.restore(outcome.source)
+        outcome.fixed = [names.diagnostic(d) for d in outcome.fixed]
+        if outcome.source != code:  # what is left, located in the text as it will be written
+            outcome.remaining = check_source(outcome.source, filename, settings, with_fixes=True,
+                                             external_traced=external_traced, runtime=runtime,
+                                             as_python=True).diagnostics
     return outcome
 
 
@@ -585,20 +631,22 @@ def continuation_diagnostic(filename: str, text: str, row: int) -> Diagnostic:
 
 
 def _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpython: bool = True):
-    """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it."""
-    from jaxfuse_lint.codemods.plan import apply_plans
-    from jaxfuse_lint.codemods.plan import is_valid_python
+    """Apply a batch of fixes; if the result is invalid, find and drop the fixes that break it.
+    (the new code, the fixes applied, libcst's parse of the new code (None: not made))."""
+    from jaxfuse_lint.codemods.plan import apply_plans, is_valid_python, parse_valid
 
+    parent = analysis.model.parent  # only the paths to the replaced nodes are visited
     try:
-        new_code = apply_plans(module, [p for _, _, p in batch]).code
-        if is_valid_python(new_code, filename, with_cpython=cpython) is None:
-            return new_code, batch
+        new_code = apply_plans(module, [p for _, _, p in batch], parent).code
+        new_module, problem = parse_valid(new_code, filename, with_cpython=cpython)
+        if problem is None:
+            return new_code, batch, new_module
     except Exception:  # one plan that cannot be applied: found and dropped one by one below
         pass
     good = []
     for r, v, p in batch:
         try:
-            single = apply_plans(module, [p]).code
+            single = apply_plans(module, [p], parent).code
             problem = is_valid_python(single, filename, with_cpython=cpython)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
@@ -611,14 +659,15 @@ def _apply_valid(module, batch, filename, outcome, rejected, code, analysis, cpy
                 f"{filename}:{start.row}:{start.column}: {r.code} fix dropped: it would produce invalid code ({problem})"
             )
     if not good:
-        return code, []
+        return code, [], None
     try:
-        new_code = apply_plans(module, [p for _, _, p in good]).code
+        new_code = apply_plans(module, [p for _, _, p in good], parent).code
     except Exception:
-        return code, []
-    if is_valid_python(new_code, filename, with_cpython=cpython) is not None:
-        return code, []
-    return new_code, good
+        return code, [], None
+    new_module, problem = parse_valid(new_code, filename, with_cpython=cpython)
+    if problem is not None:
+        return code, [], None
+    return new_code, good, new_module
 
 
 # -- notebooks: the pipeline over a notebook's cells joined into one module (parse/notebook.py) --------

@@ -21,7 +21,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def config_path(gpu: str | None, base: str | None = None) -> str:
     """The target config file for a model name (case-insensitive) or a path (relative to `base`).
 
-    Raises ValueError naming the known models when `gpu` is neither."""
+    Raises ValueError naming the known models when `gpu` is neither, and saying why when the
+    file is not an XLA target config (config_file.py)."""
     value = (gpu or DEFAULT_GPU).strip()
     name = MODELS.get(value.lower())
     if name is not None:
@@ -30,6 +31,14 @@ def config_path(gpu: str | None, base: str | None = None) -> str:
     if base and not os.path.isabs(path):
         path = os.path.join(base, path)
     if os.path.isfile(path):
+        from jaxfuse_lint.gpu_targets.config_file import NotATargetConfig, check_file
+
+        try:
+            check_file(path)
+        except (NotATargetConfig, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ValueError(f"{gpu!r} is not an XLA target config (a GpuTargetConfigProto text file, as "
+                             f"`jaxfuse_lint/gpu_targets/*.txtpb` are): {why}") from None
         return os.path.abspath(path)
     raise ValueError(f"`gpu` must be one of {', '.join(sorted(MODELS))} or the path of an XLA target config "
                      f"(a .txtpb file), got {gpu!r}")

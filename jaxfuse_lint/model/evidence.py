@@ -507,9 +507,7 @@ class Evidence:
     def _escapes(self, fn: "Function") -> bool:
         """Whether the module reads fn's name other than to call it (passes, returns, stores it)."""
         m = self.model
-        for read in m.index.reads:
-            if read.name.value != fn.name:
-                continue
+        for read in m.index.reads_named(fn.name):
             parent = m.parent(read.name)
             if isinstance(parent, cst.Call) and parent.func is read.name:
                 continue
@@ -655,9 +653,7 @@ def transform_calls(model, call: cst.CSTNode) -> list[tuple[cst.Call, "Scope"]] 
         return None
     name = parent.targets[0].target.value
     out = []
-    for read in m.index.reads:
-        if read.name.value != name:
-            continue
+    for read in m.index.reads_named(name):
         found = m.bindings_at(read.name, read.scope)
         if found is None or not any(b.node is parent for b in found[1]):
             continue

@@ -61,17 +61,77 @@ class _TooMuchWork(Exception):
     pass
 
 
+_EMPTY: frozenset[int] = frozenset()
+
+
+class _Reach:
+    """Reaching bindings per name: a shared `base`, never changed once shared, and this state's
+    own changes (`delta`). Copying a state and joining two that share a base cost what changed
+    since, not every name: the module's own statements track every module-level name, and a
+    copy of all of them at each branch made a long module's flow quadratic."""
+
+    __slots__ = ("base", "delta")
+
+    def __init__(self, base: dict[str, frozenset[int]], delta: dict[str, frozenset[int]] | None = None) -> None:
+        self.base = base
+        self.delta = delta if delta is not None else {}
+
+    def get(self, name: str, default=None):
+        found = self.delta.get(name)
+        if found is not None:
+            return found
+        return self.base.get(name, default)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.delta or name in self.base
+
+    def __setitem__(self, name: str, ids: frozenset[int]) -> None:
+        self.delta[name] = ids
+
+    def flat(self) -> dict[str, frozenset[int]]:
+        return {**self.base, **self.delta} if self.delta else self.base
+
+    def copy(self) -> "_Reach":
+        if len(self.delta) > 64 and len(self.delta) * 4 > len(self.base):
+            # Many changes since the base: they become the base (shared from now on), so that a
+            # copy stays cheap.
+            self.base, self.delta = self.flat(), {}
+        return _Reach(self.base, dict(self.delta))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Reach):
+            return NotImplemented
+        if self.base is other.base:
+            return all(self.get(k) == other.get(k) for k in self.delta.keys() | other.delta.keys())
+        return self.flat() == other.flat()
+
+    def joined(self, other: "_Reach") -> "_Reach":
+        if self.base is other.base:
+            out = _Reach(self.base, dict(self.delta))
+            for name in other.delta.keys() - self.delta.keys():
+                out.delta[name] = self.base.get(name, _EMPTY) | other.delta[name]
+            for name in self.delta.keys() & other.delta.keys():
+                out.delta[name] = self.delta[name] | other.delta[name]
+            for name in self.delta.keys() - other.delta.keys():
+                out.delta[name] = self.delta[name] | self.base.get(name, _EMPTY)
+            return out
+        reach = dict(self.flat())
+        for name, ids in other.flat().items():
+            reach[name] = reach.get(name, _EMPTY) | ids
+        return _Reach(reach)
+
+
 class _State:
     """Reaching bindings per tracked name, and the narrowing facts in force."""
 
     __slots__ = ("reach", "facts")
 
-    def __init__(self, reach: dict[str, frozenset[int]], facts: dict[str, str]) -> None:
+    def __init__(self, reach: _Reach, facts: dict[str, str]) -> None:
         self.reach = reach
         self.facts = facts
 
     def copy(self) -> "_State":
-        return _State(dict(self.reach), dict(self.facts))
+        return _State(self.reach.copy(), dict(self.facts))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _State) and self.reach == other.reach and self.facts == other.facts
@@ -82,9 +142,7 @@ def _join(a: "_State | None", b: "_State | None") -> "_State | None":
         return b.copy() if b is not None else None
     if b is None:
         return a.copy()
-    reach = dict(a.reach)
-    for name, ids in b.reach.items():
-        reach[name] = reach.get(name, frozenset()) | ids
+    reach = a.reach.joined(b.reach)
     facts = {}
     for name, fact in a.facts.items():
         other = b.facts.get(name)
@@ -149,7 +207,7 @@ class FunctionFlow:
                 if b.kind == "param":
                     self._ids[id(b)] = b
                     reach[name] = frozenset({id(b)})
-        state: _State | None = _State(reach, {})
+        state: _State | None = _State(_Reach(reach), {})
         if isinstance(fn.node, cst.Lambda):
             self._expr(fn.node.body, state)
             return
@@ -192,7 +250,7 @@ class FunctionFlow:
         for b in self._by_node.get(id(node), ()):
             self._ids[id(b)] = b
             if join:
-                state.reach[b.name] = state.reach.get(b.name, frozenset()) | {id(b)}
+                state.reach[b.name] = state.reach.get(b.name, _EMPTY) | {id(b)}
             else:
                 state.reach[b.name] = frozenset({id(b)})
             state.facts.pop(b.name, None)

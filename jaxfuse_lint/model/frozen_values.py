@@ -105,9 +105,23 @@ class Subject:
         """Whether expr reads the subject's current value."""
         return False
 
+    def read_key(self) -> str:
+        """The name (or attribute name) a read of the subject spells (`read_in` finds no read
+        without it)."""
+        return getattr(self, "attr", None) or getattr(self, "name", "")
+
     def method_self(self, call: cst.Call, scope: "Scope", selfkey):
         """The object key `self` stands for in a method this call runs (attributes only)."""
         return None
+
+    def touched_by(self, summary: "_Summary") -> bool:
+        """Whether a statement with this summary can give this subject an event (False: the walk
+        passes it by; every subject walks the same host code, and most of a long module is defs
+        and calls no subject cares about)."""
+        return summary.exits or summary.active_calls or bool(summary.defs & self.entries) or self._rebound_in(summary)
+
+    def _rebound_in(self, summary: "_Summary") -> bool:
+        return True  # a subject that does not say: every statement may rebind it
 
 
 def compile_entries(model: "SemanticModel", fn: Function) -> frozenset:
@@ -188,8 +202,11 @@ def _holder_values(model: "SemanticModel", func: cst.BaseExpression, scope: "Sco
 class _Walker:
     """Runs the state machine of one subject over host code."""
 
-    def __init__(self, subject: Subject) -> None:
+    def __init__(self, subject: Subject, prune: bool = True) -> None:
         self.s = subject
+        # Pass by statements no event of the subject can come from; with `prune` False, those too
+        # that `derive` would note after a rebinding (the witness's walk).
+        self.prune = prune
         self.model = subject.model
         self.active: list[int] = []
         self.calls: list[cst.Call] = []  # the host calls being run in place, outermost first
@@ -226,6 +243,14 @@ class _Walker:
                     nxt = (level, w)
             out.setdefault(*nxt)
         return out
+
+    def _derives(self, summary: "_Summary", st: State) -> bool:
+        """Whether `derive` may note an assignment of the statement: after a rebinding, one whose
+        value reads the subject or a name derived from it."""
+        w = st.get(2)
+        if w is None or not summary.assign_reads:
+            return False
+        return bool(summary.assign_reads & ({self.s.read_key(), *(name for name, _, _ in w[3])}))
 
     def derive(self, st: State, node: cst.CSTNode, scope: "Scope", selfkey, together: bool = False) -> State:
         """After the rebinding, a name assigned from the new value (or from a name so assigned)
@@ -269,6 +294,11 @@ class _Walker:
         for stmt in stmts:
             if not st:
                 return st
+            summary = _statement_summary(self.model, stmt, scope)
+            if not self.s.touched_by(summary) and (self.prune or not self._derives(summary, st)):
+                # No event of this subject can come from it: whether a timeline is found does not
+                # depend on it (what `derive` notes of it does: run_timeline walks again for that).
+                continue
             st = self.statement(stmt, st, scope, selfkey, exits)
         return st
 
@@ -410,17 +440,7 @@ class _Walker:
 
     def _inline_targets(self, call: cst.Call, scope: "Scope") -> list[Function]:
         """The host functions a call runs, once per call and scope (the same for every subject)."""
-        memo = self.model.__dict__.setdefault("_inline_targets", {})
-        key = (id(call), id(scope))
-        found = memo.get(key)
-        if found is None:
-            func = call.func
-            if isinstance(func, cst.Call) and self.model.qn(func.func, scope) in _eager_transforms():
-                found = [f for f, _ in self.analysis.callables(positional(func, 0), scope)]
-            else:
-                found = [f for f, _ in self.analysis.callables(func, scope, direct_only=True)]
-            memo[key] = found
-        return found
+        return _inline_candidates(self.model, call, scope)
 
     def _eager(self, fn: Function) -> bool:
         """Traced only by eager transforms applied in host code (`jax.grad(loss)(E)`): its
@@ -454,6 +474,192 @@ def _binding_nodes(model: "SemanticModel") -> set[int]:
                                         *model.index.scope_of_node.values())}
         found = {id(b.node) for sc in scopes.values() for bs in sc.bindings.values() for b in bs}
         model.__dict__["_binding_nodes"] = found
+    return found
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What a host statement can do to any subject's timeline, known without a subject: leave the
+    body (`return`, `raise`), call the module's code (a compiled function, or a host function
+    that runs in place), make functions anew (defs, lambdas), bind names (the ids of its binding
+    nodes) and assign attributes (their names)."""
+
+    exits: bool  # or it empties the compilation caches (`jax.clear_caches()`): every subject's concern
+    callees: frozenset  # the module's functions its calls run compiled
+    inlines: frozenset  # the host functions its calls may run in place
+    defs: frozenset
+    bound: frozenset
+    attrs: frozenset
+    # The names and attribute names the values of its assignments read: after a rebinding, an
+    # assignment that reads the subject (or a name derived from it) is noted (`_Walker.derive`).
+    assign_reads: frozenset = frozenset()
+
+    @property
+    def active_calls(self) -> bool:
+        return bool(self.callees or self.inlines)
+
+
+def _statement_summary(model: "SemanticModel", stmt: cst.CSTNode, scope: "Scope") -> _Summary:
+    """The summary of a statement walked in `scope`, made once per model."""
+    memo = model.__dict__.setdefault("_statement_summaries", {})
+    key = (id(stmt), id(scope))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _summarize(model, stmt, scope)
+    return found
+
+
+def _summarize(model: "SemanticModel", stmt: cst.CSTNode, scope: "Scope") -> _Summary:
+    binding_nodes = _binding_nodes(model)
+    exits = False
+    callees: set = set()
+    inlines: set = set()
+    defs: set = set()
+    bound: set[int] = set()
+    attrs: set[str] = set()
+    reads: set[str] = set()
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if id(n) in binding_nodes:
+            bound.add(id(n))
+        if isinstance(n, _SKIP):
+            fn = model.index.function_of.get(n)
+            if fn is not None:
+                defs.add(fn)
+            continue  # its body runs later, as a function of its own
+        if isinstance(n, (cst.Return, cst.Raise)):
+            exits = True
+        elif isinstance(n, cst.Call):
+            callees.update(compiled_callees(model, n, scope))
+            inlines.update(_inline_candidates(model, n, scope))
+            if model.qn(n.func, scope) in _CLEAR_CACHES:
+                exits = True
+        elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            attrs.update(a.attr.value for t in targets for a in walk(t) if isinstance(a, cst.Attribute))
+            if n.value is not None:
+                reads.update(r.value if isinstance(r, cst.Name) else r.attr.value for r in walk(n.value)
+                             if isinstance(r, (cst.Name, cst.Attribute)))
+        stack.extend(c for _, c in iter_children(n))
+    return _Summary(exits, frozenset(callees), frozenset(inlines), frozenset(defs), frozenset(bound), frozenset(attrs),
+                    frozenset(reads))
+
+
+def _walked_unit(model: "SemanticModel", scope: "Scope") -> "Scope":
+    """The body a walk runs a call in: its def (a lambda's or a comprehension's enclosing one), or
+    the module."""
+    s: Scope | None = scope
+    while s is not None and s is not model.index.scope and not (isinstance(s, Function) and not s.is_lambda):
+        s = s.parent
+    return s if s is not None else model.index.scope
+
+
+def _call_graph(model: "SemanticModel") -> tuple[dict, dict]:
+    """(compiled function -> the bodies that call it compiled, host function -> the bodies that
+    may run it in place), over every call of the module, made once per model."""
+    found = model.__dict__.get("_frozen_call_graph")
+    if found is None:
+        compiled_by: dict = {}
+        inlined_by: dict = {}
+        for site in model.index.calls:
+            unit = _walked_unit(model, site.scope)
+            for f in compiled_callees(model, site.call, site.scope):
+                compiled_by.setdefault(f, set()).add(unit)
+            for f in _inline_candidates(model, site.call, site.scope):
+                inlined_by.setdefault(f, set()).add(unit)
+        found = model.__dict__["_frozen_call_graph"] = (compiled_by, inlined_by)
+    return found
+
+
+def reaching_bodies(model: "SemanticModel", start) -> frozenset:
+    """The bodies (functions, the module) from which a walk can reach code of `start`'s bodies:
+    they are among them, or call one of them in place, up any number of calls (a superset of
+    what the walks reach: they stop MAX_INLINE calls deep)."""
+    _, inlined_by = _call_graph(model)
+    seen = set(start)
+    queue = list(seen)
+    while queue:
+        unit = queue.pop()
+        for caller in inlined_by.get(unit, ()):
+            if caller not in seen:
+                seen.add(caller)
+                queue.append(caller)
+    return frozenset(seen)
+
+
+def bodies_reaching_uses(model: "SemanticModel", entries: frozenset) -> frozenset:
+    """The bodies whose walk can reach a call of one of `entries` (a use): only they can hold a
+    timeline. Once per set of entries."""
+    memo = model.__dict__.setdefault("_bodies_reaching_uses", {})
+    found = memo.get(entries)
+    if found is None:
+        compiled_by, _ = _call_graph(model)
+        found = memo[entries] = reaching_bodies(model, {u for e in entries for u in compiled_by.get(e, ())})
+    return found
+
+
+def _module_statement_index(model: "SemanticModel") -> tuple[dict, list[int]]:
+    """For the module's own statements: what each may touch -> the positions of the statements
+    (functions they call or make, binding node ids) and the positions of those that leave."""
+    found = model.__dict__.get("_module_statement_index")
+    if found is None:
+        index: dict = {}
+        exits: list[int] = []
+        scope = model.index.scope
+        for i, stmt in enumerate(model.index.module.body):
+            summary = _statement_summary(model, stmt, scope)
+            for key in (*summary.callees, *summary.inlines, *summary.defs, *summary.bound,
+                        *(("attr", a) for a in summary.attrs)):
+                index.setdefault(key, []).append(i)
+            if summary.exits:
+                exits.append(i)
+        found = model.__dict__["_module_statement_index"] = (index, exits)
+    return found
+
+
+def attribute_writers(model: "SemanticModel", attr: str) -> set:
+    """The bodies that assign an attribute named `attr` (`obj.attr = v`, `self.attr += 1`)."""
+    found = model.__dict__.get("_attribute_writers")
+    if found is None:
+        found = {}
+        for node in model.index.parents:
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                unit = _walked_unit(model, model.scope_of(node))
+                for t in targets:
+                    for a in walk(t):
+                        if isinstance(a, cst.Attribute):
+                            found.setdefault(a.attr.value, set()).add(unit)
+        model.__dict__["_attribute_writers"] = found
+    return found.get(attr, set())
+
+
+def module_statements_for(model: "SemanticModel", keys) -> list[cst.CSTNode]:
+    """The module's own statements, in order, that call, make or bind one of `keys` (functions,
+    binding node ids, `("attr", name)` for an attribute assigned), or leave: what a subject's
+    walk of the module cannot skip."""
+    index, exits = _module_statement_index(model)
+    positions = set(exits)
+    for key in keys:
+        positions.update(index.get(key, ()))
+    body = model.index.module.body
+    return [body[i] for i in sorted(positions)]
+
+
+def _inline_candidates(model: "SemanticModel", call: cst.Call, scope: "Scope") -> list[Function]:
+    """The host functions a call may run in place (what _Walker.inline asks: the same memo)."""
+    memo = model.__dict__.setdefault("_inline_targets", {})
+    key = (id(call), id(scope))
+    found = memo.get(key)
+    if found is None:
+        analysis = model.traced_analysis()
+        func = call.func
+        if isinstance(func, cst.Call) and model.qn(func.func, scope) in _eager_transforms():
+            found = [f for f, _ in analysis.callables(positional(func, 0), scope)]
+        else:
+            found = [f for f, _ in analysis.callables(func, scope, direct_only=True)]
+        memo[key] = found
     return found
 
 
@@ -545,6 +751,23 @@ class GlobalName(Subject):
                 return found is not None and found[0] is self.model.index.scope
         return False
 
+    def _rebound_in(self, summary) -> bool:
+        return any(id(b.node) in summary.bound for b in self.bindings)
+
+    def reach(self) -> frozenset:
+        """The bodies a walk for this subject must run: those that reach a use of the entries or
+        a rebinding of the name (its writers), up the calls that run them in place."""
+        found = self.__dict__.get("_reach")
+        if found is None:
+            writers = {_walked_unit(self.model, self.model.scope_of(b.node)) for b in self.bindings}
+            found = self.__dict__["_reach"] = bodies_reaching_uses(self.model, self.entries) | reaching_bodies(
+                self.model, writers)
+        return found
+
+    def touched_by(self, summary) -> bool:
+        return (summary.exits or bool(summary.callees & self.entries) or bool(summary.defs & self.entries)
+                or bool(summary.inlines & self.reach()) or self._rebound_in(summary))
+
     def rebinds(self, node, scope, selfkey) -> Iterator[Event]:
         for b in self.bindings:
             if b.node is node and b.kind not in ("import", "def", "class"):
@@ -574,6 +797,9 @@ class ClosureLocal(Subject):
                 found = self.model.lookup(self.name, scope)
                 return found is not None and found[0] is self.owner
         return False
+
+    def _rebound_in(self, summary) -> bool:
+        return any(id(b.node) in summary.bound for b in self.bindings)
 
     def rebinds(self, node, scope, selfkey) -> Iterator[Event]:
         for b in self.bindings:
@@ -640,6 +866,21 @@ class ObjectAttribute(Subject):
         return any(isinstance(n, cst.Attribute) and n.attr.value == self.attr and self._instance(n.value, scope)
                    and self.object_key(n.value, scope, selfkey) == self.key for n in walk(expr))
 
+    def _rebound_in(self, summary) -> bool:
+        return self.attr in summary.attrs
+
+    def reach(self) -> frozenset:
+        """The bodies that reach a use of the entries or an assignment of the attribute."""
+        found = self.__dict__.get("_reach")
+        if found is None:
+            found = self.__dict__["_reach"] = bodies_reaching_uses(self.model, self.entries) | reaching_bodies(
+                self.model, attribute_writers(self.model, self.attr))
+        return found
+
+    def touched_by(self, summary) -> bool:
+        return (summary.exits or bool(summary.callees & self.entries) or bool(summary.defs & self.entries)
+                or bool(summary.inlines & self.reach()) or self._rebound_in(summary))
+
     def rebinds(self, node, scope, selfkey) -> Iterator[Event]:
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
@@ -679,8 +920,15 @@ class StaticArgumentAttribute(ObjectAttribute):
         return None
 
 
-def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None) -> Timeline | None:
-    return _Walker(subject).run(body, scope, selfkey)
+def run_timeline(subject: Subject, body, scope: "Scope", selfkey=None, whole=None) -> Timeline | None:
+    """The subject's timeline over `body`, if there is one. The walk passes by statements that
+    cannot give the subject an event (their summaries), and `body` may be a selection of the
+    statements of `whole` (jf404's module-level walk): those decide whether there is a timeline;
+    when there is, the walk runs again over `whole` (default `body`), also into the statements
+    whose assignments `derive` notes on the way, for the whole witness."""
+    if _Walker(subject).run(body, scope, selfkey) is None:
+        return None
+    return _Walker(subject, prune=False).run(body if whole is None else whole, scope, selfkey)
 
 
 def host_roots(model: "SemanticModel") -> list[Function]:

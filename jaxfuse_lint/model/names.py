@@ -21,6 +21,9 @@ class NameResolver:
         self.module_scope = module_scope
         self.jax_roots = frozenset(jax_modules) | {"jax"}
         self._qn_cache: dict[tuple[int, int], str | None] = {}
+        # (name, id of the scope that binds it) -> its qualified name: a name imported in many
+        # places of one scope was resolved anew at each read (quadratic in a long module).
+        self._name_qn: dict[tuple[str, int], str | None] = {}
         self._aliases: dict[str, str | None] = {}  # module_alias, per module: asked once per fix
 
     def lookup(self, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
@@ -61,23 +64,30 @@ class NameResolver:
             found = self.lookup(expr.value, scope)
             if found is None:
                 return f"builtins.{expr.value}" if expr.value in _BUILTINS else None
-            _, bindings = found
-            imports = [b for b in bindings if b.kind == "import"]
-            if len(imports) != len(bindings) or not imports:
-                return None
-            names = {b.qualified_name for b in imports}
-            if len(names) != 1:
-                return None
-            qn = names.pop()
-            if not qn or qn.startswith("."):
-                return None
-            return self.canonical(qn)
+            owner, bindings = found
+            key = (expr.value, id(owner))
+            if key not in self._name_qn:
+                self._name_qn[key] = self._imported_name(bindings)
+            return self._name_qn[key]
         if isinstance(expr, cst.Attribute):
             base = self.qualified_name(expr.value, scope)
             if base is None or base.startswith("builtins."):
                 return None
             return f"{base}.{expr.attr.value}"
         return None
+
+    def _imported_name(self, bindings: list[Binding]) -> str | None:
+        """The qualified name a name bound by BINDINGS stands for: one import's, else None."""
+        imports = [b for b in bindings if b.kind == "import"]
+        if len(imports) != len(bindings) or not imports:
+            return None
+        names = {b.qualified_name for b in imports}
+        if len(names) != 1:
+            return None
+        qn = names.pop()
+        if not qn or qn.startswith("."):
+            return None
+        return self.canonical(qn)
 
     def is_jax(self, qn: str | None, *prefixes: str) -> bool:
         return qn is not None and any(qn == p or qn.startswith(p + ".") for p in prefixes)

@@ -228,8 +228,8 @@ class SemanticModel:
         at_end = self.flow.exit_bindings(name, module)
         if not isinstance(top, Function) or top.is_lambda:
             return at_end
-        order = {id(stmt): i for i, stmt in enumerate(self.index.module.body)}
-        uses = [r for r in self.index.reads if r.name.value == top.name]
+        order = self._statement_order()
+        uses = self.index.reads_named(top.name)
         if not uses or any(r.scope is not module for r in uses):
             return at_end  # called from functions too (or never here): when, is not known
         bindings = self.index.scope.bindings.get(name, [])
@@ -245,6 +245,14 @@ class SemanticModel:
             last = max(i for i, _ in before)
             out.extend(b for i, b in before if i == last and b not in out)
         return tuple(out) or at_end
+
+    def _statement_order(self) -> dict[int, int]:
+        """id of each top-level statement -> its position (made once: asked per function, a dict
+        of the whole module each time made a long file's analysis quadratic)."""
+        order = self.__dict__.get("_top_order")
+        if order is None:
+            order = self.__dict__["_top_order"] = {id(stmt): i for i, stmt in enumerate(self.index.module.body)}
+        return order
 
     def _top_statement(self, node: cst.CSTNode, order: dict[int, int]) -> int | None:
         """The position of the module's top-level statement that holds node."""

@@ -38,6 +38,8 @@ class ReportContext:
     # github/gitlab fall back to $GITHUB_WORKSPACE/$CI_PROJECT_DIR).
     root: str | None = None
     color: bool = False
+    # Files an internal error left unchecked: the closing lines name them, never "All checks passed!".
+    unchecked: list[str] = field(default_factory=list)
     # `[tool.jaxfuse-lint.severity]` (core/severity.py): the level formats that have one give a finding.
     severity: tuple[tuple[str, str], ...] = ()
 

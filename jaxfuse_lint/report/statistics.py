@@ -57,7 +57,7 @@ def render_statistics(diagnostics: list[Diagnostic], context: ReportContext, *, 
         lines.append(f"{paint(str(r['count']).rjust(count_w), 'bold')}\t{paint(r['code'].ljust(code_w), 'red')}\t"
                      f"{mark}{r['name']}")
     # The total, and what --fix would do: the same lines as the check's own summary.
-    lines.append(summary_text(diagnostics, context.unsafe_fixes))
+    lines.append(summary_text(diagnostics, context.unsafe_fixes, unchecked=context.unchecked))
     return "\n".join(lines) + "\n"
 
 

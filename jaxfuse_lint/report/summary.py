@@ -4,6 +4,19 @@ from __future__ import annotations
 from jaxfuse_lint.core.diagnostics import Applicability, Diagnostic
 
 
+def unchecked_text(filenames: list[str], limit: int = 10) -> str:
+    """The closing line that names the files an internal error left unchecked (empty: none)."""
+    if not filenames:
+        return ""
+    from jaxfuse_lint.report.paths import display_path
+
+    n = len(filenames)
+    names = ", ".join(display_path(f, None) for f in filenames[:limit])
+    more = f" and {n - limit} more" if n > limit else ""
+    return (f"{n} file{'s' if n != 1 else ''} not checked (an internal error stopped the analysis; see above): "
+            f"{names}{more}")
+
+
 def undecided_text(undecided: list[Diagnostic], listed: bool = False) -> str:
     """"12 not decided: 7 sizes unknown, 3 not shown to be traced, 2 call counts unknown", and what would
     decide them: patterns seen whose findings rest on an assumed premise (the preview tier, off)."""
@@ -27,13 +40,17 @@ def undecided_text(undecided: list[Diagnostic], listed: bool = False) -> str:
 
 
 def summary_text(diagnostics: list[Diagnostic], unsafe: bool, undecided: list[Diagnostic] | None = None,
-                 listed: bool = False) -> str:
+                 listed: bool = False, unchecked: list[str] = ()) -> str:
     """ruff's closing lines: the count, and how many fixes `--fix` (and `--unsafe-fixes`) would apply;
+    the files an internal error left unchecked (`unchecked_text`: never "All checks passed!" then);
     then how many patterns were seen but not decided (`undecided_text`)."""
     more = undecided_text(undecided or [], listed)
+    lost = unchecked_text(list(unchecked))
     if not diagnostics:
-        return "All checks passed!" + (f"\n{more}" if more else "")
-    return _found_text(diagnostics, unsafe) + (f"\n{more}" if more else "")
+        head = lost or "All checks passed!"
+    else:
+        head = _found_text(diagnostics, unsafe) + (f"\n{lost}" if lost else "")
+    return head + (f"\n{more}" if more else "")
 
 
 def undecided_lines(undecided: list[Diagnostic]) -> list[str]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import pathspec
-
+from jaxfuse_lint.core import gitignore
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.parse.notebook import is_notebook
@@ -33,6 +32,9 @@ from jaxfuse_lint.review.diff import (
 )
 
 from jaxfuse_lint.discover.files import is_source  # `include`: notebooks too (review/notebooks.py)
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 def review_payload(review: Review) -> dict[str, Any]:
@@ -74,7 +76,7 @@ def _selected(rel: str, root: str, paths: tuple[str, ...], settings: Settings) -
         relative = Path(absolute).resolve().relative_to(Path(project).resolve()).as_posix()
     except ValueError:
         relative = rel
-    exclude = pathspec.GitIgnoreSpec.from_lines(list(settings.exclude) + list(settings.extend_exclude))
+    exclude = gitignore.spec(list(settings.exclude) + list(settings.extend_exclude))
     return not _excluded(relative, exclude)
 
 

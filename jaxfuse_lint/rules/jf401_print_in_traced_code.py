@@ -205,10 +205,17 @@ def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:
     if not _uses_disable_jit(model):
         return False  # the common case, answered once per module
     entries = compile_entries(model, fn)
+    by_callee = model.__dict__.get("_host_calls_of_compiled")
+    if by_callee is None:  # made once per module: per traced function, every call was asked again
+        by_callee = {}
+        for i, site in enumerate(model.index.calls):
+            if not model.is_traced_scope(site.scope):
+                for callee in compiled_callees(model, site.call, site.scope):
+                    by_callee.setdefault(callee, []).append((i, site))
+        model.__dict__["_host_calls_of_compiled"] = by_callee
+    sites = sorted({i: site for e in entries for i, site in by_callee.get(e, ())}.items(), key=lambda kv: kv[0])
     flags = []
-    for site in model.index.calls:
-        if model.is_traced_scope(site.scope) or not (compiled_callees(model, site.call, site.scope) & entries):
-            continue
+    for _, site in sites:
         flag = _disable_jit_around(model, site.call, site.scope, 0)
         if flag is None:
             return False

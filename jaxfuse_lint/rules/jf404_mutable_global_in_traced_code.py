@@ -1,6 +1,7 @@
 """JF404 mutable-global-in-traced-code."""
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from typing import Iterator
 
@@ -10,8 +11,8 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.call_frequency import call_sites
 from jaxfuse_lint.model.frozen_values import (
-    ClosureLocal, GlobalName, ObjectAttribute, StaticArgumentAttribute, Timeline, compile_entries, compiled_callees,
-    host_roots, run_timeline,
+    ClosureLocal, GlobalName, ObjectAttribute, StaticArgumentAttribute, Timeline, bodies_reaching_uses,
+    compile_entries, compiled_callees, host_roots, module_statements_for, run_timeline,
 )
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, Function, walk
@@ -433,11 +434,19 @@ def _frozen_global(model: SemanticModel, fn: Function, read, bindings: list[Bind
         return None  # bound once at module level: a constant
     ignore = frozenset(w for w in writers if _set_and_restored(model, w, name, bindings))
     subject = GlobalName(model, fn, entries, name=name, bindings=tuple(bindings), ignore=ignore)
-    t = run_timeline(subject, model.module.body, model.index.scope)
+    # Only bodies that reach a call of the compiled function can hold a timeline, and of the
+    # module's own statements only those that call, make or bind what the subject follows (every
+    # global of every staged function walking every body made a long module quadratic).
+    uses = bodies_reaching_uses(model, entries)
+    t = None
+    if model.index.scope in uses:
+        keys = (*entries, *subject.reach(), *(id(b.node) for b in bindings))
+        t = run_timeline(subject, module_statements_for(model, keys), model.index.scope, whole=model.module.body)
     for root in roots:
         if t is not None:
             break
-        t = run_timeline(subject, root.node.body.body, root)
+        if root in uses:
+            t = run_timeline(subject, root.node.body.body, root)
     if t is not None:
         reads, how = _program_reads(model, fn, f"`{name}`", _reads_of(fn, name))
         return Violation(read.name, _timeline_message(model, fn, f"module-level `{name}`", t, how),
@@ -669,14 +678,20 @@ def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[
     if not candidates:
         return
     keys = _used_objects(model, fn, entries, ci)
+    uses = bodies_reaching_uses(model, entries)  # only they can hold a timeline (as for globals)
     for attr, node in candidates.items():
         for key in keys:
             subject = ObjectAttribute(model, fn, entries, cls=ci, attr=attr, key=key)
-            t = run_timeline(subject, model.module.body, model.index.scope)
+            t = None
+            if model.index.scope in uses:
+                keys = (*entries, *subject.reach(), ("attr", attr))
+                t = run_timeline(subject, module_statements_for(model, keys), model.index.scope,
+                                 whole=model.module.body)
             for root in roots:
                 if t is not None:
                     break
-                t = run_timeline(subject, root.node.body.body, root)
+                if root in uses:
+                    t = run_timeline(subject, root.node.body.body, root)
             if t is None:
                 continue
             reads, how = _program_reads(model, fn, f"`{me}.{attr}`", [
@@ -948,8 +963,16 @@ def _set_and_restored(model: SemanticModel, writer: Function, name: str, binding
     return False
 
 
+_TOP_LEVEL: "weakref.WeakKeyDictionary[SemanticModel, dict[cst.CSTNode, int]]" = weakref.WeakKeyDictionary()
+
+
 def _top_level_index(model: SemanticModel) -> dict[cst.CSTNode, int]:
-    return {stmt: i for i, stmt in enumerate(model.module.body)}
+    """Each top-level statement's position, made once per model (per binding of each global
+    read, it made a long file's analysis quadratic)."""
+    index = _TOP_LEVEL.get(model)
+    if index is None:
+        index = _TOP_LEVEL[model] = {stmt: i for i, stmt in enumerate(model.module.body)}
+    return index
 
 
 def _top_level_of(model: SemanticModel, node: cst.CSTNode, top: dict[cst.CSTNode, int]) -> int | None:

@@ -27,6 +27,10 @@ when a new version first writes, the folders of other versions that no run wrote
 day are removed: only folders holding the MARKER file this tool writes into each version
 folder it creates (`cache-dir` may name any folder; what the tool did not create stays).
 
+A cache folder owned by another user (root included: root does not write into a user's cache,
+which that user could then change under root's next run) is not used: the run goes on without
+the cache, and says so on one line. So is a run whose user has no private folder for the key.
+
 The cache never follows a link it did not create (it creates none) and never writes outside
 its own folder: every folder below the cache folder is opened without following links, relative
 to the one above it (core/folders.py), and files are created only where nothing is (a link
@@ -35,8 +39,11 @@ folder itself is reached the same way from the project root (the current directo
 configuration) when it is the default one or a configuration's `cache-dir` (confined to the
 project: core/config.py); only a `--cache-dir` named on the command line is followed as named.
 
-Entries are JSON files written atomically (core/writer.py), behind a line with the SHA-256 of
-the JSON; a missing, unreadable, corrupt (checksum), or malformed entry or record is a miss:
+Entries are JSON files written atomically (core/writer.py), behind a line with an HMAC-SHA256
+of the JSON under a key of the user's own (core/private_folder.py, `user_key`: in the user's
+private folder, which no one else can read or write): an entry someone else wrote or changed (a
+planted message, a row of 10^9, a `cell` on a `.py` file: each with valid types) is a miss,
+never a result. A missing, unreadable, corrupt (checksum), or malformed entry or record is a miss:
 every value is checked for its type where it is decoded (cached_results.entry_is_valid,
 `from_json` of diagnostics, summaries and prescans), so an entry whose checksum was recomputed
 over ill-typed values replays nothing. (Checked by hand: a JSON Schema validator costs its
@@ -63,7 +70,8 @@ from jaxfuse_lint.core.fingerprint import source_fingerprint
 from jaxfuse_lint.core.folders import LinkInPath, open_folder, walk
 
 DEFAULT_DIR = ".jaxfuse_lint_cache"
-FORMAT = 3  # 3: a SHA-256 line before each entry's JSON
+FORMAT = 4  # 3: a SHA-256 line before each entry's JSON; 4: an HMAC-SHA256 under the user's key
+KEY_NAME = "cache.key"  # the key's name in the user's private folder
 # The cache folders of other versions of the tool are removed when no run wrote to them for
 # this long (checked when a new version first writes).
 PRUNE_AFTER_S = 24 * 3600
@@ -81,6 +89,24 @@ class RecordedFile(NamedTuple):
 class RunRecord(NamedTuple):
     stat_time_ns: int  # when the run started taking signatures (time.time_ns)
     files: list[RecordedFile]
+
+
+class NotOurs(OSError):
+    """The cache folder, or the key that signs its entries, is not this user's."""
+
+
+@lru_cache(maxsize=1)
+def user_key() -> bytes | None:
+    """The user's key for the cache's HMACs (None: no private folder to keep one in)."""
+    from jaxfuse_lint.core.private_folder import user_key as private_key
+
+    return private_key(KEY_NAME)
+
+
+def _signature(key: bytes, body: bytes) -> bytes:
+    import hmac
+
+    return hmac.new(key, body, hashlib.sha256).hexdigest().encode()
 
 
 @lru_cache(maxsize=1)
@@ -173,7 +199,16 @@ class Cache:
 
     # -- the folders, opened without following links ------------------------------------------------------
     def _open_root(self, create: bool) -> tuple[int, bool]:
-        """A handle of the cache folder, and whether this call made it."""
+        """A handle of the cache folder, and whether this call made it. NotOurs when another user
+        owns it."""
+        fd, created = self._open_root_as_is(create)
+        owner = os.fstat(fd).st_uid
+        if owner != os.geteuid():
+            os.close(fd)
+            raise NotOurs(0, f"owned by another user (uid {owner}), not used")
+        return fd, created
+
+    def _open_root_as_is(self, create: bool) -> tuple[int, bool]:
         if self.within is None:
             try:
                 return open_folder(self.root), False
@@ -204,7 +239,11 @@ class Cache:
 
     def _read(self, parts: tuple[str, ...], name: str) -> dict[str, Any] | None:
         """An entry this version wrote (None: missing, unreadable, damaged, or another format).
-        Its first line is the SHA-256 of the rest: a flipped byte is a miss, never a result."""
+        Its first line is the HMAC of the rest under the user's key: a flipped byte, or an entry
+        another user wrote, is a miss, never a result."""
+        key = user_key()
+        if key is None:
+            return None
         try:
             folder = self._folder(parts)
             try:
@@ -214,7 +253,9 @@ class Cache:
             with os.fdopen(fd, "rb") as fh:
                 raw = fh.read()
             digest, _, body = raw.partition(b"\n")
-            if hashlib.sha256(body).hexdigest().encode() != digest:
+            import hmac
+
+            if not hmac.compare_digest(_signature(key, body), digest):
                 return None
             data = json.loads(body)
         except (OSError, ValueError, RecursionError):
@@ -226,11 +267,18 @@ class Cache:
             return
         from jaxfuse_lint.core.writer import replace_in  # writing is the exception on a warm run
 
+        key = user_key()
+        if key is None:
+            from jaxfuse_lint.core.private_folder import user_folder
+
+            self.error = (f"{self.root}: cannot use the cache (no private folder for its key: {user_folder()}); "
+                          "continuing without it")
+            return
         try:
             # dumps, not dump: dump streams through json's pure-Python encoder (40 ms for the
             # record of flax's run, against 4 ms for the C encoder of dumps).
             body = json.dumps(entry, separators=(",", ":")).encode()
-            text = hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+            text = _signature(key, body) + b"\n" + body
             self._prepare()
             folder = self._folder(parts, create=True)
             try:
@@ -240,6 +288,9 @@ class Cache:
         except (OSError, TypeError, ValueError) as exc:
             if isinstance(exc, LinkInPath):
                 reason = f"{exc.filename} is {exc.strerror}, not followed"
+            elif isinstance(exc, NotOurs):
+                self.error = f"{self.root}: cannot use the cache ({exc.strerror}); continuing without it"
+                return
             else:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.error = f"{self.root}: cannot write the cache ({reason}); continuing without it"

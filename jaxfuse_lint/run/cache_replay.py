@@ -33,6 +33,8 @@ class CacheReplay(RunState):
     def _store(self, st: FileState) -> None:
         if self.cache is None or st.key is None or st.result is None or self.mode != "check":
             return
+        if st.internal_error:
+            return  # not a result to replay: the next run analyses it again (a timeout may not recur)
         summary = self.project.summaries.get(st.index)
         pre = self.project.files[st.index].prescan
         entry = {
@@ -55,7 +57,7 @@ class CacheReplay(RunState):
 
         record = []
         for st in self.states:
-            if st.key is None or st.result is None or st.status != DONE:
+            if st.key is None or st.result is None or st.status != DONE or st.internal_error:
                 return
             record.append(RecordedFile(st.filename, st.key, result_to_json(st.result), st.signature, st.module))
         self.cache.store_run(self._run_key(), RunRecord(self.stat_time_ns, record))

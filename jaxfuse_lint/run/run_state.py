@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.file_identity import FileIdentity
 from jaxfuse_lint.discover.source_bytes import read_identified_source
-from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome
+from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome, leaves_unchecked
 from jaxfuse_lint.run.pool import Pool, default_jobs
 
 
@@ -43,6 +43,11 @@ class FileState:
     result: FileResult | None = None
     outcome: FixOutcome | None = None
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def internal_error(self) -> bool:
+        """An internal error kept the file from being checked, wholly or in part."""
+        return any(leaves_unchecked(e) for e in self.errors)
 
 
 class RunState:

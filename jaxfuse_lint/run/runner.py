@@ -21,7 +21,9 @@ The run, for `check` and `--fix` alike:
 
 A worker that dies (a crash in the native parser) or runs past the per-file time limit is
 replaced; that file gets a JF000 diagnostic when CPython also rejects it, else a one-line
-internal error, and the run goes on. Nothing here writes source files.
+internal error, and the run goes on; a file an internal error left unchecked is named in
+`RunResult.unchecked` (the command fails), and its result is never cached: the next run
+analyses it again. Nothing here writes source files.
 
 Here: the entry points (`check_files`, `fix_files`, `RunResult`) and the main loop. Steps 1
 and 2 are reading.py (with cache_replay.py: the run's record and the cache entries), step 3
@@ -60,6 +62,9 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
     # What each file read was when it was read (a file is written back only while it still is).
     identities: dict[str, FileIdentity] = field(default_factory=dict)
+    # Files an internal error kept from being checked, wholly or in part (a crash, a timeout, a
+    # rule that failed): the run fails, and names them (pipeline.leaves_unchecked).
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -132,6 +137,8 @@ class _Run(Reading, Scheduling):
         run.stats["analysed_files"] = sum(1 for st in self.states if st.analysed)
         for st in self.states:
             run.errors.extend(st.errors)
+            if st.internal_error:
+                run.unchecked.append(st.filename)
             if st.identity is not None:
                 run.identities[st.filename] = st.identity
             if st.result is None:
@@ -156,8 +163,8 @@ class _Run(Reading, Scheduling):
 
 def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: bool = False,
          jobs: int | None = None, use_cache: bool = False, progress=None,
-         timeout: float = FILE_TIMEOUT) -> RunResult:
-    run = _Run(files, settings, mode, unsafe, jobs, use_cache, progress, timeout)
+         timeout: float | None = None) -> RunResult:
+    run = _Run(files, settings, mode, unsafe, jobs, use_cache, progress, FILE_TIMEOUT if timeout is None else timeout)
     try:
         run.prepare()
         if not run.replayed:
@@ -170,13 +177,13 @@ def _run(files: Iterable[Path | str], settings: Settings, mode: str, *, unsafe: 
 
 
 def check_files(files: Iterable[Path | str], settings: Settings, *, jobs: int | None = None,
-                use_cache: bool = False, progress=None, timeout: float = FILE_TIMEOUT) -> RunResult:
+                use_cache: bool = False, progress=None, timeout: float | None = None) -> RunResult:
     """Check files. `jobs`: worker processes (default: one per core); `use_cache`: read and
     write the cache (the command line's default); `progress`: a Progress (progress.py)."""
     return _run(files, settings, "check", jobs=jobs, use_cache=use_cache, progress=progress, timeout=timeout)
 
 
 def fix_files(files: Iterable[Path | str], settings: Settings, *, unsafe: bool, jobs: int | None = None,
-              progress=None, timeout: float = FILE_TIMEOUT) -> RunResult:
+              progress=None, timeout: float | None = None) -> RunResult:
     """Fix every file in memory; nothing is written here (the caller writes, or prints a diff)."""
     return _run(files, settings, "fix", unsafe=unsafe, jobs=jobs, progress=progress, timeout=timeout)

@@ -15,7 +15,7 @@ from jaxfuse_lint.core.config import Settings
 from jaxfuse_lint.core.diagnostics import Diagnostic
 from jaxfuse_lint.engine.pipeline import FileResult, FixOutcome, check_source, decode, fix_source
 from jaxfuse_lint.parse.grammar import cpython_reads
-from jaxfuse_lint.parse.parser_guard import parse_guard_text
+from jaxfuse_lint.parse.parser_guard import cpython_rejects, parse_guard_text
 from jaxfuse_lint.parse.syntax_errors import syntax_error_diagnostic
 from jaxfuse_lint.project.summary import summarize
 
@@ -93,14 +93,18 @@ def analyse(task: Task, settings: Settings) -> Reply:
     try:
         outcome = fix_source(task.data, task.filename, settings, unsafe=task.unsafe,
                              external_traced=external, model_hook=hook)
-    except Exception as exc:  # unparsable: JF000, and the file is left alone
+    except Exception as exc:  # the file is left alone
         text = None
         try:
             text = decode(task.data)[0]
         except Exception:
             pass
-        reply.result = FileResult(task.filename, [syntax_error_diagnostic(task.filename, exc, text,
-                                                                          cpython=cpython_reads(settings))])
+        if isinstance(exc, SyntaxError) or (text is not None and cpython_rejects(text, task.filename) is not None):
+            reply.result = FileResult(task.filename, [syntax_error_diagnostic(task.filename, exc, text,
+                                                                              cpython=cpython_reads(settings))])
+        else:  # fix_source reports what does not parse itself: anything else is a bug, not the file's
+            reply.result = FileResult(task.filename, errors=[
+                f"{task.filename}: internal error: {type(exc).__name__}: {exc}"])
         return reply
     reply.outcome = outcome
     return reply
