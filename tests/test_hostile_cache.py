@@ -254,18 +254,20 @@ def test_an_entry_another_user_wrote_is_not_replayed(project, monkeypatch, key):
 
 
 def test_the_key_is_the_users_own(tmp_path, monkeypatch):
-    """Made once, 0600, in the user's private folder; a key file someone else could read or
-    that is a link is no key: the run goes on without the cache and says so once."""
-    from jaxfuse_lint.core.private_folder import KEY_BYTES, user_folder
+    """Made once, 0600, in the user's cache folder (it outlives a reboot); a key file someone else
+    could read or that is a link is no key: the run goes on without the cache and says so once."""
+    from jaxfuse_lint.core.private_folder import KEY_BYTES, key_folder
     from jaxfuse_lint.run import cache as cache_module
 
     (tmp_path / "run").mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
     cache_module.user_key.cache_clear()
     try:
         key = cache_module.user_key()
         assert key is not None and len(key) == KEY_BYTES
-        path = Path(user_folder()) / cache_module.KEY_NAME
+        path = Path(key_folder()) / cache_module.KEY_NAME
+        assert (path.parent.stat().st_mode & 0o777) == 0o700
         assert path.stat().st_mode & 0o777 == 0o600
         cache_module.user_key.cache_clear()
         assert cache_module.user_key() == key  # the same key on the next run
@@ -279,7 +281,7 @@ def test_the_key_is_the_users_own(tmp_path, monkeypatch):
         assert result.exit_code == 1 and "JF201" in result.output
         said = [line for line in result.output.splitlines() if "cache" in line]
         assert said == [f"jaxfuse-lint: .jaxfuse_lint_cache: cannot use the cache (no private folder for its key: "
-                        f"{user_folder()}); continuing without it"]
+                        f"{key_folder()} or {tmp_path / 'run'}/jaxfuse-lint-{os.getuid()}); continuing without it"]
     finally:
         cache_module.user_key.cache_clear()
 

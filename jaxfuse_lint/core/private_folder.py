@@ -3,7 +3,8 @@
 
 What must not be made, or re-made, by another user lives in it: the daemon's sockets, the
 folder `record` puts on the recorded command's PYTHONPATH, and the key that binds the cache's
-entries to the user who wrote them (`user_key`). No one else can create a name in
+entries to the user who wrote them (`user_key`, kept instead in `key_folder()`, the user's
+cache folder, where there is one: it survives a reboot). No one else can create a name in
 it, so a folder of it that was removed stays removed for everyone else: a process that
 outlives `record` and still has the removed folder on its PYTHONPATH finds nothing there,
 where in a world-writable `/tmp` anyone could have re-created it with a `sitecustomize.py`.
@@ -24,6 +25,17 @@ def user_folder() -> str:
     return os.path.join(base, f"jaxfuse-lint-{os.getuid()}")
 
 
+def key_folder() -> str | None:
+    """Where keys outlive a reboot: `$XDG_CACHE_HOME/jaxfuse-lint` (else `~/.cache/jaxfuse-lint`), a
+    folder of the user's own home, mode 0700 (a run folder under `/tmp` or `$XDG_RUNTIME_DIR` is
+    emptied at boot or logout: the cache's entries would all be misses once a key is remade). None
+    without a home."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base) or base.startswith("~"):
+        return None
+    return os.path.join(base, "jaxfuse-lint")
+
+
 def is_private(path: str, create: bool) -> bool:
     """The folder exists (or was made), is the user's own, is not a link, and no one else may
     enter it."""
@@ -39,14 +51,19 @@ def is_private(path: str, create: bool) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
+def key_folders() -> list[str]:
+    """Where `user_key` keeps keys, first choice first."""
+    return [f for f in (key_folder(), user_folder()) if f is not None]
+
+
 def user_key(name: str) -> bytes | None:
     """A secret of the user's own, KEY_BYTES random bytes kept in the private folder as NAME
     (made on first use, mode 0600): no other user can read it or put another there. None when
     there is no private folder, or what is there is not such a key."""
     import secrets  # not at the top: the daemon's client imports this module on every run
 
-    folder = user_folder()
-    if not is_private(folder, create=True):
+    folder = next((f for f in key_folders() if is_private(f, create=True)), None)
+    if folder is None:
         return None
     path = os.path.join(folder, name)
     try:

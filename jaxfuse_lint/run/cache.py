@@ -269,10 +269,10 @@ class Cache:
 
         key = user_key()
         if key is None:
-            from jaxfuse_lint.core.private_folder import user_folder
+            from jaxfuse_lint.core.private_folder import key_folders
 
-            self.error = (f"{self.root}: cannot use the cache (no private folder for its key: {user_folder()}); "
-                          "continuing without it")
+            self.error = (f"{self.root}: cannot use the cache (no private folder for its key: "
+                          f"{' or '.join(key_folders())}); continuing without it")
             return
         try:
             # dumps, not dump: dump streams through json's pure-Python encoder (40 ms for the
