@@ -268,6 +268,14 @@ ARRAY_ANNOTATION_ROOTS = ("jaxtyping.",)  # `Float[Array, "n"]`, `Shaped[Array, 
 # (`TrainState.create(apply_fn=model.apply)`, then `state.apply_fn(...)` in the step).
 FORWARDED_ATTRIBUTES = frozenset({"apply_fn", "apply", "model_fn", "forward_fn", "loss_fn"})
 
+# Multiple dispatch: several defs (overloads) under one name, each decorated with the dispatcher;
+# a call of the name runs the overload its arguments' types select, so every overload is a
+# function the call may run (`@plum.dispatch def simplify(op: Rotate)`, `... (op: Scale)`).
+# `functools.singledispatch` registers its overloads with `@base.register` instead.
+DISPATCHERS = frozenset({"plum.dispatch", "multipledispatch.dispatch", "functools.singledispatch"})
+# Classes whose instances dispatch like the decorators above (`dispatch = plum.Dispatcher()`).
+DISPATCHER_CLASSES = frozenset({"plum.Dispatcher", "multipledispatch.Dispatcher"})
+
 
 def frameworks() -> tuple[str, ...]:
     """The top-level packages of the routes' frameworks besides jax (`flax`, `haiku`...)."""

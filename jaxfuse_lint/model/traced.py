@@ -20,7 +20,8 @@ from jaxfuse_lint.model.premises import LineOf, MessagePart
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Function as _Function
-from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES, WRAPPED_BODY_PHRASE, route
+from jaxfuse_lint.model.routes import (DISPATCHER_CLASSES, DISPATCHERS, FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES,
+                                       WRAPPED_BODY_PHRASE, route)
 from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ def _unbound_call(fn: "Function", call: cst.Call) -> bool:
     """`Cls.method(obj, x)`: the instance is passed explicitly (every other call of a method,
     `obj.method(x)`, `obj(x)`, `self.layer(x)`, binds it)."""
     func = call.func
+    if fn.is_classmethod:
+        return False  # `Cls.make(x)`: the class is bound to `cls`
     return (fn.cls is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
             and func.value.value == fn.cls.name)
 
@@ -581,7 +584,7 @@ class TracedAnalysis:
                 fn = m.function_named(expr.value, scope)
                 fns = [fn] if fn is not None else []
             if fns:
-                for fn in fns:
+                for fn in self.overloads(fns):
                     yield fn, False
                 return
             # `kernel = functools.partial(body, ...)` or `kernel = body_a if c else body_b` (in
@@ -659,6 +662,68 @@ class TracedAnalysis:
             fqn = m.qn(expr.func, scope)
             if fqn in TRANSFORMS:
                 yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
+
+    def overloads(self, fns: list["Function"]) -> list["Function"]:
+        """fns with the other overloads of a multiple-dispatch function among them: a call of the name
+        runs whichever overload the arguments' types select (routes.DISPATCHERS)."""
+        out = list(fns)
+        for fn in fns:
+            for other in self._overloads_of(fn):
+                if other not in out:
+                    out.append(other)
+        return out
+
+    def _overloads_of(self, fn: "Function") -> list["Function"]:
+        memo = self.__dict__.setdefault("_overloads", {})
+        found = memo.get(id(fn))
+        if found is not None:
+            return found
+        m = self.model
+        found = memo[id(fn)] = []
+        kind = self._dispatch_kind(fn)
+        if kind is None or fn.parent is None:
+            return found
+        base = kind if isinstance(kind, _Function) else fn
+        if kind == "dispatch":
+            # Overloads by name: the defs of this name in the same scope, each under a dispatcher.
+            for b in fn.parent.bindings.get(fn.name, []):
+                other = b.function
+                if other is not None and other is not fn and self._dispatch_kind(other) == "dispatch":
+                    found.append(other)
+        # `functools.singledispatch`: the base and every `@base.register`ed function.
+        if base is not fn:
+            found.append(base)
+        for other in m.index.functions:
+            if other is not fn and other not in found and self._dispatch_kind(other) is base:
+                found.append(other)
+        return found
+
+    def _dispatch_kind(self, fn: "Function") -> "str | Function | None":
+        """"dispatch" for an overload of a dispatcher decorator (`@plum.dispatch`, `@dispatch(int)`
+        with `dispatch = plum.Dispatcher()`), the base function of a `@base.register`ed overload
+        (`functools.singledispatch`), the function itself for such a base; None otherwise."""
+        m = self.model
+        if not isinstance(fn.node, cst.FunctionDef):
+            return None
+        scope = fn.parent or m.index.scope
+        for d in fn.node.decorators:
+            e = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            qn = m.qn(e, scope)
+            if qn == "functools.singledispatch":
+                return fn
+            if qn in DISPATCHERS:
+                return "dispatch"
+            if isinstance(e, cst.Name):
+                found = m.lookup(e.value, scope)
+                if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" \
+                        and isinstance(found[1][0].value, cst.Call) \
+                        and m.qn(found[1][0].value.func, found[0]) in DISPATCHER_CLASSES:
+                    return "dispatch"
+            if isinstance(e, cst.Attribute) and e.attr.value == "register" and isinstance(e.value, cst.Name):
+                base = m.function_named(e.value.value, scope)
+                if base is not None and base is not fn and self._dispatch_kind(base) is base:
+                    return base
+        return None
 
     def _attribute_callables(self, expr: cst.Attribute, scope: "Scope", depth: int) -> Iterator[tuple["Function", bool]]:
         m = self.model

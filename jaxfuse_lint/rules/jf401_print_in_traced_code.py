@@ -157,7 +157,10 @@ class PrintInTracedCode(Rule):
             scope: Scope = site.scope
             if not isinstance(scope, Function) or not model.is_traced(scope):
                 continue
-            if model.qn(site.call.func, scope) != "builtins.print" or not st.is_staged(scope, batching=True):
+            if model.qn(site.call.func, scope) != "builtins.print":
+                continue
+            if not st.is_staged(scope, batching=True):
+                yield from _differentiated_print(model, site.call, scope)
                 continue
             traced = [v for v in printed_values(site.call) if staged_values(model).kind(v, scope) is Kind.TRACED]
             if not traced:
@@ -192,6 +195,36 @@ class PrintInTracedCode(Rule):
                 data={"call": site.call, "scope": scope, "traced": traced},
                 premises=(runs, value),
             )
+
+
+def _differentiated_print(model: SemanticModel, call: cst.Call, fn: Function) -> Iterator[Violation]:
+    """`print(loss)` in a function an eager `jax.grad` runs (not staged: it prints on every call):
+    a value carrying the differentiated argument's tangent is a JVP tracer there, and `print` shows
+    the tracer (`GradTracer(primal=..., typeof(tangent)=...)`, jax 0.10), not the number;
+    `jax.debug.print` shows the value."""
+    tp = traced_premise(model)
+    if not tp.differentiated_params(fn):
+        return
+    found = [(v, tp.differentiated_premise(v, fn)) for v in printed_values(call)]
+    found = [(v, p) for v, p in found if p is not None]
+    if not found:
+        return
+    runs = evidence(model).premise(fn, call, raises=False)
+    if runs is None:
+        return
+    value, (premise, name, reason) = found[0]
+    shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v, _ in found[:3])
+    yield Violation(
+        call,
+        message(
+            f"`print` shows {shown} as a tracer, not as a number: `{fn.display_name}` is differentiated (",
+            *reason_parts(reason),
+            f") and the value carries the tangent of `{name}`, so it is a JVP tracer "
+            "(`GradTracer(primal=..., ...)`); use `jax.debug.print`, which prints the value",
+        ),
+        data={"call": call, "scope": fn, "traced": [v for v, _ in found]},
+        premises=(runs, premise),
+    )
 
 
 def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:

@@ -14,7 +14,7 @@ from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
-from jaxfuse_lint.model.premises import proven
+from jaxfuse_lint.model.shape_arithmetic import sink_arguments
 from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -40,7 +40,13 @@ _ADVICE = {
     "range": ("`range(...)`", "use `lax.fori_loop(...)` (or `lax.scan`)"),
     "max": ("`max(...)`", "use `jnp.maximum(...)`"),
     "min": ("`min(...)`", "use `jnp.minimum(...)`"),
+    "item": ("`.item()`", "keep the value an array (return or use it as it is)"),
+    "shape": ("a size argument", "shapes must be static Python ints under a trace: derive it from static "
+                                    "values (`x.shape`, a static argument), or use a fixed maximum size and a mask"),
+    "tolist": ("`.tolist()`", "keep the value an array"),
 }
+# Array methods that return a Python value: on a tracer they raise a concretization error.
+_CONVERTING_METHODS = frozenset({"item", "tolist"})
 _CONVERSIONS = {"builtins.bool": "bool", "builtins.int": "int", "builtins.float": "float",
                 "builtins.complex": "complex", "builtins.range": "range", "builtins.max": "max",
                 "builtins.min": "min"}
@@ -267,8 +273,17 @@ class _Checker:
 
     def function(self, fn: Function) -> Iterator[Violation]:
         flagged: set[cst.CSTNode] = set()
+        shapes: dict[int, list] = {}
+        for label, call, arg in sink_arguments(self.model, fn):
+            if isinstance(call, cst.Call) and self.model.qn(call.func, fn) not in _CONVERSIONS:
+                shapes.setdefault(id(call), []).append((label, arg))
+        labels: dict[int, str] = {}
         for node in own_nodes(fn):
-            for context, expr, truthiness in self._contexts(node, fn):
+            contexts = list(self._contexts(node, fn))
+            for label, arg in shapes.get(id(node), ()):
+                contexts.append(("shape", arg, False))  # `jnp.zeros((n,))`, `random.randint(k, (n,), ...)`
+                labels[id(arg)] = label
+            for context, expr, truthiness in contexts:
                 probe = _first_pair_operands(expr) if context == "chain" else (expr,)
                 probe = next((p for p in probe if self.traced(p, fn)), None)
                 if probe is None:
@@ -279,12 +294,14 @@ class _Checker:
                     continue
                 # The code runs under a trace on a route that runs (model/evidence.py): not host code
                 # behind a tracer guard, not a dead `is None` branch, not a demonstration of the error.
+                if context == "shape" and not self.roots(probe, fn):
+                    continue  # `jnp.prod(x.shape)` as a shape: static shape arithmetic, JF405's
                 runs = self.evidence.premise(fn, expr, raises=True)
                 traced = self.premise.premise(probe, fn)
                 if runs is None or traced is None:
                     continue
                 flagged.add(expr)
-                yield self._violation(fn, context, expr).with_premises(runs, traced)
+                yield self._violation(fn, context, expr, labels.get(id(expr))).with_premises(runs, traced)
 
     def differentiated(self, fn: Function) -> Iterator[Violation]:
         """Under an eager `jax.grad` (values concrete, not staged), control flow and `int()` see the
@@ -300,17 +317,13 @@ class _Checker:
             if which not in ("float", "complex") or not args:
                 continue
             expr = args[0].value
-            found = self.premise.differentiated(expr, fn)
+            found = self.premise.differentiated_premise(expr, fn)
             if found is None:
                 continue
             runs = self.evidence.premise(fn, expr, raises=True)
             if runs is None:
                 continue
-            name, reason = found
-            via = f"`{name}` is" if isinstance(expr, cst.Name) and expr.value == name else f"computed from `{name}`,"
-            traced = proven("traced", f"`{code_of(self.model, expr, 40)}`", "differentiated-argument",
-                            f"{via} the differentiated argument of `{fn.display_name}` (", *reason_parts(reason),
-                            "): a tracer carrying its tangent")
+            traced, name, reason = found
             what = _ADVICE[which][0]
             depends = "is" if isinstance(expr, cst.Name) and expr.value == name else f"depends on `{name}`,"
             yield Violation(
@@ -346,6 +359,10 @@ class _Checker:
         elif isinstance(node, cst.Comparison) and len(node.comparisons) > 1 and _first_pair_operands(node):
             yield "chain", node, False  # `0 < x < 1` is `(0 < x) and (x < 1)`: bool() of the first
         elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONVERTING_METHODS \
+                    and not node.args and m.qn(node.func, fn) is None:
+                yield node.func.attr.value, node.func.value, False  # `x.item()`: a Python scalar of x
+                return
             which = _CONVERSIONS.get(m.qn(node.func, fn) or "")
             if which is None:
                 return
@@ -475,8 +492,10 @@ class _Checker:
         return False
 
     # -- the message ------------------------------------------------------------------------------
-    def _violation(self, fn: Function, context: str, expr: cst.CSTNode) -> Violation:
+    def _violation(self, fn: Function, context: str, expr: cst.CSTNode, label: str | None = None) -> Violation:
         what, advice = _ADVICE[context]
+        if label is not None:
+            what = f"{label}'s size argument"
         roots = self.roots(expr, fn)
         reason = self.model.trace_reason(fn)
         if roots:

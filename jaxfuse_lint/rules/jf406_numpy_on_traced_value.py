@@ -172,7 +172,10 @@ class NumpyOnTracedValue(Rule):
             if not isinstance(scope, Function) or not model.is_traced(scope):
                 continue
             qn = model.qn(site.call.func, scope)
-            if qn not in CONVERTING or not st.is_staged(scope, batching=True):
+            if qn not in CONVERTING:
+                continue
+            if not st.is_staged(scope, batching=True):
+                yield from self._differentiated(model, site.call, scope, qn)
                 continue
             if host.runs_on_host(scope) or host.at_compile_time(site.call, scope):
                 continue
@@ -218,6 +221,46 @@ class NumpyOnTracedValue(Rule):
                 no_fix=no_fix, premises=(runs, value),
             )
         yield from self._indexing(model)
+
+    def _differentiated(self, model: SemanticModel, call: cst.Call, fn: Function, qn: str) -> Iterator[Violation]:
+        """`np.sin(x)` in a function an eager `jax.grad` runs: the differentiated argument (and what
+        is computed from it by differentiable operations) is a JVP tracer even for concrete inputs,
+        and NumPy's conversion of it raises `TracerArrayConversionError` (jax#16404)."""
+        tp = traced_premise(model)
+        if not tp.differentiated_params(fn) or model.host_code.runs_on_host(fn):
+            return
+        found = next((p for a in call.args
+                      if not a.star and (a.keyword is None or a.keyword.value not in _OPTIONS)
+                      and (p := tp.differentiated_premise(a.value, fn)) is not None), None)
+        if found is None:
+            return
+        runs = evidence(model).premise(fn, call, raises=True)
+        if runs is None:
+            return
+        premise, name, reason = found
+        jnp_name = qn[len("numpy."):]
+        written = code_of(model, call.func, 40)
+        parts: tuple = (
+            f"`{written}` converts its argument to a NumPy array, but it carries the tangent of `{name}`, the "
+            f"argument differentiated where `{fn.display_name}` is ", *reason_parts(reason),
+            ": under differentiation it is a tracer even for concrete inputs, and this raises "
+            "`TracerArrayConversionError`",
+        )
+        no_fix = None
+        if qn in NO_JNP:
+            parts += ("; use `jnp.asarray`",)
+            no_fix = "no jax.numpy namesake"
+        else:
+            parts += (f"; use `jnp.{jnp_name}`",)
+        # Every call runs under the transform where it decorates fn: the NumPy call always raised.
+        always = reason.kind == "decorator"
+        yield Violation(
+            call,
+            message(*parts),
+            data={"call": call, "func": call.func, "scope": fn, "qualified": qn, "jnp": jnp_name,
+                  "fixable": no_fix is None, "always_raised": always},
+            no_fix=no_fix, premises=(runs, premise),
+        )
 
     def _indexing(self, model: SemanticModel) -> Iterator[Violation]:
         """`TABLE[i]` with TABLE a NumPy array and i a tracer: NumPy converts the index
