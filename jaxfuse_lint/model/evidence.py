@@ -38,6 +38,7 @@ from jaxfuse_lint.model.route_calls import SAME_SIGNATURE, decorator_func, route
 from jaxfuse_lint.model.routes import ROUTES
 from jaxfuse_lint.model.runtime_facts import runs_traced_from_run
 from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.traced import keyword, positional, reason_parts
 from jaxfuse_lint.model.values import Kind
 
@@ -211,7 +212,11 @@ class Evidence:
         self._active.add(key)
         cycles = self._cycles
         try:
-            result = _best(_citing(self.reason_route(fn, r, raises), r) for r in self.model.traced.reasons.get(fn, ()))
+            # The routes that stage fn first: the premise cites the route the hazard happens on (a jitted
+            # step calling `opt.update`, not the optax record that holds the function).
+            st = staging(self.model)
+            reasons = sorted(self.model.traced.reasons.get(fn, ()), key=lambda r: not st.reason_is_staged(r, True))
+            result = _best(_citing(self.reason_route(fn, r, raises), r) for r in reasons)
         finally:
             self._active.discard(key)
         if self._cycles == cycles or not self._active or result.status == SHOWN:

@@ -762,6 +762,12 @@ class TracedAnalysis:
                 yield from self._held_callables(ci, attr, depth)
                 return
             # `self.apply_fn(...)` set from a constructor argument: see below.
+        # `opt.update` where `opt = optax.GradientTransformation(init_fn, update_fn)`, or `opt = momo()`
+        # whose every return builds one: the function in the slot of that name.
+        fields = self._fields(expr.value, scope, attr, depth)
+        if fields:
+            yield from fields
+            return
         # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
         wrapped, offset = self._wrapped(expr.value, scope, attr, depth)
         if wrapped:
@@ -836,6 +842,44 @@ class TracedAnalysis:
                 continue
             return [fn for fn, _ in self.callables(positional(value, 0), owner, depth=depth + 1)], offsets[attr] + adjust
         return [], None
+
+    def _fields(self, expr: cst.BaseExpression, scope: "Scope", attr: str, depth: int) -> list[tuple["Function", bool]]:
+        """The functions attribute `attr` of the record a driver with fields builds
+        (`optax.GradientTransformation(init_fn, update_fn).update` runs update_fn), through names
+        bound once and the module's factory functions every return of which builds such a record."""
+        m = self.model
+        value: cst.BaseExpression | None = expr
+        owner = scope
+        for _ in range(6):
+            if isinstance(value, cst.Name):
+                found = m.lookup(value.value, owner)
+                if found is None or len(found[1]) != 1 or found[1][0].kind not in ("assign", "annassign") \
+                        or found[1][0].index is not None or found[1][0].value is None:
+                    return []
+                owner, value = found[0], found[1][0].value
+                continue
+            break
+        if not isinstance(value, cst.Call) or depth > 8:
+            return []
+        r = route(m.qn(value.func, owner))
+        if r is not None and r.fields:
+            slot = next(((pos, kw) for pos, kw in r.slots if kw == attr), None)
+            if slot is None or any(a.star for a in value.args):
+                return []
+            arg = keyword(value, attr) or (positional(value, slot[0]) if slot[0] is not None else None)
+            return list(self.callables(arg, owner, depth=depth + 1))
+        if r is not None or not isinstance(value.func, cst.Name):
+            return []
+        factory = m.function_named(value.func.value, owner)
+        if factory is None or factory.is_lambda or not factory.returns:
+            return []
+        out: list[tuple["Function", bool]] = []
+        for ret in factory.returns:
+            found = self._fields(ret, factory, attr, depth + 1)
+            if not found:
+                return []  # a return that builds something else: not known
+            out.extend(f for f in found if f not in out)
+        return out
 
     def _forwarded_values(self, attr: str) -> list[cst.BaseExpression]:
         """Values the module hands on under the name `attr`: `create(apply_fn=model.apply)`,

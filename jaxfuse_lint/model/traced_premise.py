@@ -318,7 +318,11 @@ def _cached(model: "StagingView", fn: Function) -> bool:
 
 def _keyed_sources(values: StagedValues, node: cst.CSTNode, scope: "Scope") -> list | None:
     """For `d["step"]` where the code shows what d holds under that key (not a traced pytree's item):
-    the values it may be (`ValueAnalysis.keyed_kind`); None otherwise."""
+    the values it may be (`ValueAnalysis.keyed_kind`); for `state.count` of a record the code builds,
+    the value it was built with; None otherwise."""
+    if isinstance(node, cst.Attribute):
+        source = values.field_source(node, scope)
+        return [source] if source is not None else None
     if not isinstance(node, cst.Subscript):
         return None
     key = literal_key(node)

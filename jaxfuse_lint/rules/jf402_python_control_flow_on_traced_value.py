@@ -16,7 +16,7 @@ from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEP
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.shape_arithmetic import sink_arguments
 from jaxfuse_lint.model.traced_premise import traced_premise
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
 # What each construct needs from its operand, and what to write instead.
@@ -497,7 +497,7 @@ class _Checker:
         if label is not None:
             what = f"{label}'s size argument"
         roots = self.roots(expr, fn)
-        reason = self.model.trace_reason(fn)
+        reason = staged_reason(self.model, fn, batching=True)
         if roots:
             names = ", ".join(f"`{name}`" for _, name in roots[:3])
             owners = {o.display_name for o, _ in roots}
