@@ -233,7 +233,9 @@ class Evidence:
             if r.node is not None and not self.runs_traced(r.node, r.caller, raises=raises):
                 return Route(DEAD)
             if r.kind == "called" and isinstance(r.node, cst.Call):
-                if r.partial is None and self.matches(fn, r.node, r.bound_method or _bound_call(fn, r.node)) is False:
+                hook = r.constructs and fn.name != "__init__"  # `__check_init__` takes no arguments of the call
+                if r.partial is None and not hook and \
+                        self.matches(fn, r.node, r.bound_method or _bound_call(fn, r.node)) is False:
                     local = Route(ASSUMED, f"assumes `{_code(self.model, r.node)}` in `{r.caller.display_name}` "
                                            f"runs `{fn.display_name}`, though it does not match its signature")
                 elif raises and self._caught(r.node):

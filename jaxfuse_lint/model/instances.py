@@ -134,9 +134,9 @@ class Instances:
                 ci = self.instance_class(expr.func.value, scope, depth + 1)
                 if ci is not None and self.record_kind(ci) is not None:
                     return ci
-            return self.class_named(expr.func, scope)
+            return self.constructed_class(expr, scope)
         if isinstance(expr, cst.Name):
-            found = m.lookup(expr.value, scope)
+            found = m.bindings_at(expr, scope)  # (the bindings that reach this read: `ylm = cls(data)` after a loop over `ylm`)
             if found is None:
                 return None
             owner, bindings = found
@@ -190,6 +190,30 @@ class Instances:
                         return None
                 return classes.pop() if len(classes) == 1 else None
         return None
+
+    def constructed_class(self, call: cst.Call, scope: "Scope") -> ClassInfo | None:
+        """The module's class a call constructs: `C(...)` by name, or `cls(...)` in a classmethod."""
+        ci = self.class_named(call.func, scope)
+        if ci is not None:
+            return ci
+        func = call.func
+        s: "Scope | None" = scope
+        while s is not None and not isinstance(s, Function):
+            s = s.parent
+        if isinstance(func, cst.Name) and isinstance(s, Function) and s.is_classmethod and s.params \
+                and s.params[0] == func.value and self.model.lookup(func.value, scope) is not None \
+                and self.model.lookup(func.value, scope)[0] is s:
+            return s.cls
+        return None
+
+    def is_dataclass(self, ci: ClassInfo) -> bool:
+        """A class decorated with `@dataclasses.dataclass` (its generated `__init__` calls
+        `__post_init__`)."""
+        if not isinstance(ci.node, cst.ClassDef):
+            return False
+        scope = ci.parent or self.model.index.scope
+        return any(self.model.qn(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, scope)
+                   == "dataclasses.dataclass" for d in ci.node.decorators)
 
     def item_class(self, expr: cst.BaseExpression | None, index: int, scope: "Scope", depth: int = 0) -> ClassInfo | None:
         """The class of the index-th item of a tuple: a tuple display's element, through names bound

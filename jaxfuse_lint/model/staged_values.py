@@ -9,6 +9,7 @@ import libcst as cst
 
 from jaxfuse_lint.model.flow import PYTHON_TYPES
 from jaxfuse_lint.model.instances import instances
+from jaxfuse_lint.model.object_fields import ObjectFields
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES, TRANSFORMS
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
@@ -80,7 +81,7 @@ def _literal_truth(e: cst.BaseExpression) -> bool | None:
 TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
 
 
-class StagedValues(StagedParameters):
+class StagedValues(ObjectFields, StagedParameters):
     """TRACED here means: an abstract tracer derived from the arguments of a staged function.
 
     Stricter than the general analysis, to keep the rules that use it free of false
@@ -455,7 +456,7 @@ class StagedValues(StagedParameters):
                 # A field of a traced pytree may be declared static (flax `pytree_node=False`,
                 # `eqx.field(static=True)`): only a static base is known to give a static field,
                 # and a record whose class the code shows declares which fields are children.
-                field = self._field_kind(e, scope, depth)
+                field = self.field_kind(e, scope, depth)
                 if field is not None:
                     return field
                 base = self.kind(e.value, scope, depth)
@@ -474,66 +475,6 @@ class StagedValues(StagedParameters):
                 for x in (e.left, *(c.comparator for c in e.comparisons))):
             return STATIC  # `xs == ()`: a pytree container compared with an empty one
         return super()._kind(e, scope, depth)
-
-    def field_source(self, e: cst.Attribute, scope: "Scope") -> "tuple[cst.BaseExpression, Scope] | None":
-        """The construction argument `_field_kind` reads `e` from (the value a record was built with)."""
-        found: list = []
-        self._field_kind(e, scope, 0, found)
-        return found[0] if found else None
-
-    def _field_kind(self, e: cst.Attribute, scope: "Scope", depth: int, sources: list | None = None) -> Kind | None:
-        """`state.count` where the code shows the record: the argument of the construction it comes
-        from (`State(count=n, ...)`, `state._replace(count=n)`, through local names); else, for a
-        traced record whose class is a NamedTuple or a flax struct dataclass declaring `count` as a
-        child field, a tracer: jit (and a lax loop's carry) traces every leaf of a pytree argument,
-        and such a class has no static fields but those it declares. None where neither is shown."""
-        from jaxfuse_lint.model.scopes import Function
-
-        m = self.model
-        inst = instances(m)
-        attr = e.attr.value
-        node: cst.BaseExpression = e.value
-        sc = scope
-        for _ in range(8):
-            if isinstance(node, cst.Name) and isinstance(sc, Function):
-                found = m.bindings_at(node, sc)
-                if found is None or not isinstance(found[0], Function) or len(found[1]) != 1:
-                    break
-                b = found[1][0]
-                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
-                    break
-                node, sc = b.value, found[0]
-                continue
-            if isinstance(node, cst.Call) and not any(a.star for a in node.args):
-                func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in ("_replace", "replace"):
-                    ci = inst.instance_class(func.value, sc)
-                    if ci is None or inst.record_kind(ci) is None:
-                        break
-                    given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == attr), None)
-                    if given is not None:
-                        if sources is not None:
-                            sources.append((given, sc))
-                        return self.kind(given, sc, depth)
-                    node = func.value
-                    continue
-                ci = inst.class_named(func, sc)
-                if ci is not None and inst.record_kind(ci) is not None and inst.data_field(ci, attr):
-                    given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == attr), None)
-                    if given is None:
-                        fields = inst.own_fields(ci)
-                        index = fields.index(attr) if fields is not None and attr in fields else None
-                        given = positional(node, index) if index is not None else None
-                    if given is not None and sources is not None:
-                        sources.append((given, sc))
-                    return self.kind(given, sc, depth) if given is not None else None
-            break
-        if self.kind(e.value, scope, depth) is not TRACED:
-            return None
-        ci = inst.instance_class(e.value, scope)
-        if ci is not None and inst.data_field(ci, attr):
-            return TRACED
-        return None
 
     def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
         from jaxfuse_lint.model.scopes import Function

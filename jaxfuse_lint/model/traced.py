@@ -73,6 +73,9 @@ class TraceReason:
     # external: the calls another module runs it through, as argument patterns ("2", "1+cutoff",
     # "*" for unknown; core/external_map.py), judged against the signature (model/evidence.py)
     calls: tuple[str, ...] = ()
+    # called: the call constructs an instance (`Potential(a, b)`) and fn is its `__init__` or a hook
+    # the construction runs (`__post_init__`, equinox's `__check_init__`)
+    constructs: bool = False
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
@@ -96,6 +99,8 @@ class TraceReason:
             return f"the function traced by `{short}` on line {line}{via}"
         if self.kind == "entry":
             return f"{self.description} in traced `{self.transform}` on line {line}"
+        if self.kind == "called" and self.constructs:
+            return f"run by the construction on line {line} in traced `{self.transform}`"
         if self.kind == "called":
             return f"called from traced `{self.transform}` on line {line}"
         return f"passed as an argument in traced `{self.transform}` on line {line}"
@@ -389,6 +394,11 @@ class TracedAnalysis:
                     else:
                         seed(callee, TraceReason("called", fn.display_name, call, caller=fn, bound_method=bound,
                                                  partial=self.partial_via.get((id(call.func), id(callee)))))
+                # `Potential(a, b)`: constructing an instance runs its `__init__` and the hooks the
+                # construction calls, with the new object as `self`.
+                for hook in self.constructed(call, fn):
+                    seed(hook, TraceReason("called", fn.display_name, call, caller=fn, bound_method=True,
+                                           constructs=True))
                 # A function handed to another call from traced code runs at trace time when
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
@@ -662,6 +672,28 @@ class TracedAnalysis:
             fqn = m.qn(expr.func, scope)
             if fqn in TRANSFORMS:
                 yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
+
+    def constructed(self, call: cst.Call, scope: "Scope") -> list["Function"]:
+        """The module's methods a construction `C(...)` (or `cls(...)` in a classmethod) runs: C's
+        `__init__`, `__post_init__` where C is a dataclass (an equinox Module, a flax struct, a
+        `@dataclass`), equinox's `__check_init__` (equinox runs it after `__init__`)."""
+        ci = self.instances.constructed_class(call, scope)
+        if ci is None:
+            return []
+        out = []
+        init = self.instances.method(ci, "__init__")
+        if init is not None:
+            out.append(init)
+        base = self.instances.framework_base(ci)
+        if base == "equinox.Module" or self.instances.record_kind(ci) == "struct" or self.instances.is_dataclass(ci):
+            post = self.instances.method(ci, "__post_init__")
+            if post is not None:
+                out.append(post)
+        if base == "equinox.Module":
+            check = self.instances.method(ci, "__check_init__")
+            if check is not None:
+                out.append(check)
+        return out
 
     def overloads(self, fns: list["Function"]) -> list["Function"]:
         """fns with the other overloads of a multiple-dispatch function among them: a call of the name

@@ -318,11 +318,13 @@ def _cached(model: "StagingView", fn: Function) -> bool:
 
 def _keyed_sources(values: StagedValues, node: cst.CSTNode, scope: "Scope") -> list | None:
     """For `d["step"]` where the code shows what d holds under that key (not a traced pytree's item):
-    the values it may be (`ValueAnalysis.keyed_kind`); for `state.count` of a record the code builds,
-    the value it was built with; None otherwise."""
+    the values it may be (`ValueAnalysis.keyed_kind`); for `obj.attr` of an object the code builds,
+    and a call of a method returning `self.attr`, what it was built with (model/object_fields.py);
+    None otherwise."""
     if isinstance(node, cst.Attribute):
-        source = values.field_source(node, scope)
-        return [source] if source is not None else None
+        return values.field_sources(node, scope) or None
+    if isinstance(node, cst.Call):
+        return values.returned_fields(node, scope)  # `param(t)` returning `self.value`: what it was built with
     if not isinstance(node, cst.Subscript):
         return None
     key = literal_key(node)

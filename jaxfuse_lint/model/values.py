@@ -481,6 +481,10 @@ class ValueAnalysis:
                 return with_args
         return UNKNOWN
 
+    def bind_receiver(self, sub: "ValueAnalysis", callee: "Function", call: cst.Call, scope: "Scope") -> None:
+        """Give `sub`, the analysis evaluating `call`'s result, the object the call binds to
+        callee's `self` (model/object_fields.py reads it; nothing here)."""
+
     def callee(self, call: cst.Call, scope: "Scope") -> "Function | None":
         """The one function of the module a call runs: `f(x)` by name, or a method reached through
         an object (`self.helper(x)`, `self.handler.flux(y)` where the module shows which class
@@ -529,6 +533,7 @@ class ValueAnalysis:
             # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
             sub = type(self)(m)
             sub.__dict__.update({k: v for k, v in self.__dict__.items() if k in _SHARED_WITH_SUB})
+            self.bind_receiver(sub, callee, call, scope)
             sub._param_memo = self._param_memo
             sub._active = self._active
             for r in (callee.returns if exprs is None else exprs):
