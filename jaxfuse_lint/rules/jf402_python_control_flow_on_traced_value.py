@@ -70,9 +70,12 @@ class PythonControlFlowOnTracedValue(Rule):
     construct that needs a concrete Python value from a traced one: the test of
     `if`/`elif`/`while`/`assert`, a conditional expression or a comprehension's
     `if`, the operand of `not` and the left operand of `and`/`or`, and
-    `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` of a
-    traced value, and the first comparison of a chain (`0 < x < 1` is Python's
-    `(0 < x) and (x < 1)`). A value is traced when it is derived from an argument that is
+    `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` and
+    `.item()`/`.tolist()` of a traced value, the first comparison of a chain
+    (`0 < x < 1` is Python's `(0 < x) and (x < 1)`), and a size argument
+    computed from a traced argument (`jnp.zeros((n,))`, `random.randint(key,
+    (n,), ...)`, `x.reshape(n, -1)`, `jnp.arange(n)`: shapes must be static;
+    `jnp` arithmetic on static shapes used there is JF405's). A value is traced when it is derived from an argument that is
     not static (not in `static_argnums`/`static_argnames`, not a lax loop's
     Python bound) through array operations, or computed by a jax array
     operation in staged code even from no argument at all (`jnp.arange(3)`,
@@ -94,6 +97,20 @@ class PythonControlFlowOnTracedValue(Rule):
     returns or raises); `isinstance(x, tuple | list | dict)` makes `if x:` a
     container's truthiness.
 
+    Values are followed through containers and objects the code shows: a
+    dict's entry under a literal key (a display, `dict(state, step=n)` — the
+    keywords override the base — a comprehension, stores `d["k"] = v`), a
+    traced dict unpacked into a call (`f(x, **params)` gives the parameters
+    it fills its leaves), an attribute of an object built from traced values
+    (`self.a1` is what the construction that built `self` was given for `a1`:
+    a dataclass-like field of an equinox Module, NamedTuple, flax struct or
+    `@dataclass`, or the parameter `__init__` stores; `self` is the receiver
+    of the route that runs the method), and a field of a traced record whose
+    class the module shows (every field of a `NamedTuple`, every field of a
+    flax struct not declared `pytree_node=False`: jit, and a lax loop's
+    carry, trace every leaf; the class is read through tuple unpacking and a
+    loop's initial carry), and `record._replace(k=v)`.
+
     Which arguments are traced follows JAX's own rules for the route:
     `static_argnums`/`static_argnames` (flax's `nn.remat`, `nn.checkpoint`
     and `nn.jit` count the Module, `self`, as argument 0); a lax driver passes
@@ -114,7 +131,21 @@ class PythonControlFlowOnTracedValue(Rule):
     `inputs.shape[-2]`, a config field, a default left out) decides over the
     convention. A parameter annotated `str` or `Literal["a", "b"]`, and a
     comparison with a string literal (`mode == "relu"`), are Python options:
-    JAX cannot trace a string.
+    JAX cannot trace a string. jit traces every argument a call passes, by
+    position or by keyword alike, and none it leaves to its default: where the
+    calls of a jitted function are all in the module, a defaulted or
+    keyword-only parameter is traced if one of them passes it, a Python value
+    if none does.
+
+    Routes are followed through calls the way Python runs them: a
+    `@classmethod` called on its class binds `cls`; every overload of a
+    multiple-dispatch function (`plum.dispatch`, a `Dispatcher()` instance,
+    `functools.singledispatch` with `@base.register`) is a function a call of
+    the name runs; a construction (`C(...)`, `cls(...)`) runs `__init__`,
+    a dataclass's `__post_init__` and an equinox Module's `__check_init__`;
+    `opt.update(...)` of an optax `GradientTransformation(init, update)` runs
+    the function in its `update` slot; the items of a list an object holds
+    (`[f(t) for f in self.factors]`) run their `__call__`.
 
     Under an eager differentiating transform (`jax.grad(f)(3.0)`, not jitted)
     the inputs are concrete: `if`, `bool()` and `int()` of the differentiated
@@ -149,10 +180,11 @@ class PythonControlFlowOnTracedValue(Rule):
     `f` with `if x > 0` and `g` with `while i < n`, both under `jax.jit`).
 
     ## Known problems
-    Attributes of a traced argument (`state.step`, `cfg.flag`) may be static
-    pytree fields (flax `pytree_node=False`, `eqx.field(static=True)`), and
-    methods other than array methods (`model.is_training()`) may return
-    anything: neither is flagged. A bare `if params:` is flagged only when
+    Attributes of a traced argument whose class the module does not show
+    (`state.step`, `cfg.flag`) may be static pytree fields (flax
+    `pytree_node=False`, `eqx.field(static=True)`), and methods other than
+    array methods (`model.is_training()`) may return anything: neither is
+    flagged. A bare `if params:` is flagged only when
     `params` looks like an array — not annotated as a container or
     `Optional`, not used as a dict or list (`params["w"]`, `params.items()`,
     `"w" in params`), not passed a tuple or `None` by a caller, not an element
