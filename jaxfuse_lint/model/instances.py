@@ -246,37 +246,51 @@ class Instances:
         carry (`while_loop(self._cond, self._body, (x, state))`: `_cond`'s first parameter after
         `self`); None where there is none. Every iteration's carry has the structure of the initial
         one (lax checks it), so the classes of its items are the initial one's."""
+        params = [p for p in fn.params if p not in fn.star_params]
+        out = []
+        for bound, param, init, scope in self._carries().get(id(fn), ()):
+            names = params[1:] if bound and params and params[0] in ("self", "cls") else params
+            if param < len(names) and names[param] == name:
+                out.append((init, scope))
+        return out or None
+
+    def _carries(self) -> dict[int, list]:
+        """id(function) -> (bound to an instance, the parameter receiving the carry, the initial
+        carry, its scope) for every lax loop of the module (resolved once)."""
+        found = self.__dict__.get("_carry_map")
+        if found is not None:
+            return found
         m = self.model
-        out: list[tuple[cst.BaseExpression, "Scope"]] = []
+        found = self.__dict__["_carry_map"] = {}
         for site in m.index.calls:
             r = route(m.qn(site.call.func, site.scope))
             if r is None or r.carry is None or any(a.star for a in site.call.args):
                 continue
             pos, kw, param = r.carry
+            init = _argument(site.call, pos, kw)
+            if init is None:
+                continue
             for slot_pos, slot_kw in r.slots:
                 given = _argument(site.call, slot_pos, slot_kw)
-                bound = self._names_function(given, site.scope, fn)
-                if bound is None:
-                    continue
-                params = [p for p in fn.params if p not in fn.star_params]
-                if bound and params and params[0] in ("self", "cls"):
-                    params = params[1:]
-                init = _argument(site.call, pos, kw)
-                if init is not None and param < len(params) and params[param] == name:
-                    out.append((init, site.scope))
-        return out or None
+                for fn, bound in self._functions_named(given, site.scope):
+                    found.setdefault(id(fn), []).append((bound, param, init, site.scope))
+        return found
 
-    def _names_function(self, expr: cst.BaseExpression | None, scope: "Scope", fn: Function) -> bool | None:
-        """Whether expr names fn (False) or fn bound to an instance (True, `self.body`); None if not."""
+    def _functions_named(self, expr: cst.BaseExpression | None, scope: "Scope") -> list[tuple[Function, bool]]:
+        """The module's function an expression names (`body`), or a method bound to an instance
+        (`self.body`, `solver.body`), with whether it is bound."""
+        m = self.model
         if isinstance(expr, cst.Name):
-            return False if self.model.function_named(expr.value, scope) is fn else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and fn.cls is not None \
-                and expr.attr.value == fn.name:
+            fn = m.function_named(expr.value, scope)
+            return [(fn, False)] if fn is not None else []
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             if expr.value.value == "self":
-                return True if self.model.method_of(scope, fn.name) is fn else None
+                fn = m.method_of(scope, expr.attr.value)
+                return [(fn, True)] if fn is not None else []
             ci = self.instance_class(expr.value, scope, MAX_DEPTH - 1)
-            return True if ci is not None and self.method(ci, fn.name) is fn else None
-        return None
+            fn = self.method(ci, expr.attr.value) if ci is not None else None
+            return [(fn, True)] if fn is not None else []
+        return []
 
     # -- records: pytree classes whose fields are the pytree's children --------------------------
     def record_kind(self, ci: ClassInfo, depth: int = 0) -> str | None:

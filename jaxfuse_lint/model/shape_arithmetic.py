@@ -60,39 +60,45 @@ _SHAPE_FUNCTIONS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.size"
 def sink_arguments(model: "SemanticModel", fn: Function):
     """(description, node, argument expression) for every place in fn that needs static ints."""
     for node in own_nodes(fn):
-        if isinstance(node, cst.Call):
-            qn = model.qn(node.func, fn)
-            positions = None
-            label = None
-            if qn is not None and qn in SINKS:
-                positions, label = SINKS[qn], as_written(node, qn)
-            elif qn is not None and qn.startswith("jax.random."):
-                positions, label = _RANDOM_SHAPE, qn.replace("jax.random.", "random.")
-            elif qn is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in METHOD_SINKS:
-                positions, label = METHOD_SINKS[node.func.attr.value], f".{node.func.attr.value}"
-            if positions is None:
-                continue
-            label = f"`{label.replace('builtins.', '')}(...)`"
-            if positions == ALL:
-                for a in node.args:
-                    yield label, node, a.value
-                continue
-            seen: set[int] = set()
-            for index, kw in positions:
-                arg = None
-                if kw is not None:
-                    arg = keyword(node, kw)
-                if arg is None and index is not None:
-                    arg = positional(node, index)
-                if arg is not None and id(arg) not in seen:
-                    seen.add(id(arg))
-                    yield label, node, arg
-        elif isinstance(node, cst.Subscript):
-            for el in node.slice:
-                if isinstance(el.slice, cst.Slice):
-                    for bound in (el.slice.lower, el.slice.upper, el.slice.step):
-                        if bound is not None:
-                            yield "a slice bound", node, bound
+        yield from node_sinks(model, node, fn)
+
+
+def node_sinks(model: "SemanticModel", node: cst.CSTNode, fn: Function):
+    """(description, node, argument expression) for each argument of this node that needs a static
+    int (a call's shape or size arguments, a slice's bounds)."""
+    if isinstance(node, cst.Call):
+        qn = model.qn(node.func, fn)
+        positions = None
+        label = None
+        if qn is not None and qn in SINKS:
+            positions, label = SINKS[qn], as_written(node, qn)
+        elif qn is not None and qn.startswith("jax.random."):
+            positions, label = _RANDOM_SHAPE, qn.replace("jax.random.", "random.")
+        elif qn is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in METHOD_SINKS:
+            positions, label = METHOD_SINKS[node.func.attr.value], f".{node.func.attr.value}"
+        if positions is None:
+            return
+        label = f"`{label.replace('builtins.', '')}(...)`"
+        if positions == ALL:
+            for a in node.args:
+                yield label, node, a.value
+            return
+        seen: set[int] = set()
+        for index, kw in positions:
+            arg = None
+            if kw is not None:
+                arg = keyword(node, kw)
+            if arg is None and index is not None:
+                arg = positional(node, index)
+            if arg is not None and id(arg) not in seen:
+                seen.add(id(arg))
+                yield label, node, arg
+    elif isinstance(node, cst.Subscript):
+        for el in node.slice:
+            if isinstance(el.slice, cst.Slice):
+                for bound in (el.slice.lower, el.slice.upper, el.slice.step):
+                    if bound is not None:
+                        yield "a slice bound", node, bound
 
 
 class ShapeArithmetic:

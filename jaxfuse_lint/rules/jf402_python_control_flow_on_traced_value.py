@@ -14,7 +14,7 @@ from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
-from jaxfuse_lint.model.shape_arithmetic import sink_arguments
+from jaxfuse_lint.model.shape_arithmetic import node_sinks
 from jaxfuse_lint.model.traced_premise import traced_premise
 from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
@@ -305,16 +305,13 @@ class _Checker:
 
     def function(self, fn: Function) -> Iterator[Violation]:
         flagged: set[cst.CSTNode] = set()
-        shapes: dict[int, list] = {}
-        for label, call, arg in sink_arguments(self.model, fn):
-            if isinstance(call, cst.Call) and self.model.qn(call.func, fn) not in _CONVERSIONS:
-                shapes.setdefault(id(call), []).append((label, arg))
         labels: dict[int, str] = {}
         for node in own_nodes(fn):
             contexts = list(self._contexts(node, fn))
-            for label, arg in shapes.get(id(node), ()):
-                contexts.append(("shape", arg, False))  # `jnp.zeros((n,))`, `random.randint(k, (n,), ...)`
-                labels[id(arg)] = label
+            if isinstance(node, cst.Call) and self.model.qn(node.func, fn) not in _CONVERSIONS:
+                for label, _, arg in node_sinks(self.model, node, fn):
+                    contexts.append(("shape", arg, False))  # `jnp.zeros((n,))`, `random.randint(k, (n,), ...)`
+                    labels[id(arg)] = label
             for context, expr, truthiness in contexts:
                 probe = _first_pair_operands(expr) if context == "chain" else (expr,)
                 probe = next((p for p in probe if self.traced(p, fn)), None)
