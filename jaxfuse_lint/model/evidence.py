@@ -56,6 +56,8 @@ _RANK = {SHOWN: 3, ASSUMED: 2, CAUGHT: 1, DEAD: 0}
 
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
 
+_PYTHON_SCALARS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex", "builtins.str"})
+
 # What catches the errors a trace raises on a Python conversion (ConcretizationTypeError and its
 # kin are TypeErrors).
 _CATCHES = frozenset({
@@ -232,6 +234,8 @@ class Evidence:
             local = _SHOWN
             if r.node is not None and not self.runs_traced(r.node, r.caller, raises=raises):
                 return Route(DEAD)
+            if r.kind == "called" and isinstance(r.node, cst.Call) and self._dispatched_elsewhere(fn, r.node, r.caller):
+                return Route(DEAD)
             if r.kind == "called" and isinstance(r.node, cst.Call):
                 hook = r.constructs and fn.name != "__init__"  # `__check_init__` takes no arguments of the call
                 if r.partial is None and not hook and \
@@ -247,6 +251,22 @@ class Evidence:
             return Route(ASSUMED, f"assumes another module runs `{fn.display_name}` ({r.description.splitlines()[0]}), "
                                   "though its calls there do not match its signature")
         return _SHOWN
+
+    def _dispatched_elsewhere(self, fn: "Function", call: cst.Call, caller: "Function") -> bool:
+        """An overload of a multiple-dispatch function (routes.DISPATCHERS) that this call cannot
+        select: it passes a tracer where the overload's annotation is a Python scalar type
+        (`def f(x: int)`): a tracer is no `int`, so the dispatcher runs another overload."""
+        if len(self.model.traced_analysis().overloads([fn])) < 2:
+            return False
+        values = staged_values(self.model)
+        scope = fn.parent or self.model.index.scope
+        for name, p in fn.param_nodes.items():
+            if p.annotation is None or self.model.qn(p.annotation.annotation, scope) not in _PYTHON_SCALARS:
+                continue
+            arg = self.model.argument_for(call, fn, name)
+            if arg is not None and values.kind(arg, caller) is Kind.TRACED:
+                return True
+        return False
 
     # -- does this code run under the trace? ----------------------------------------------------------
     def runs_traced(self, node: cst.CSTNode, fn: "Function", *, raises: bool = True) -> bool:
