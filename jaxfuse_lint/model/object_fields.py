@@ -199,8 +199,10 @@ class ObjectFields:
                     return
         elif isinstance(expr, cst.Attribute) and m.qn(expr, scope) is None \
                 and expr.attr.value not in STATIC_ATTRIBUTES:
-            held = []
-            for obj, sc in self.object_sources(expr.value, scope):
+            owners: list = []
+            self._sources(expr.value, scope, owners, seen, depth + 1)  # (one `seen`: `self.next.step()` cycles)
+            held: list | None = []
+            for obj, sc in owners:
                 found = self.constructed_field(obj, expr.attr.value, sc) if isinstance(obj, cst.Call) else None
                 if found is None or found[0] != "expr":
                     held = None

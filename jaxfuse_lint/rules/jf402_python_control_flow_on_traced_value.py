@@ -528,9 +528,13 @@ class _Checker:
         roots = self.roots(expr, fn)
         reason = staged_reason(self.model, fn, batching=True)
         if roots:
-            names = ", ".join(f"`{name}`" for _, name in roots[:3])
             owners = {o.display_name for o, _ in roots}
-            of = f" of `{owners.pop()}`" if len(owners) == 1 else ""
+            if len(owners) == 1:
+                names = ", ".join(f"`{name}`" for _, name in roots[:3])
+                of = f" of `{owners.pop()}`"
+            else:  # (an object built in one function, read in another's method)
+                names = ", ".join(f"`{name}` of `{o.display_name}`" for o, name in roots[:3])
+                of = ""
             depends = f"depends on traced argument{'s' if len(roots) > 1 else ''} {names}{of}"
         else:
             depends = "is a traced value"
