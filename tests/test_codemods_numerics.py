@@ -219,6 +219,12 @@ DETECTION_VERIFY: dict[str, dict[str, object]] = {
         "in_comprehension": ["host", "f32[3,2]"], "pmapped": ["host", "f32[1,1,2]"],
     },
     "JF302/cases.py": {"apply_once": ["f32[4]"]},
+    # The measured (H200) and size-premise cases: the shapes their annotations and code say (rows reduced
+    # from the 4,194,304 of the annotation: the fixed form computes per row, so any row count checks it).
+    "JF101/calibrated_measured.py": {"energy_4m": ["f32[64,2]"]},
+    "JF101/calibrated_measured_preview.py": {"energy_4m": ["f32[64,2]"]},
+    "JF101/calibrated_size_premises.py": {"stacked": ["f32[16,2]"], "outer": ["f32[16,2]"],
+                                          "from_helper": ["f32[16,3]"]},
     # flax Modules without parameters: bound to empty variables and jitted (flax is a test dependency).
     "JF202/framework_body_compiled_only.py": {"Applied().bind({}).__call__": ["f32[4096]"]},
     "JF202/routes_and_library.py": {"kernel": ["f32[4096]"]},

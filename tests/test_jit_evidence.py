@@ -222,3 +222,101 @@ def test_jf301_a_while_loop_against_a_literal_bound_is_not_a_stepping_loop():
     fresh = src.replace("jax.jit(loss)", "jax.jit(lambda v: loss(v))")
     (p,) = premises(fresh, "JF301")
     assert p["called-repeatedly"] == ("proven", "loop")
+
+
+def test_jf302_entry_point_methods_and_defaults(tmp_path):
+    """A public method of a public class of a script is an entry point like a public function (its
+    users call it); a parameter with a default nothing overrides is one object for the calls that
+    leave it out. A private method, a parameter without a default: assumed."""
+    method = ("import jax\nclass Evaluator:\n    def score(self, b):\n        def f(v):\n            return v * 2\n"
+              "        return jax.jit(f)(b)\n")
+    (p,) = premises(method, "JF302")
+    assert p["called-repeatedly"] == ("proven", "entry-point")
+    (p,) = premises(method.replace("def score", "def _score"), "JF302")
+    assert p["called-repeatedly"][0] == "assumed"
+    (p,) = premises(method.replace("def score", "def __call__"), "JF302")
+    assert p["called-repeatedly"][0] == "assumed"
+    default = "import jax\ndef apply(x, k=2.0):\n    return jax.jit(lambda v: v * k)(x)\n"
+    (p,) = premises(default, "JF302")
+    assert p["same-program"] == ("proven", "defaults")
+    assert p["called-repeatedly"] == ("proven", "entry-point")
+    (p,) = premises(default.replace("k=2.0", "k"), "JF302")
+    assert p["same-program"][0] == "assumed"
+    # A call in the project that passes another value: its calls are the evidence, not the default.
+    (p,) = premises(default + "def run(x, ks):\n    return [apply(x, k) for k in ks]\n", "JF302")
+    assert p["same-program"] != ("proven", "defaults")
+
+
+def test_jf302_compiling_transform_through_a_name_a_helper_and_an_instance_call():
+    """`pm = partial(jax.pmap, ...)` holds a compiling transform; `maybe_jit(fn)` returning `jit(fn)`
+    applies one; `obj(x)` calls `__call__`; `nnx.jit` compiles per application, even of one function."""
+    base = ("import jax\nfrom functools import partial\nfrom flax import nnx\n"
+            "pm = partial(jax.pmap, axis_name='i')\n"
+            "def maybe_jit(fn, **kw):\n    if DEBUG:\n        return fn\n    return jax.jit(fn, **kw)\n"
+            "def energy(s):\n    return s * s\n")
+    for call in ("pm(lambda v: v + 1)(x)", "maybe_jit(lambda v: v + 1)(x)", "nnx.jit(energy)(x)"):
+        src = base + f"def step(x):\n    return {call}\n" + "def run(x):\n    for _ in range(9):\n        x = step(x)\n"
+        (p,) = premises(src, "JF302")
+        assert p["fresh-callable"][0] == "proven", call
+        assert p["called-repeatedly"] == ("proven", "call-frequency"), call
+    (p,) = premises(base + "def step(x):\n    return jax.jit(energy)(x)\n", "JF302") or [None]
+    assert p is None  # one module-level function under `jax.jit`: the cache finds it
+    inst = ("import jax\nclass Pipe:\n    def __call__(self, x):\n        return jax.jit(lambda v: v * 2)(x)\n"
+            "pipe = Pipe()\nfor _ in range(3):\n    pipe(1.0)\n")
+    (p,) = premises(inst, "JF302")
+    assert p["called-repeatedly"] == ("proven", "call-frequency")
+
+
+def test_jf302_a_fresh_callable_as_a_static_argument():
+    """Static arguments are keys compared by hash and equality: a lambda or a partial made per call
+    is a new key (a compilation per call); a bound method compares equal (silent); another static
+    argument the loop changes makes every call a new program anyway (silent)."""
+    src = ("import jax\nfrom functools import partial\n"
+           "@partial(jax.jit, static_argnames=('f', 'n'))\ndef run(x, f, n=3):\n    return f(x) * n\n"
+           "class M:\n    def g(self, v):\n        return v\n"
+           "def step(x, m):\n    return run(x, f=ARG)\n"
+           "def loop(x, m):\n    for _ in range(9):\n        x = step(x, m)\n    return x\n")
+    for arg, expected in (("lambda v: v + 1", "static-argument"), ("partial(abs)", "static-argument"),
+                          ("m.g", None), ("abs", None)):
+        found = premises(src.replace("ARG", arg), "JF302")
+        assert [p["fresh-callable"][1] for p in found] == ([expected] if expected else []), arg
+    changing = src.replace("ARG", "lambda v: v + 1").replace("run(x, f=lambda v: v + 1)",
+                                                              "run(x, f=lambda v: v + 1, n=k)")
+    changing = changing.replace("def step(x, m):", "def step(x, m, k):").replace("step(x, m)", "step(x, m, i)")
+    changing = changing.replace("for _ in range(9)", "for i in range(9)")
+    (p,) = premises(changing, "JF302")
+    assert p["same-program"][0] == "disproved"
+
+
+def test_jf302_a_branch_decides_whether_the_jit_is_built_not_what_it_compiles():
+    """`if not x.is_fully_addressable: pjit(lambda v: v)(x)`: the program is the same whatever the
+    test; whether more than one call takes the branch is what the test's values decide: proven by a
+    loop that passes the same values, assumed where the calls vary them."""
+    src = ("import jax\ndef gather(x, flag):\n    if flag:\n        return jax.jit(lambda v: v)(x)\n    return x\n"
+           "def run(xs):\n    return [gather(x, FLAG) for x in xs]\n")
+    (p,) = premises(src, "JF302")
+    assert p["same-program"] == ("proven", "closes-over-nothing")
+    assert p["called-repeatedly"] == ("proven", "call-frequency")
+    varying = src.replace("if flag:", "if x.ndim:").replace("gather(x, FLAG)", "gather(x, 1)")
+    (p,) = premises(varying, "JF302")
+    assert p["same-program"] == ("proven", "closes-over-nothing")
+    assert p["called-repeatedly"][0] == "assumed"
+    # The transform's options are part of the program: a parameter they read counts like one the callable reads.
+    options = ("import jax\ndef put(x, spec):\n    return jax.jit(lambda v: v, out_shardings=spec)(x)\n"
+               "def run(xs, specs):\n    return [put(x, s) for x, s in zip(xs, specs)]\n")
+    (p,) = premises(options, "JF302")
+    assert p["same-program"][0] != "proven"
+
+
+def test_jf302_a_filtered_jit_compares_pytrees_by_their_contents():
+    """`eqx.filter_jit` flattens a `jax.tree_util.Partial` and compares its function (measured: a
+    `Partial` of one module-level function, one compilation for five calls); a `functools.partial`
+    is a leaf compared by identity (five compilations), and so is a `Partial` of a lambda."""
+    src = ("import functools, jax, equinox as eqx\n@eqx.filter_jit\ndef run(f, x):\n    return f(x)\n"
+           "def g(a, x):\n    return a * x\n"
+           "def step(x, a):\n    return run(ARG, x)\n"
+           "def loop(x):\n    for _ in range(9):\n        x = step(x, 2.0)\n")
+    for arg, reported in (("jax.tree_util.Partial(g, a)", False), ("functools.partial(g, a)", True),
+                          ("jax.tree_util.Partial(lambda v: g(a, v))", True)):
+        found = premises(src.replace("ARG", arg), "JF302")
+        assert bool(found) is reported, arg

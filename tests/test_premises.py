@@ -105,6 +105,7 @@ def test_every_finding_carries_its_rules_premises(path):
     except cst.ParserSyntaxError:
         pytest.skip("a deliberate syntax error (JF000)")
     analysis = Analysis(module, str(path), replace(Settings(), preview=True))
+    assert not analysis.errors, analysis.errors  # a rule that raised loses its findings silently
     for rule, v in analysis.violations:
         statuses = {p.status for p in v.premises}
         assert statuses <= set(STATUSES)

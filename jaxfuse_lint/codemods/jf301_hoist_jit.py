@@ -25,7 +25,7 @@ from jaxfuse_lint.codemods._lookups import containing_block, document_order, fre
 from jaxfuse_lint.codemods._names import fresh_name
 from jaxfuse_lint.codemods._statements import assign, remove_statement, replace_within
 from jaxfuse_lint.codemods.plan import plan
-from jaxfuse_lint.model.fresh_callables import call_bound_to, describe_callable
+from jaxfuse_lint.model.fresh_callables import call_bound_to, compiles_per_application, describe_callable
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function
 
 CODE = "JF301"
@@ -55,7 +55,7 @@ def build_fix(violation, model, settings):
     new_target, base = _simplify(model, target, scope)
     if new_target is None:
         return None
-    if _would_be_jf302(model, new_target, scope):
+    if _would_be_jf302(model, new_target, scope, data.get("transform")):
         # Hoisted before the loop but still inside the function, the callable would be a new
         # object on every call of the function: a JF302 finding. A fix must not create a
         # finding of another rule: fix both (jit once at module level, JF302's unsafe fix)
@@ -101,13 +101,16 @@ def build_fix(violation, model, settings):
                 {anchor: cst.FlattenSentinel([new_stmt, new_anchor])})
 
 
-def _would_be_jf302(model, target, scope) -> bool:
+def _would_be_jf302(model, target, scope, transform: str | None = None) -> bool:
     """Whether `jax.jit(target)` in the body of `scope`, outside any loop, is a JF302 finding
-    (the rule's own tests: a fresh callable in a plain function)."""
+    (the rule's own tests: a fresh callable in a plain function, or any callable given to a
+    transform whose every application compiles on its own, `nnx.jit`)."""
     from jaxfuse_lint.model.compile_cache import memoised_function
 
     if not isinstance(scope, Function) or model.is_traced_scope(scope) or memoised_function(model, scope):
         return False
+    if transform is not None and compiles_per_application(transform):
+        return True
     if isinstance(target, cst.Name) and call_bound_to(model, target, scope) is not None:
         # `body = partial(f, k=k)` before the loop: `body_jit = jax.jit(body)` there is built once per call and
         # reused by the loop, which JF302 reports only where the function is shown to rebuild it.

@@ -6,7 +6,8 @@
                                                   def apply_once(x):
                                                       return _apply_once_jit(x)
 
-Only when the jitted callable (a lambda or a `functools.partial`) and the
+Only when the jitted callable (a lambda, a `functools.partial`, or a module-level
+function given to `nnx.jit`, which compiles per application) and the
 transform's options read nothing of the enclosing function — only module-level
 names and builtins — so the same object can be built once at import time. Inner
 `def`s are not moved (that is a refactoring). Unsafe: the module-level names the
@@ -59,7 +60,9 @@ def hoist_to_module(model, node: cst.Call, scope):
     # A `partial` or a transform of a function (`jax.grad(f)`): built from names evaluated at import time.
     is_partial = isinstance(target, cst.Call) and (
         model.qn(target.func, scope) == "functools.partial" or model.qn(target.func, scope) in TRANSFORMS)
-    if not isinstance(target, cst.Lambda) and not is_partial:
+    # A module-level function given to a transform that compiles per application (`nnx.jit(step)`).
+    named = isinstance(target, cst.Name)
+    if not isinstance(target, cst.Lambda) and not is_partial and not named:
         return None
     anchor = _top_level_statement(model, node)
     if anchor is None:
@@ -69,7 +72,7 @@ def hoist_to_module(model, node: cst.Call, scope):
     # The jit call's own names (jax, partial, options, partial's arguments) are evaluated at import time.
     eager = [n for a in node.args if a.value is not target for n in free_name_nodes(a.value)]
     eager += free_name_nodes(node.func)
-    if is_partial:
+    if is_partial or named:
         eager += free_name_nodes(target)
     for n in eager:
         if n.value == "<scope>" or not _module_level(model, n.value, scope, module_scope, order, anchor, eager=True):
@@ -84,7 +87,10 @@ def hoist_to_module(model, node: cst.Call, scope):
                 continue
             if not _module_level(model, r.name.value, r.scope, module_scope, order, anchor, eager=False):
                 return None
-    name = fresh_name(model, f"_{scope.name}_jit".replace("<lambda>", "lambda"))
+    base = scope.name.replace("<lambda>", "lambda")
+    if base.startswith("__") and base.endswith("__") and getattr(scope, "cls", None) is not None:
+        base = f"{scope.cls.name.lower()}_{base.strip('_')}"  # `__call__` of `Pipeline`: `_pipeline_call_jit`
+    name = fresh_name(model, f"_{base}_jit")
     new_stmt = assign(name, node)
     lines = list(anchor.leading_lines)
     # The comment block right above the def (no blank line between) stays with it; blank lines,

@@ -94,6 +94,14 @@ def call_sites(model: "SemanticModel", fn: Function) -> tuple[list[CallSite], bo
         if hit:
             sites.append(site)
             callees.add(id(func))
+    if fn.name == "__call__" and fn.cls is not None:
+        # Calling an instance (`pipeline(latents)`, `Model(w)(x)`) calls its class's `__call__`.
+        for site in model.index.calls:
+            func = site.call.func
+            if id(func) not in callees and isinstance(func, (cst.Name, cst.Attribute, cst.Call)) \
+                    and inst.instance_class(func, site.scope) is fn.cls:
+                sites.append(site)
+                callees.add(id(func))
     escapes = False
     for read in model.index.reads_named(fn.name):
         if id(read.name) in callees:
@@ -341,8 +349,9 @@ class Iterations:
     """How many times a loop's body runs per run of the code around it, as the code shows it."""
 
     loop: cst.CSTNode
-    # The count where the code shows it: a literal collection, `range` of literals, a literal
-    # tuple bound to a name once (`for dtype in DTYPES`); None otherwise.
+    # The count where the code shows it: a literal collection, `range` of literals (or of a
+    # parameter every call passes a literal for), a literal tuple bound to a name once (`for dtype
+    # in DTYPES`); None otherwise.
     count: int | None = None
     # A loop that steps a number of times the code does not bound: `while` (not against a literal:
     # `while i < 3`), `range(n)` of a variable, `itertools.count()`: written to repeat, as many times
@@ -358,8 +367,10 @@ def iterations(model: "SemanticModel", loop: cst.CSTNode, scope) -> Iterations:
         what = f"while `{' '.join(_text(model, loop.test).split())[:40]}` holds"
         test = loop.test
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and any(
-                _int_literal(e) is not None for e in (test.left, test.comparisons[0].comparator)):
-            return Iterations(loop, None, False, what)  # `while i < 3`: a bound the code writes, its count not shown
+                _count_literal(model, e, scope) is not None for e in (test.left, test.comparisons[0].comparator)):
+            # `while i < 3`, or `while i < n` where every call passes a literal `n`: a bound the code writes,
+            # its count not shown
+            return Iterations(loop, None, False, what)
         return Iterations(loop, None, True, what)
     if isinstance(loop, cst.For):
         return _iterating(model, loop, loop.iter, scope)
@@ -390,7 +401,7 @@ def _iterating(model: "SemanticModel", loop: cst.CSTNode, it: cst.BaseExpression
         qn = model.qn(it.func, scope)
         if qn == "builtins.range":
             args = [a.value for a in it.args]
-            values = [_int_literal(a) for a in args]
+            values = [_count_literal(model, a, scope) for a in args]
             if args and all(v is not None for v in values):
                 return Iterations(loop, len(range(*values)), False, what)
             if any(isinstance(a, cst.Call) and model.qn(a.func, scope) == "builtins.len" for a in args):
@@ -409,6 +420,34 @@ def _iterating(model: "SemanticModel", loop: cst.CSTNode, it: cst.BaseExpression
             n = _literal_length(model, it.func.value, scope)
             return Iterations(loop, n, False, what)
     return Iterations(loop, None, False, what)
+
+
+def _count_literal(model: "SemanticModel", e: cst.BaseExpression, scope) -> int | None:
+    """An int literal, or a parameter of the function `scope` for which every call in the project
+    passes one (`g(x, 3)`; the parameter's literal default where a call leaves it out): the largest
+    such value. None where a call passes anything else, the function escapes, another module calls
+    it, or nothing calls it."""
+    v = _int_literal(e)
+    if v is not None or not isinstance(e, cst.Name) or not isinstance(scope, Function):
+        return v
+    found = model.lookup(e.value, scope)
+    if found is None or found[0] is not scope or e.value not in scope.params or e.value in scope.star_params \
+            or any(b.kind != "param" for b in found[1]):
+        return None
+    sites, escapes = call_sites(model, scope)
+    if not sites or escapes or external_calls(model, scope) is not None:
+        return None
+    default = scope.param_nodes.get(e.value).default if e.value in scope.param_nodes else None
+    values = []
+    for site in sites:
+        if any(a.star for a in site.call.args):
+            return None
+        arg = model.argument_for(site.call, scope, e.value)
+        v = _int_literal(arg if arg is not None else default) if (arg is not None or default is not None) else None
+        if v is None:
+            return None
+        values.append(v)
+    return max(values)
 
 
 def _int_literal(e: cst.BaseExpression) -> int | None:
@@ -484,11 +523,17 @@ def function_repeats(model: "SemanticModel", fn: Function, freq: Frequency, subj
 
 
 def entry_point(model: "SemanticModel", fn: Function) -> bool:
-    """A public top-level function of a standalone script or notebook (not a package's module):
-    what it is for is to be called by its users."""
+    """A public top-level function of a standalone script or notebook (not a package's module), or a
+    public method (not a dunder) of a public top-level class there: what it is for is to be called
+    by its users (`trainer.eval_step(batch)`)."""
     from jaxfuse_lint.model.scopes import ClassInfo
 
-    if isinstance(fn.parent, (Function, ClassInfo)) or fn.cls is not None or fn.name.startswith("_"):
+    if fn.name.startswith("_"):
+        return False
+    if fn.cls is not None:
+        if fn.parent is not fn.cls or fn.cls.name.startswith("_") or fn.cls.parent is not model.index.scope:
+            return False
+    elif isinstance(fn.parent, (Function, ClassInfo)):
         return False
     name = getattr(model, "module_name", None)
     module = name() if callable(name) else name

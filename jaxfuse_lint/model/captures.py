@@ -218,6 +218,16 @@ def _self_is_constant(model: "SemanticModel", fn: Function, depth: int) -> str |
         if r.kind == "decorator" and r.transform in ACCEPTS_STATIC_ARGNAMES and (
                 0 in r.static_argnums or "self" in r.static_argnames):
             return "`self` is a static argument"
+        if r.kind in ("control-flow", "driver") and isinstance(r.node, cst.Call):
+            # `lax.while_loop(cond, self._step, state)` in a method whose `self` is a constant: the
+            # bound method carries the same object into the loop body.
+            caller = model.function_of(r.node)
+            if caller is not None and caller.cls is fn.cls and caller.params and caller.params[0] == "self" and any(
+                    isinstance(a.value, cst.Attribute) and isinstance(a.value.value, cst.Name)
+                    and a.value.value.value == "self" and a.value.attr.value == fn.name for a in r.node.args):
+                found = _self_is_constant(model, caller, depth + 1)
+                if found is not None:
+                    return found
         if r.kind == "called" and isinstance(r.node, cst.Call) and isinstance(r.node.func, cst.Attribute) \
                 and isinstance(r.node.func.value, cst.Name) and r.caller is not None:
             base = r.node.func.value

@@ -17,6 +17,35 @@ if TYPE_CHECKING:
 # JAX's compilation cache (keyed on the function object) like a lambda does.
 FRESH_WRAPPERS = frozenset({"functools.partial", "chex.assert_max_traces", "jax.tree_util.Partial"})
 
+# Compiling transforms whose every application is a new jitted function that shares no compiled
+# program with another application of the same function: `nnx.jit(f)` wraps `f` in a new inner
+# function each time, so `nnx.jit(step)(x)` in a loop compiles on every iteration even for one
+# module-level `step` (measured, flax 0.12.8: five applications, five compilations; `jax.jit(f)`
+# five times compiles once).
+OWN_CACHE = frozenset({"flax.nnx.jit", "flax.nnx.pmap"})
+
+
+# lax control flow called outside a trace traces its function arguments and compiles the result,
+# caching on the functions' identity (measured, jax 0.10: `lax.scan(obj.step, ...)` five times,
+# five compilations; a module-level function, one): {canonical name: argument slots}.
+EAGER_COMPILING: dict[str, tuple[tuple[int, str], ...]] = {
+    "jax.lax.scan": ((0, "f"),),
+    "jax.lax.fori_loop": ((2, "body_fun"),),
+    "jax.lax.while_loop": ((0, "cond_fun"), (1, "body_fun")),
+    "jax.lax.map": ((0, "f"),),
+    "jax.lax.cond": ((1, "true_fun"), (2, "false_fun")),
+}
+# Of those, the ones that wrap their function in a new one on every call, so that even one
+# module-level function compiles again (`lax.map(f, xs)` scans a new `lambda _, x: ((), f(x))`:
+# measured, five calls, five compilations).
+EAGER_OWN_CACHE = frozenset({"jax.lax.map"})
+
+
+def compiles_per_application(transform: str) -> bool:
+    """Whether every application of this compiling transform compiles on its own (`OWN_CACHE`,
+    `EAGER_OWN_CACHE`)."""
+    return transform in OWN_CACHE or transform in EAGER_OWN_CACHE
+
 
 def describe_callable(model: "SemanticModel", target: cst.BaseExpression | None, scope: Scope,
                       loop: cst.CSTNode | None) -> tuple[str, bool | None]:
@@ -139,8 +168,21 @@ def _bound_method(model: "SemanticModel", target: cst.Attribute, scope: Scope) -
     method = inst.method(ci, target.attr.value)
     if method is None or not isinstance(method.node, cst.FunctionDef):
         return False
-    # A decorated method (staticmethod, property, a jitted method, ...) may read as anything.
-    return not method.node.decorators
+    # A decorated method (staticmethod, property, ...) may read as anything; a jitted one binds like a
+    # function (`jax.jit`'s and `jax.pmap`'s wrappers are descriptors: `obj.step` is a new bound method
+    # on every read, measured).
+    return all(_binding_decorator(model, d.decorator, method.parent) for d in method.node.decorators)
+
+
+_BINDING_TRANSFORMS = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit"})
+
+
+def _binding_decorator(model: "SemanticModel", expr: cst.BaseExpression, scope) -> bool:
+    """`@jax.jit`, `@partial(jax.jit, static_argnums=0)`: the method still binds to its instance."""
+    from jaxfuse_lint.model.traced import TracedAnalysis
+
+    t = TracedAnalysis(model).transform_of(expr, scope)
+    return t is not None and t[0] in _BINDING_TRANSFORMS
 
 
 def lambda_bound_to(model: "SemanticModel", name: str, scope: Scope,

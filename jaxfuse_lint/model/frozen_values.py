@@ -21,7 +21,9 @@ calls the jitted function), up to a few calls deep. Subjects:
 - a local of the function that defines the jitted closure (`ClosureLocal`): only that
   function's body runs; a def inside a loop is a new function each iteration (not followed);
 - an attribute of the object a jitted method is bound to (`ObjectAttribute`): `obj.E = v`,
-  `self.E = v` in a method of the object called between, per object (`m` and `m2` apart).
+  `self.E = v` in a method of the object called between, per object (`m` and `m2` apart);
+- an attribute of an object passed as a static argument (`StaticArgumentAttribute`): the calls
+  that pass that object in the static position, and `obj.E = v` between them.
 
 Rebindings in a loop count only when the value can change from one iteration to the next
 (it reads the name itself, a loop target, or a value the loop carries, such as the jitted
@@ -176,7 +178,8 @@ def _holder_values(model: "SemanticModel", func: cst.BaseExpression, scope: "Sco
 
         inst = instances(model)
         ci = inst.instance_class(func.value, scope)
-        if ci is not None and inst.method(ci, func.attr.value) is None:
+        if ci is not None:
+            # (An instance attribute shadows a method of its name: `self.compute = jax.jit(self.compute)`.)
             for v in inst.attribute_values(ci).get(func.attr.value, []):
                 if not isinstance(v, cst.Annotation):
                     yield v, model.scope_of(v)
@@ -655,6 +658,24 @@ class ObjectAttribute(Subject):
         func = call.func
         if isinstance(func, cst.Attribute) and self._instance(func.value, scope):
             return self.object_key(func.value, scope, selfkey)
+        return None
+
+
+@dataclass
+class StaticArgumentAttribute(ObjectAttribute):
+    """`v.<attr>` read by a compiled function whose parameter `v` is static (`static_argnums`,
+    `static_argnames`): per object, the calls that pass it in that position, and writes of
+    `obj.<attr>` (jit keeps the object itself as the cache key, not a copy of its state)."""
+
+    param: str = ""
+
+    def used_object(self, call: cst.Call, scope: "Scope", selfkey) -> tuple | None:
+        arg = self.model.argument_for(call, self.fn, self.param)
+        if arg is None or not self._instance(arg, scope):
+            return None
+        return self.object_key(arg, scope, selfkey)
+
+    def method_self(self, call, scope, selfkey):
         return None
 
 

@@ -295,7 +295,47 @@ class TracedAnalysis:
                     iqn = m.qn(inner, scope)
                     if iqn in TRANSFORMS:
                         return iqn, expr
+                    wrapped = self._transform_wrapper(inner, scope)
+                    if wrapped is not None:
+                        return wrapped, expr
+        if isinstance(expr, cst.Name):
+            wrapped = self._transform_wrapper(expr, scope)
+            if wrapped is not None:
+                return wrapped, None
+            # `pmap_for_my_devices = partial(jax.pmap, devices=...)`, then `pmap_for_my_devices(f)`:
+            # the name holds the transform (its one binding, an assignment of one).
+            found = m.lookup(expr.value, scope)
+            if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" \
+                    and found[1][0].index is None and isinstance(found[1][0].value, (cst.Call, cst.Attribute)):
+                bound = found[1][0].value
+                t = self.transform_of(bound, found[0])
+                if t is not None and (t[1] is None or t[1] is bound):
+                    return t
         return None
+
+    def _transform_wrapper(self, expr: cst.BaseExpression, scope: "Scope") -> str | None:
+        """A def of the module that returns a transform of its first parameter (`def maybe_jit(fn,
+        *args, **kwargs): ... return jit(fn, *args, **kwargs)`), or on other paths that parameter
+        unchanged: calling it applies that transform. Its canonical name, else None."""
+        if not isinstance(expr, cst.Name):
+            return None
+        fn = self.model.function_named(expr.value, scope)
+        if fn is None or not isinstance(fn.node, cst.FunctionDef) or not fn.params or not fn.returns \
+                or fn.cls is not None or fn.params[0] in fn.star_params:
+            return None
+        first = fn.params[0]
+        found: set[str] = set()
+        for r in fn.returns:
+            if isinstance(r, cst.Name) and r.value == first:
+                continue  # the function unchanged (`if disabled: return fn`)
+            if not isinstance(r, cst.Call) or not isinstance(positional(r, 0), cst.Name) \
+                    or positional(r, 0).value != first:
+                return None
+            qn = self.model.qn(r.func, fn)
+            if qn not in TRANSFORMS:
+                return None
+            found.add(qn)
+        return found.pop() if len(found) == 1 else None
 
     def run(self, external: dict[str, str] | None = None) -> TracedRegions:
         """Seed, then spread. `external` maps top-level function (or `Class.method`) names
@@ -602,6 +642,19 @@ class TracedAnalysis:
             found = m.lookup(expr.value, scope)
             if found is not None and len(found[1]) <= 4:
                 for b in found[1]:
+                    if not direct_only and b.kind == "param" and isinstance(found[0], _Function) \
+                            and len(found[1]) == 1:
+                        # `def D(f, x): return jax.jvp(f, ...)` called `D(inner, x)`: the functions the
+                        # module's calls pass for the parameter.
+                        for arg, where in self.instances.arguments_for(found[0], expr.value) or ():
+                            yield from self.callables(arg, where, depth=depth + 1)
+                        continue
+                    if b.kind == "assign" and isinstance(b.value, cst.Call) and b.value is not expr \
+                            and m.qn(b.value.func, found[0]) not in TRANSFORMS | _PARTIALS | _CALLED_THROUGH:
+                        # `step, init = self.setup_run(...)`, `init_kernel, sample_kernel = hmc(...)`:
+                        # the function a call of one of the module's factories returns (at the
+                        # name's position of the tuple it returns).
+                        yield from self._returned_callables(b.value, found[0], b.index, depth)
                     if b.kind != "assign" or b.index is not None or b.value is None or b.value is expr:
                         continue
                     value = b.value
@@ -756,6 +809,24 @@ class TracedAnalysis:
                 if base is not None and base is not fn and self._dispatch_kind(base) is base:
                     return base
         return None
+
+    def _returned_callables(self, call: cst.Call, scope: "Scope", index: int | None,
+                            depth: int) -> Iterator[tuple["Function", bool]]:
+        """The module's functions a call of one of its factories returns: a nested def or lambda
+        (`return step`), or the element at `index` of a returned tuple (`return init_fn, update_fn`)."""
+        if depth > 4 or self.instances.class_named(call.func, scope) is not None:
+            return
+        for factory, _ in self.callables(call.func, scope, direct_only=True, depth=depth + 1):
+            for ret in factory.returns:
+                if index is not None:
+                    if not isinstance(ret, (cst.Tuple, cst.List)) or index >= len(ret.elements) or any(
+                            isinstance(el, cst.StarredElement) for el in ret.elements):
+                        continue
+                    ret = ret.elements[index].value
+                if isinstance(ret, (cst.Name, cst.Lambda)):
+                    for fn, _ in self.callables(ret, factory, direct_only=True, depth=depth + 1):
+                        if fn is not factory:
+                            yield fn, False
 
     def _attribute_callables(self, expr: cst.Attribute, scope: "Scope", depth: int) -> Iterator[tuple["Function", bool]]:
         m = self.model

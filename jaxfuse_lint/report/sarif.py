@@ -10,6 +10,7 @@ fixes reach reviewers), other viewers apply them.
 from __future__ import annotations
 
 import json
+import re
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -55,10 +56,19 @@ def _rule_descriptor(info: RuleInfo, with_help: bool = True, level: str = "warni
     }
     if with_help:
         text = info.what_it_does + (f" Documentation: {info.url}" if info.url else "")
-        descriptor["help"] = {"text": text, "markdown": info.documentation}
+        descriptor["help"] = {"text": text, "markdown": _without_tables(info.documentation)}
     if info.url:
         descriptor["helpUri"] = info.url
     return descriptor
+
+
+# The measured tables of a rule's page (its calibration, the GPU timings): long, and on the page `helpUri`
+# links; a viewer's help pane gets the rule's own sections.
+_TABLE_SECTIONS = re.compile(r"\n## (Calibration|Measured on a GPU|Backends)\b.*?(?=\n## |\Z)", re.S)
+
+
+def _without_tables(markdown: str) -> str:
+    return _TABLE_SECTIONS.sub("", markdown)
 
 
 def _region(start: Location, end: Location) -> dict:

@@ -336,7 +336,7 @@ class SmallAxisReduction(Rule):
                 if total is not None and 1 <= total <= limit:
                     return Violation(call, message(
                         f"`jnp.vdot` contracts {total} elements: a separate kernel and a fusion barrier; "
-                        f"write the {total} products out explicitly"), data={"kind": "vdot"})
+                        f"write the {total} products out explicitly"), data={"kind": "vdot", "size": total})
             return None
         subscripts = positional(call, 0)
         if not isinstance(subscripts, cst.SimpleString) or not isinstance(subscripts.evaluated_value, str):
@@ -350,7 +350,7 @@ class SmallAxisReduction(Rule):
         letters = ", ".join(f"`{k}` (size {v})" for k, v in sorted(small.items()))
         return Violation(call, message(
             f"`jnp.einsum('{spec}')` contracts {letters}: a separate kernel and a fusion barrier; "
-            f"write the few products out explicitly"), data={"kind": "einsum"})
+            f"write the few products out explicitly"), data={"kind": "einsum", "size": max(small.values())})
 
     def _dot(self, model, call, scope, a, b, form, limit):
         if a is None or b is None:

@@ -84,7 +84,9 @@ class CapturedNumpyArray(Rule):
     one. Attributes count where `self` is a constant of the trace, not an
     argument: a method jitted as a bound method (`jax.jit(self.apply)`), with
     `self` static (`static_argnums=0`), or called from compiled code on an
-    instance bound outside it (`MODEL.apply(x)`), reading `self.table` that
+    instance bound outside it (`MODEL.apply(x)`), and a lax loop body such a
+    method hands over as a bound method (`lax.while_loop(cond, self._step,
+    s)`), reading `self.table` that
     every assignment in a plain class sets to a NumPy array. Framework modules
     (flax, equinox, haiku) and registered pytrees pass their fields as leaves
     of an argument and are not checked.

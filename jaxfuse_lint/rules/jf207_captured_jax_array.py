@@ -36,7 +36,8 @@ class CapturedJaxArray(Rule):
     hold too. Attributes count where `self` is a constant of the trace, not an
     argument: a method jitted as a bound method (`jax.jit(self.apply)`), with
     `self` static, or called from compiled code on an instance bound outside it
-    (`MODEL.apply(x)`), reading `self.k` that every assignment in a plain class
+    (`MODEL.apply(x)`), and a lax loop body such a method hands over as a
+    bound method (`lax.while_loop(cond, self._step, s)`), reading `self.k` that every assignment in a plain class
     sets to a jax array; flax/equinox/haiku modules and registered pytrees pass
     their fields as leaves of an argument and are not checked.
 

@@ -9,7 +9,9 @@ from jaxfuse_lint.model import SemanticModel, keyword, positional
 from jaxfuse_lint.model.api import COMPILING, TRANSFORMS
 from jaxfuse_lint.model.call_frequency import loop_repeats
 from jaxfuse_lint.model.compile_cache import compiled_once_per_key, kept_for_reuse
-from jaxfuse_lint.model.fresh_callables import array_data, describe_callable, lambda_bound_to, reaching_function
+from jaxfuse_lint.model.fresh_callables import (
+    EAGER_COMPILING, array_data, compiles_per_application, describe_callable, lambda_bound_to, reaching_function,
+)
 from jaxfuse_lint.model.names import as_written
 from jaxfuse_lint.model.scopes import PYTHON_LOOPS, Function, Scope, iter_children
 from jaxfuse_lint.model.traced import TracedAnalysis
@@ -24,6 +26,18 @@ def compiling_call(model: SemanticModel, call: cst.Call, scope: Scope) -> tuple[
     if t is not None and t[0] in COMPILING and (t[1] is None or t[1] is not call):
         return t[0], positional(call, 0) or keyword(call, "fun")
     return None
+
+
+def transform_name(node: cst.CSTNode, qualified: str) -> str:
+    """How a message names the compiling transform at `node` (a call, its callee, or a decorator):
+    as written (`jit` after `from jax import jit`), or the name the code calls it through where that
+    name holds it (`pmap_for_my_devices = partial(jax.pmap, ...)`, a `maybe_jit` that returns
+    `jit(fn)`)."""
+    text = as_written(node, qualified, same_name=True)
+    callee = node.func if isinstance(node, cst.Call) else node
+    if isinstance(callee, cst.Name) and callee.value.rsplit(".", 1)[-1] != qualified.rsplit(".", 1)[-1]:
+        return callee.value
+    return text
 
 
 def _inside(model: SemanticModel, node: cst.CSTNode, container: cst.CSTNode) -> bool:
@@ -178,11 +192,20 @@ class JitInLoop(Rule):
     fixable = "sometimes"
     doc = """
     ## What it does
-    Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`) applied
-    inside a Python `for`/`while` loop or a comprehension, in code that is not
-    itself traced — including `@jax.jit` on a `def` written inside the loop —
-    where every iteration would compile the same program again, or, for one
-    function jitted again and again, where the loop repeats many times.
+    Flags `jax.jit` (and `jax.pmap`, `pjit`, `equinox.filter_jit`,
+    `nnx.jit`) applied inside a Python `for`/`while` loop or a comprehension,
+    in code that is not itself traced — including `@jax.jit` on a `def`
+    written inside the loop — where every iteration would compile the same
+    program again, or, for one function jitted again and again, where the loop
+    repeats many times. The transform may be reached through a name that holds
+    it (`pmap_for_my_devices = partial(jax.pmap, devices=...)`) or a helper of
+    the module that returns it applied to its argument (`def maybe_jit(fn,
+    **kw): return jax.jit(fn, **kw)`, or `fn` unchanged on another path).
+
+    Also flags lax control flow (`lax.scan`, `lax.fori_loop`,
+    `lax.while_loop`, `lax.cond`, `lax.map`) called in a host loop with a
+    function that is a new object on every iteration (`lax.scan(obj.step,
+    ...)`): outside a trace these compile too.
 
     ## Why is this bad?
     JAX caches compiled programs per callable object. A lambda, a
@@ -202,6 +225,18 @@ class JitInLoop(Rule):
     (measured on CPU: about 3x the dispatch time of a reused jitted function).
     The message says which case it is, from what the code shows.
 
+    `nnx.jit` (and `nnx.pmap`) wrap the function in a new jitted function on
+    every application, and no application shares another's compiled programs:
+    `nnx.jit(step)` in a loop compiles on every iteration even for one
+    module-level `step` (measured, flax 0.12.8: five applications, five
+    compilations). Called outside a trace, `lax.scan` and the other lax
+    control flow trace their functions and compile the loop, caching on the
+    function objects: a bound method (a new object on every read, a
+    `jax.jit`-decorated method too) or a lambda made in the loop compiles on
+    every iteration (measured: five, against one for a module-level
+    function); `lax.map` wraps its function in a new scan body on every call,
+    so it compiles on every iteration whatever it is given.
+
     ## Premises
     Every finding states three premises (`--output-format full`, JSON/SARIF
     `premises`); it is reported by default only when all are proven, in the
@@ -209,8 +244,12 @@ class JitInLoop(Rule):
 
     - `fresh-callable`: proven for a lambda, a `partial`, a transform, a `def`
       or a bound method built in the loop (a new object each iteration: the
-      cache misses), and for one function jitted in the loop (a new *wrapper*
-      each iteration: the cache hits, the message says so). Assumed where the
+      cache misses), for anything given to `nnx.jit` or to `lax.map` outside a
+      trace (`own-cache`), for a new function object given to lax control
+      flow outside a trace (`eager-control-flow`), and for one function jitted
+      in the loop (a new *wrapper* each iteration: the cache hits, the message
+      says so; given to lax control flow, one function is not reported: there
+      is no wrapper to rebuild). Assumed where the
       code does not show what the callable is: the result of a call it cannot
       see into, an attribute of an unknown object (`jax.jit(solver.update)`:
       a bound method if it is one), another library's wrapper.
@@ -249,8 +288,15 @@ class JitInLoop(Rule):
 
     A name is resolved to the definition that reaches the jit: identical
     blocks that each bind `f = lambda ...` or `def loss` are each reported.
-    How many times a loop runs is read from literals only (a count passed by
-    the callers, `g(x, 3)`, is not followed).
+    How many times a loop runs is read from literals, and from a parameter
+    for which every call in the project passes an int literal (`g(x, 3)`, or
+    the parameter's literal default): the largest such value. A count passed
+    any other way (a variable, a call from another module) is not followed.
+
+    A callable made in the loop and passed as a static argument of a jitted
+    function (`jit(f, static_argnums=0)(adam(lr))` per iteration) is not
+    reported here; JF302 reports that case where the callable is made per
+    call of a function.
 
     ## Example
     ```python
@@ -325,6 +371,7 @@ class JitInLoop(Rule):
                 continue  # under a trace a jit is inlined into that trace: it never compiles on its own
             found = compiling_call(model, site.call, site.scope)
             if found is None:
+                yield from self._eager_control_flow(model, site)
                 continue
             if compiled_once_per_key(model, site.call, site.scope):
                 continue  # `if key not in cache: cache[key] = jax.jit(...)`: once per key
@@ -332,13 +379,16 @@ class JitInLoop(Rule):
                 continue  # `jax.jit(f).lower(x)`: lowered explicitly, no cached dispatch to lose
             transform, target = found
             what, fresh = describe_callable(model, target, site.scope, site.loop)
-            if transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
+            own = compiles_per_application(transform) and not fresh
+            if own:
+                fresh = True  # `nnx.jit(step)`: every application is a new jitted function that compiles on its own
+            elif transform not in _JAX_COMPILING and (fresh is False or isinstance(target, cst.Call)):
                 # Another library's wrapper: whether it caches per function, or compares a wrapper object
                 # it is given by its contents (`eqx.filter_jit(eqx.filter_vmap(f))`), is its own affair.
                 fresh = None
             loops = _loops_around(model, site.call, site.scope)
             yield self._violation(model, site.call, transform, what, fresh, loops, site.scope, target,
-                                  {"site": site, "target": target})
+                                  {"site": site, "target": target, "own_cache": own})
         for fn in model.index.functions:
             if not isinstance(fn.node, cst.FunctionDef) or model.is_traced_scope(fn.parent):
                 continue
@@ -352,14 +402,49 @@ class JitInLoop(Rule):
                                           _loops_around(model, fn.node, fn.parent), fn.parent, fn.node,
                                           {"decorated": fn})
 
+    def _eager_control_flow(self, model: SemanticModel, site) -> Iterator[Violation]:
+        """`lax.scan(obj.step, ...)` in a host loop: outside a trace, lax control flow traces its
+        functions and compiles the loop, caching on their identity; a function that is a new object
+        on every iteration (a bound method, a lambda) compiles on every iteration. (One function
+        object is found in the cache, and there is no wrapper to rebuild: nothing to report.)"""
+        qn = model.qn(site.call.func, site.scope)
+        slots = EAGER_COMPILING.get(qn or "")
+        if slots is None:
+            return
+        for position, name in slots:
+            target = positional(site.call, position) or keyword(site.call, name)
+            if target is None:
+                continue
+            what, fresh = describe_callable(model, target, site.scope, site.loop)
+            own = compiles_per_application(qn) and not fresh
+            if not (fresh or own or (fresh is None and isinstance(target, cst.Attribute))):
+                continue  # one function object: found in the cache, and no wrapper to rebuild
+            loops = _loops_around(model, site.call, site.scope)
+            yield self._violation(model, target, qn, what, True if own else fresh, loops, site.scope, target,
+                                  {"eager": site, "target": target, "own_cache": own})
+            return  # one finding per call
+
     def _violation(self, model, node, qualified, what, fresh, loops, scope, target, data) -> Violation:
         loop = loops[0]
         kind = "loop" if isinstance(loop, (cst.For, cst.While)) else "comprehension"
-        transform = as_written(node, qualified, same_name=True)  # `jit` after `from jax import jit`
+        eager = data.get("eager")
+        transform = transform_name(eager.call if eager is not None else node, qualified)  # `jit` after `from jax import jit`
         attribute = isinstance(target, cst.Attribute)
-        if fresh:
+        if data.get("own_cache") and eager is not None:
+            cost = (f"outside a trace `{transform}` wraps its function in a new one on every call, so every "
+                    "iteration traces and compiles again")
+        elif data.get("own_cache"):
+            cost = (f"every iteration builds a new `{transform}` function, which shares no compiled program with "
+                    "the others, so it traces and compiles again each time")
+        elif eager is not None and fresh:
+            cost = (f"outside a trace `{transform}` compiles its function, cached on the function object, and this "
+                    "one is a new object on every iteration, so every iteration traces and compiles again")
+        elif eager is not None:
+            cost = (f"outside a trace `{transform}` compiles its function, cached on the function object, and a "
+                    "bound method is a new object on every read, so every iteration would trace and compile again")
+        elif fresh:
             cost = "it is a new object on every iteration, so JAX traces and compiles again each time"
-        elif fresh is None and attribute and qualified in _JAX_COMPILING:
+        elif fresh is None and attribute and (qualified in _JAX_COMPILING or eager is not None):
             cost = "a bound method is a new object on every read, so JAX traces and compiles again each time"
         elif fresh is None and not isinstance(target, cst.Call):
             cost = (f"every iteration builds a new `{transform}` wrapper: compiled again each time unless "
@@ -371,7 +456,7 @@ class JitInLoop(Rule):
             cost = ("the same function on every iteration, so the compiled program is cached, but every iteration "
                     "builds a new wrapper and re-hashes its arguments to find it")
         subject = f"`{transform}` of {what}"
-        if fresh is None and attribute and qualified in _JAX_COMPILING:
+        if fresh is None and attribute and (qualified in _JAX_COMPILING or eager is not None):
             text = model.module.code_for_node(target).strip()[:40]
             new = assumed("fresh-callable", subject, f"assumes `{text}` is a bound method (a new object on every read): "
                           "what it is, is not shown")
@@ -380,6 +465,15 @@ class JitInLoop(Rule):
             new = assumed("fresh-callable", subject, f"whether `{transform}` compiles again for a new wrapper depends "
                           "on how it caches" if not isinstance(target, cst.Call) else
                           f"assumes {what} is a new function each time")
+        elif data.get("own_cache") and eager is not None:
+            new = proven("fresh-callable", subject, "own-cache", f"outside a trace `{transform}` wraps its function in a "
+                         f"new one on every call: a new program on every iteration of the {kind}")
+        elif data.get("own_cache"):
+            new = proven("fresh-callable", subject, "own-cache", f"`{transform}` builds a new jitted function on every "
+                         f"iteration of the {kind}, and its applications share no compiled program")
+        elif eager is not None:
+            new = proven("fresh-callable", subject, "eager-control-flow", f"a new object on every iteration of the "
+                         f"{kind}, and `{transform}`, called outside a trace, compiles per function object")
         elif fresh:
             new = proven("fresh-callable", subject, "built-in-loop", f"a new object on every iteration of the {kind}")
         else:
@@ -391,7 +485,10 @@ class JitInLoop(Rule):
         repeated = loop_repeats(model, loops, scope, subject, many=fresh is False)
         return Violation(
             node,
-            message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; jit once, outside the {kind}"),
+            message(f"`{transform}` of {what} inside a {kind} (line ", LineOf(loop), f"): {cost}; "
+                    + (f"jit once, outside the {kind}" if eager is None else
+                       f"make the function once, outside the {kind}" if not data.get("own_cache") else
+                       f"jit a function that calls `{transform}` once, outside the {kind}")),
             data={**data, "transform": qualified, "fresh": fresh, "loop": loop},
             premises=(new, same, repeated),
         )

@@ -9,6 +9,7 @@ import libcst as cst
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
 from jaxfuse_lint.model.scopes import Function, Scope
+from jaxfuse_lint.model.shape_arithmetic import PYTHON_NUMBER_SINKS, static_values_staged
 from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
@@ -146,6 +147,11 @@ class PythonControlFlowOnTracedValue(Rule):
     `opt.update(...)` of an optax `GradientTransformation(init, update)` runs
     the function in its `update` slot; the items of a list an object holds
     (`[f(t) for f in self.factors]`) run their `__call__`.
+
+    One problem, one code: `int()`, `float()` and `range()` of a `jnp`
+    computation on static values only (`int(jnp.ceil(T / dt))` with `T` and
+    `dt` Python numbers: a tracer only because jax staged out what the host
+    could compute) are JF405's findings, not this rule's.
 
     Under an eager differentiating transform (`jax.grad(f)(3.0)`, not jitted)
     the inputs are concrete: `if`, `bool()` and `int()` of the differentiated
@@ -328,6 +334,11 @@ class _Checker:
                 runs = self.evidence.premise(fn, expr, raises=True)
                 traced = self.premise.premise(probe, fn)
                 if runs is None or traced is None:
+                    continue
+                if traced.inference == "omnistaging" and context in PYTHON_NUMBER_SINKS and \
+                        static_values_staged(self.model, fn, expr) is not None:
+                    # Traced only because `jnp` staged out static values (`int(jnp.ceil(T / dt))`):
+                    # one problem, one code: JF405's (jnp on static values where a Python int is needed).
                     continue
                 flagged.add(expr)
                 yield self._violation(fn, context, expr, labels.get(id(expr))).with_premises(runs, traced)

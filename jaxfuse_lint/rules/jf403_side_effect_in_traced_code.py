@@ -72,10 +72,24 @@ class SideEffectInTracedCode(Rule):
       built inside the trace);
     - the same on an enclosing function's list, dict or object (one it binds,
       or a parameter of a host function that defines the traced one, such as
-      `def foo(tot): @jax.jit def inc(x): tot[0] += x`).
+      `def foo(tot): @jax.jit def inc(x): tot[0] += x`), and on `self` of
+      the host method that defines the traced function (`def make_step(self):
+      def step(s): self.temperature = f(s)`).
 
     Writes to the function's own local objects and to its arguments are
     pure from JAX's point of view and are not flagged.
+
+    Under an eager transform (`jax.vmap`, `jax.jvp`, `jax.grad` without
+    `jit`, and what they call) the Python runs on every call, so a count or
+    a recorded Python value is not lost; but the values are tracers, and a
+    write that stores one (`best = z` under `jax.jvp`, `history.append(w)`
+    under `jax.grad`, `REGISTRY[k] = lambda: v` under `jax.vmap`) lets it
+    escape the transformation: only those are reported there. So are
+    writes into the state of a traced function from a function traced by a
+    transform of its own inside it (a lax loop body, `jax.checkpoint` or
+    `vmap` of a closure): `partial[0] = partial[0] + y.sum()` in a
+    checkpointed closure of a jitted function stores a tracer of the inner
+    trace, which ends first.
 
     A write is reported only with evidence that the state outlives the trace
     and that skipping the write in a compiled call loses something:
@@ -124,7 +138,10 @@ class SideEffectInTracedCode(Rule):
       compiled calls skip is lost. Proven when the write stores a tracer
       (`leaked-tracer`: `log.append(x)`, `tot[0] += x`, `self.p = p - lr *
       g` with `g` from `jax.grad` in the trace: the state keeps the first
-      trace's tracer) or an argument of the traced function
+      trace's tracer; also a closure over a tracer, `lambda: x`, the result
+      of one of the module's functions every `return` of which is a tracer,
+      and an argument an eager transform traces: `jax.jvp`'s primals, what
+      `jax.grad` differentiates) or an argument of the traced function
       (`call-argument`). For a count (`n += 1`, `self.n = self.n + 1`) its
       readers decide (model/state_reads.py): read on the host
       (`host-reads`: `print(n)` after the calls) or into the program's
@@ -168,12 +185,10 @@ class SideEffectInTracedCode(Rule):
     flagged too — silence it with `# noqa: JF403` — except two common
     idioms besides: objects named like a cache or memo table (`self._cache[key]
     = fn`), and a `nonlocal` counter owned by a pytest-style test (`test_*`,
-    methods of `Test*` classes), which is how tests count compilations.
-    Functions only
-    transformed eagerly (`jax.grad`, `jax.vmap` without `jit`) run their
-    Python on every call, and `make_jaxpr`/`eval_shape` trace once to
-    inspect the program (a side effect there is how one extracts trace-time
-    facts): neither is checked.
+    methods of `Test*` classes), which is how tests count compilations (a
+    tracer stored there is reported all the same).
+    `make_jaxpr`/`eval_shape` trace once to inspect the program (a side
+    effect there is how one extracts trace-time facts): not checked.
 
     ## Example
     ```python
@@ -230,25 +245,42 @@ class SideEffectInTracedCode(Rule):
         finder = _Writes(model)
         shown = evidence(model)
         for fn in model.traced.reasons:
-            if not st.is_staged(fn, cached=True):
+            staged = st.is_staged(fn, cached=True)
+            # Under an eager transform (`jax.vmap`, `jax.jvp`, `jax.grad` without jit) the Python runs on
+            # every call: only a stored tracer, which outlives the transformation, is harm.
+            eager = not staged and not st.is_staged(fn) and finder.eager(fn)
+            if not staged and not eager:
                 continue
             for node, target, owner_desc, verb in finder.writes(fn):
                 # The write runs under a trace on a route that runs (model/evidence.py).
                 runs = shown.premise(fn, node, raises=False)
                 if runs is None:
                     continue
+                per_call = finder.per_call(fn, node, target)
+                leaked = per_call.status == PROVEN and per_call.inference == "leaked-tracer"
+                if eager and not leaked:
+                    continue
                 # For `self`, say the route by which the instance comes from outside.
                 reason = finder.self_reason.get(fn) if fn.params and target == fn.params[0] else None
-                yield Violation(
-                    node,
-                    message(
+                if eager or (leaked and finder.into_outer_trace(fn, node, target)):
+                    text = message(
+                        f"`{code_of(model, node)}` {verb} {owner_desc} while `{fn.display_name}` is traced (",
+                        *reason_parts(reason or model.trace_reason(fn)),
+                        "), storing a tracer of that trace: the tracer outlives it (an escaped tracer, which "
+                        "raises `UnexpectedTracerError` where the state is used later); return the value instead",
+                    )
+                else:
+                    text = message(
                         f"`{code_of(model, node)}` {verb} {owner_desc} while `{fn.display_name}` is traced (",
                         *reason_parts(reason or model.trace_reason(fn)),
                         "): it happens once, at trace time, not on every call, and the compiled function "
                         "never does it; return the value instead (or use `jax.debug.callback` for logging)",
-                    ),
+                    )
+                yield Violation(
+                    node,
+                    text,
                     data={"target": target},
-                    premises=(runs, finder.outside(node, target), finder.per_call(fn, node, target)),
+                    premises=(runs, finder.outside(node, target), per_call),
                 )
 
 
@@ -281,7 +313,13 @@ class _Writes:
         state = self._state_of(fn, node, target)
         subject = f"`{state[2]}`"
         tracer = self.tracer_in(fn, value)
-        traced = traced_premise(m).premise(tracer, fn) if tracer is not None else None
+        if tracer is None and isinstance(node, cst.AugAssign):
+            tracer = self.tracer_in(fn, node.target)  # `seq[0] += 1` stores `seq[0] + 1`
+        why = self._tracer_why.get(id(tracer)) if tracer is not None else None
+        if why is not None:
+            return proven("read-per-call", subject, "leaked-tracer", f"it stores `{code_of(m, tracer, 40)}`, a tracer (",
+                          *why, "): after the trace the state holds that tracer, not each call's value")
+        traced = traced_premise(m).premise(tracer, m.function_of(tracer) or fn) if tracer is not None else None
         if traced is not None and traced.status == PROVEN:
             return proven("read-per-call", subject, "leaked-tracer", f"it stores `{code_of(m, tracer, 40)}`, a tracer (",
                           *(traced.source or (traced.inference,)), "): after the trace the state holds that tracer, "
@@ -412,6 +450,9 @@ class _Writes:
         self.assumed: dict[cst.CSTNode, str] = {}
         # Parameters of host factories written to whose callers the module does not show.
         self.param_assumed: dict[tuple[int, str], str] = {}
+        # Tracers found by this rule's own inferences (a closure over a tracer, an eager transform's
+        # argument, a module function's traced result): why each is one, as premise source parts.
+        self._tracer_why: dict[int, tuple] = {}
 
     def _nnx_state(self, ci: ClassInfo, depth: int = 0) -> bool:
         """A subclass of an NNX Variable or graph-node class (`class Count(nnx.Variable)`)."""
@@ -583,6 +624,8 @@ class _Writes:
                 else:
                     targets = [node.target]
                 value = getattr(node, "value", None)
+                if isinstance(node, cst.AugAssign):
+                    value = (node.target, node.value)  # it stores `target <op> value`
                 for t in targets:
                     if (isinstance(node, (cst.Assign, cst.AnnAssign)) and not self._stores_tracer(fn, value)
                             and not _reads(self.model, value, t)):
@@ -611,7 +654,9 @@ class _Writes:
                         "deletes" if deleting else "rebinds")
                 elif t.value in fn.nonlocals:
                     owner = self._nonlocal_owner(fn, t.value)
-                    if owner is not None and not _is_test(owner) and self._outside(fn, owner, value):
+                    # (A test's counter of traces is deliberate; a tracer stored in it is not.)
+                    if owner is not None and (not _is_test(owner) or self._stores_tracer(fn, value)) \
+                            and self._outside(fn, owner, value):
                         desc = f"`{t.value}` of the enclosing `{owner.display_name}` (declared `nonlocal`)"
                         yield t, t.value, desc, "deletes" if deleting else "rebinds"
             elif isinstance(t, (cst.Attribute, cst.Subscript)):
@@ -689,6 +734,14 @@ class _Writes:
                 return None
             return f"module-level `{name.value}`"
         if _is_self(owner, name.value, bindings):
+            if owner is not fn and not m.is_traced(owner):
+                # `self` of the host method that defines fn: the object existed before fn's trace.
+                if owner.cls is not None and (instances(m).framework_base(owner.cls) in STATEFUL_MODULE_BASES
+                                              or self._nnx_state(owner.cls)):
+                    return None
+                if self._outside(fn, owner, value):
+                    return f"`{name.value}` (the `{owner.cls.name}` instance)"
+                return None
             if owner.name in _CONSTRUCTION:
                 return None
             if owner.cls is not None and instances(m).framework_base(owner.cls) in STATEFUL_MODULE_BASES:
@@ -739,19 +792,31 @@ class _Writes:
     def _stores_tracer(self, fn: Function, value: cst.BaseExpression | None) -> bool:
         return self.tracer_in(fn, value) is not None
 
-    def tracer_in(self, fn: Function, value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    def tracer_in(self, fn: Function, value) -> cst.BaseExpression | None:
         """The part of a stored value that is a tracer: the value itself, or an element of a
         container or comprehension it builds (`[(w - lr * dw, ...) for ... in zip(params, grads)]`
-        iterates over traced gradients). None where no part is known to be traced."""
+        iterates over traced gradients), a closure over a tracer (`lambda: x`), the result of
+        one of the module's functions that returns a tracer, or an argument an eager transform
+        traces (`jax.jvp`'s primals). None where no part is known to be traced. (`value` may be
+        a tuple of expressions: an augmented assignment's target and value.)"""
         values = staged_values(self.model)
-        todo = [value] if value is not None else []
+        todo = list(value) if isinstance(value, tuple) else [value] if value is not None else []
         while todo:
             e = todo.pop(0)
             kind = values.kind(e, fn)
             if kind is Kind.TRACED:
                 return e
-            if kind is Kind.STATIC:
+            if isinstance(e, cst.Lambda):
+                found = self._closure_tracer(fn, e)
+                if found is not None:
+                    return found
                 continue
+            if isinstance(e, cst.Name) and self._eager_argument(fn, e) is not None:
+                return e
+            if isinstance(e, cst.Call) and self._returned_tracer(fn, e) is not None:
+                return e
+            if kind is Kind.STATIC and not isinstance(e, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
+                continue  # (a container's items are looked at: `[lambda: x]` holds a tracer)
             if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
                 todo.extend(el.value for el in e.elements)
             elif isinstance(e, cst.Dict):
@@ -774,6 +839,82 @@ class _Writes:
                 todo.append(e.value)
         return None
 
+    def _closure_tracer(self, fn: Function, lam: cst.Lambda) -> cst.BaseExpression | None:
+        """A name a closure built in fn reads from fn that is a tracer: the closure holds it
+        (`a.dct['hi'] = [lambda: x]` keeps `x` alive past the trace)."""
+        m = self.model
+        inner = m.index.function_of.get(lam)
+        if inner is None:
+            return None
+        for read in inner.reads:
+            found = m.lookup(read.name.value, inner)
+            if found is None or found[0] is not fn:
+                continue
+            probe = self.tracer_in(inner, read.name)
+            if probe is None:
+                probe = self.tracer_in(fn, _binding_probe(fn, read.name.value))
+            if probe is None:
+                continue
+            why = self._tracer_why.get(id(probe))
+            premise = traced_premise(m).premise(probe, m.function_of(probe) or fn) if why is None else None
+            if why is None and (premise is None or premise.status != PROVEN):
+                continue
+            self._tracer_why[id(lam)] = (f"a closure over `{read.name.value}`: ", *(why or premise.source or (
+                premise.inference,)))
+            return lam
+        return None
+
+    def _eager_argument(self, fn: Function, name: cst.Name) -> tuple | None:
+        """Where an eager transform makes parameter `name` of fn a tracer: a primal of `jax.jvp` /
+        `jax.linearize` / `jax.vjp` (every positional argument), an argument `jax.grad`
+        differentiates (its `argnums`). Under such a transform the Python runs on every call, with
+        tracers."""
+        m = self.model
+        found = m.lookup(name.value, fn)
+        if found is None or found[0] is not fn or [b.kind for b in found[1]] != ["param"] \
+                or name.value in fn.star_params:
+            return None
+        key = id(name)
+        if key in self._tracer_why:
+            return self._tracer_why[key]
+        why = None
+        for r in m.traced.reasons.get(fn, ()):
+            if r.kind not in ("transform", "decorator"):
+                continue
+            if r.transform in _PRIMALS and name.value not in fn.params_with_default:
+                why = (f"`{name.value}` is a primal of `{r.transform}` on line ", LineOf(r.node),
+                       ": a tracer on every call")
+                break
+        if why is None:
+            differentiated = traced_premise(m).differentiated_params(fn)
+            r = differentiated.get(name.value)
+            if r is not None:
+                why = (f"`{name.value}` is differentiated by `{r.transform}` on line ", LineOf(r.node),
+                       ": a tracer on every call")
+        if why is not None:
+            self._tracer_why[key] = why
+        return why
+
+    def _returned_tracer(self, fn: Function, call: cst.Call) -> tuple | None:
+        """`cyc_fn(t)` where the one function the call runs is one of the module's, traced, and every
+        `return` of it is a tracer there (`return (t % n) / norm`)."""
+        m = self.model
+        if id(call) in self._tracer_why:
+            return self._tracer_why[id(call)]
+        callees = list(m.traced_analysis().callables(call.func, fn, direct_only=True))
+        if len(callees) != 1 or not m.is_traced(callees[0][0]):
+            return None
+        callee = callees[0][0]
+        if not callee.returns or callee is fn:
+            return None
+        premises = [traced_premise(m).premise(r, callee) for r in callee.returns]
+        if not all(p is not None and p.status == PROVEN for p in premises):
+            return None
+        why = (f"`{callee.display_name}` returns `{code_of(m, callee.returns[0], 40)}`: ",
+               *(premises[0].source or (premises[0].inference,)))
+        self._tracer_why[id(call)] = why
+        return why
+
     def _outside(self, fn: Function, owner: Function, value: cst.BaseExpression | None = None) -> bool:
         """Whether an enclosing function's state outlives fn's trace: the owner is not traced
         at all, or fn is a lax loop body (traced once however many iterations run) that stores
@@ -785,7 +926,26 @@ class _Writes:
                 # current; only a leaked tracer is a hazard.
                 return self._stores_tracer(fn, value)
             return True
-        return self.staging.is_loop_body(fn) and self._stores_tracer(fn, value)
+        # Inside a traced owner: fn traced by a transform of its own (a lax loop body, a `remat`,
+        # `vmap` or `grad` of a closure) has tracers of that inner trace, which ends before the
+        # owner's does: storing one in the owner's state leaks it.
+        return self.own_trace(fn) and self._stores_tracer(fn, value)
+
+    def own_trace(self, fn: Function) -> bool:
+        """Whether fn is traced by a transform or lax control flow of its own (not only called from
+        a traced function, whose trace it shares)."""
+        return any(r.kind in ("decorator", "transform", "control-flow", "driver")
+                   for r in self.model.traced.reasons.get(fn, ()))
+
+    def into_outer_trace(self, fn: Function, node: cst.CSTNode, target: str) -> bool:
+        """The write stores into the state of a traced function that encloses fn's own trace."""
+        owner = self._state_of(fn, node, target)[1]
+        return isinstance(owner, Function) and owner is not fn and self.model.is_traced(owner) and self.own_trace(fn)
+
+    def eager(self, fn: Function) -> bool:
+        """fn is traced on a route of the module (a transform, lax control flow, a call from
+        traced code), not only by a framework's convention or another module."""
+        return any(r.kind not in ("framework", "external", "assumed") for r in self.model.traced.reasons.get(fn, ()))
 
     def _traced_fresh_by(self, fn: Function, owner: Function) -> bool:
         """Whether every reason fn is traced is lax control flow (or a library driver) called
@@ -990,6 +1150,25 @@ def _self_attribute_values(model: SemanticModel, cls: ClassInfo, attr: str):
                         if (isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name)
                                 and t.value.value == me):
                             yield node.value, method
+
+# Transforms whose function's positional arguments are all tracers (primals), on every call.
+_PRIMALS = frozenset({"jax.jvp", "jax.linearize", "jax.vjp"})
+
+
+def _binding_probe(fn: Function, name: str) -> cst.BaseExpression | None:
+    """What a closure's read of fn's `name` holds: the Name a reaching binding binds (a parameter's
+    name node, or the value of a single assignment)."""
+    bindings = fn.bindings.get(name, [])
+    if len(bindings) != 1:
+        return None
+    b = bindings[0]
+    if b.kind == "param":
+        node = b.node
+        return node.name if isinstance(node, cst.Param) else None
+    if b.kind in ("assign", "annassign") and b.index is None:
+        return b.value
+    return None
+
 
 # NNX state classes other than Modules: their instances are graph nodes whose state the nnx
 # transforms (`nnx.jit`, `nnx.scan`...) carry in and out of the trace.

@@ -1,6 +1,7 @@
 """JF404 mutable-global-in-traced-code."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 import libcst as cst
@@ -9,7 +10,8 @@ from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.api import COMPILING
 from jaxfuse_lint.model.call_frequency import call_sites
 from jaxfuse_lint.model.frozen_values import (
-    ClosureLocal, GlobalName, ObjectAttribute, Timeline, compile_entries, compiled_callees, host_roots, run_timeline,
+    ClosureLocal, GlobalName, ObjectAttribute, StaticArgumentAttribute, Timeline, compile_entries, compiled_callees,
+    host_roots, run_timeline,
 )
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Binding, Function, walk
@@ -46,8 +48,13 @@ class MutableGlobalInTracedCode(Rule):
       function between two calls of the closure;
     - an attribute of the object a jitted method runs on, when `self` is
       static (`static_argnums=0`, `static_argnames="self"`, a bound method
-      handed to `jax.jit`): `obj.E = ...`, or a method that sets `self.E`,
-      between two calls on the same object.
+      handed to `jax.jit`, `self.compute = jax.jit(self.compute)` included):
+      `obj.E = ...`, or a method that sets `self.E`, between two calls on the
+      same object;
+    - an attribute of an object passed as a static argument
+      (`static_argnums`/`static_argnames`): `v.val = 0` or `m.data += 1`
+      between two calls that pass the same object there. jit keeps the
+      object itself as the cache key, not a copy of its state.
 
     Whatever the value's origin: a rebinding in a loop that also calls the
     function counts when the value can change from one iteration to the next —
@@ -126,7 +133,16 @@ class MutableGlobalInTracedCode(Rule):
       trace again, and that trace reads the new value). Disproved where such
       an argument is a static argument (a new static value compiles a new
       program), and `jax.clear_caches()` between the calls starts the
-      timeline again.
+      timeline again. For a mutated static argument the call passes the
+      same object: proven where its class hashes by identity (no `__hash__`:
+      the same cache key, `identity-key`), and where its `__hash__`/`__eq__`
+      reads the mutated attribute (`mutated-key`: the next call may trace
+      again, but the cache holds the mutated object as the key of the first
+      program too, and a later call can be served that program); assumed
+      where a base class of another module may define the hash; disproved
+      where the class is unhashable or frozen (an `__eq__` without
+      `__hash__`, a dataclass: jit refuses it as a static argument, or the
+      mutation raises).
     - `program-reads-it(name)`: what the traced code does with the value
       (model/state_reads.py). Proven where it is an operand of the traced
       computation (`constant`), decides the trace as a Python value
@@ -238,6 +254,15 @@ class MutableGlobalInTracedCode(Rule):
                 if roots is None:
                     roots = host_roots(model)
                 for violation in _frozen_attributes(model, fn, entries, roots):
+                    runs = shown.premise(fn, violation.node, raises=False)
+                    if runs is not None:
+                        yield violation.with_premises(runs)
+            for param in _static_parameters(model, fn):
+                if entries is None:
+                    entries = compile_entries(model, fn)
+                if roots is None:
+                    roots = host_roots(model)
+                for violation in _frozen_static_argument(model, fn, param, entries, roots):
                     runs = shown.premise(fn, violation.node, raises=False)
                     if runs is not None:
                         yield violation.with_premises(runs)
@@ -673,6 +698,154 @@ def _frozen_attributes(model: SemanticModel, fn: Function, entries, roots: list[
                 premises=(_rebound(f"`{me}.{attr}`", fn, t), _no_retrace(model, f"`{me}.{attr}`", t, entries), reads),
             )
             break
+
+
+def _static_parameters(model: SemanticModel, fn: Function) -> list[str]:
+    """Parameters of fn a compiling transform marks static (`static_argnums`, `static_argnames`),
+    besides the `self` of a method (`_self_static`)."""
+    params = [p for p in fn.params if p not in fn.star_params]
+    out: list[str] = []
+    for r in model.traced.reasons.get(fn, ()):
+        if r.kind not in ("decorator", "transform") or r.transform not in COMPILING:
+            continue
+        ps = params[1:] if fn.cls is not None and params and params[0] in ("self", "cls") and (
+            r.bound_method or r.kind == "decorator" and not _unbound_method(fn)) else params
+        for i, name in enumerate(ps):
+            if (i in r.static_argnums or name in r.static_argnames) and name not in out:
+                out.append(name)
+    if fn.cls is not None and fn.params:
+        out = [p for p in out if p != fn.params[0]]
+    return out
+
+
+def _unbound_method(fn: Function) -> bool:
+    node = fn.node
+    return isinstance(node, cst.FunctionDef) and any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
+
+
+def _frozen_static_argument(model: SemanticModel, fn: Function, param: str, entries,
+                            roots: list[Function]) -> Iterator[Violation]:
+    """`v.val` read by a compiled function whose parameter `v` is static, where the module
+    mutates the attribute of an object (`v.val = 0`, `m.data += 1`) between a call that traces
+    fn with that object and a call that passes it again: jit keeps the object itself as the
+    cache key, so the mutation is not a new key (an identity hash), or no longer matches the
+    key the first program was filed under (a hash computed from the attribute)."""
+    inst = instances(model)
+    reads: dict[str, list[cst.Attribute]] = {}
+    for node in own_nodes(fn):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == param \
+                and not _stored(model, node) and model.lookup(param, model.scope_of(node)) is not None \
+                and model.lookup(param, model.scope_of(node))[0] is fn:
+            reads.setdefault(node.attr.value, []).append(node)
+    if not reads:
+        return
+    probe = StaticArgumentAttribute(model, fn, entries, cls=None, attr="", key=(), param=param)
+    objects: list[tuple] = []  # (class, object key) of the objects host code passes
+    for site in model.index.calls:
+        if model.is_traced_scope(site.scope) or not (compiled_callees(model, site.call, site.scope) & entries):
+            continue
+        arg = model.argument_for(site.call, fn, param)
+        ci = inst.instance_class(arg, site.scope) if arg is not None else None
+        if ci is None or instances(model).framework_base(ci) is not None:
+            continue
+        probe.cls = ci
+        key = probe.object_key(arg, site.scope, None)
+        if key is not None and (ci, key) not in objects:
+            objects.append((ci, key))
+    reported: set[str] = set()
+    for ci, key in objects:
+        written = _attributes_written_after_setup(model, inst, ci)
+        for attr, nodes in reads.items():
+            if attr in reported or attr not in written or inst.method(ci, attr) is not None:
+                continue
+            subject = StaticArgumentAttribute(model, fn, entries, cls=ci, attr=attr, key=key, param=param)
+            t = run_timeline(subject, model.module.body, model.index.scope)
+            for root in roots:
+                if t is not None:
+                    break
+                t = run_timeline(subject, root.node.body.body, root)
+            if t is None:
+                continue
+            reported.add(attr)
+            name = f"`{param}.{attr}`"
+            premise, how = _program_reads(model, fn, name, nodes)
+            frozen = "frozen into the program as a constant" if how != STATIC else \
+                "read as a Python value, fixing the program's structure"
+            yield Violation(
+                nodes[0],
+                message(
+                    f"{_reader(model, fn)} reads {name}, which is rebound on ", *_rebind_parts(model, t.rebind),
+                    f" after the function is compiled for that object: with `{param}` static (",
+                    *reason_parts(staged_reason(model, _shown(model, fn), cached=True)),
+                    f"), the object itself is the cache key, but {name} is {frozen}",
+                    *_first_value(model, t), *_stale_parts(t),
+                    "; pass it as an argument (or make the static object immutable)",
+                ),
+                data={"name": attr, "rebinding": t.rebind.node, "timeline": t},
+                premises=(_rebound(name, fn, t, _shown(model, fn)), _static_key(model, name, param, ci, attr, key, t, entries),
+                          premise),
+            )
+
+
+def _static_key(model: SemanticModel, subject: str, param: str, ci, attr: str, key: tuple, t: Timeline,
+                entries) -> Premise:
+    """`no-retrace-between` for a mutated static argument: the call after the mutation passes the
+    same object. With the default (identity) hash it is the same cache key: the program traced
+    first is reused (`identity-key`). A class whose `__hash__`/`__eq__` reads the attribute makes
+    the next call miss the cache, but the cache holds the mutated object as the key of the first
+    program too: the entries' keys no longer tell the programs apart, and a later call can be
+    served the one traced with the old value (`mutated-key`)."""
+    # The object itself, passed again, is not a value rebuilt from the new one: it is the key.
+    scope = model.scope_of(t.stale_use)
+    probe = StaticArgumentAttribute(model, None, entries, cls=ci, attr=attr, key=(), param=param)
+    same = [(arg, where) for arg, where in t.rebuilt
+            if isinstance(arg.value, (cst.Name, cst.Attribute)) and probe.object_key(arg.value, scope, None) == key]
+    plain = _no_retrace(model, subject, replace(t, rebuilt=tuple(r for r in t.rebuilt if r not in same)), entries)
+    if plain.status != "proven":
+        return plain
+    inst = instances(model)
+    hashing = [m for m in ("__hash__", "__eq__") if (f := inst.method(ci, m)) is not None
+               and any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in walk(f.node.body))]
+    if inst.method(ci, "__hash__") is None and (inst.method(ci, "__eq__") is not None or _dataclass(model, ci)):
+        # `__eq__` without `__hash__`, or a dataclass: unhashable (jit refuses it as a static
+        # argument), or frozen (the mutation raises).
+        return disproved("no-retrace-between", subject, "unhashable-or-frozen", f"`{ci.name}` is unhashable or "
+                         "frozen (an `__eq__` without `__hash__`, or a dataclass): jit refuses it as a static "
+                         "argument, or the mutation raises")
+    scope_of_class = ci.parent or model.index.scope
+    foreign = [b for b in inst.bases(ci) if inst.class_named(b, scope_of_class) is None
+               and model.qn(b, scope_of_class) != "builtins.object"]
+    if foreign and not hashing:
+        return assumed("no-retrace-between", subject, f"assumes `{ci.name}` hashes by identity (its base "
+                       f"`{code_of(model, foreign[0], 30)}` is not in this module)")
+    if hashing:
+        return proven("no-retrace-between", subject, "mutated-key", f"`{ci.name}.{hashing[0]}` reads `{attr}`, "
+                      "so the call on line ", LineOf(t.stale_use), " may trace again, but jit's cache keeps the "
+                      f"object itself as the key of the program traced on line ", LineOf(t.first_use),
+                      ": mutated in place, that key now equals the new one, and a later call can be served the "
+                      "program traced with the old value")
+    return proven("no-retrace-between", subject, "identity-key", f"`{ci.name}` hashes by identity (no `__hash__`): "
+                  "the call on line ", LineOf(t.stale_use), f" passes the same object as the call on line ",
+                  LineOf(t.first_use), ", the same cache key, and reuses its program")
+
+
+def _dataclass(model: SemanticModel, ci) -> bool:
+    """A class decorated as a dataclass (stdlib, flax.struct, chex) without `unsafe_hash=True`."""
+    node = ci.node
+    if not isinstance(node, cst.ClassDef):
+        return False
+    scope = ci.parent or model.index.scope
+    for d in node.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        qn = model.qn(target, scope) or ""
+        if qn.rsplit(".", 1)[-1] in ("dataclass", "dataclasses"):
+            if isinstance(d.decorator, cst.Call) and any(
+                    a.keyword is not None and a.keyword.value == "unsafe_hash" and isinstance(a.value, cst.Name)
+                    and a.value.value == "True" for a in d.decorator.args):
+                return False
+            return True
+    return False
 
 
 def _stored(model: SemanticModel, node: cst.Attribute) -> bool:

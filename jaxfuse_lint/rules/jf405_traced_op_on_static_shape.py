@@ -8,7 +8,7 @@ import libcst as cst
 from jaxfuse_lint.model import SemanticModel
 from jaxfuse_lint.model.evidence import evidence
 from jaxfuse_lint.model.scopes import Scope, walk
-from jaxfuse_lint.model.shape_arithmetic import ShapeArithmetic, sink_arguments
+from jaxfuse_lint.model.shape_arithmetic import shape_arithmetic, sink_arguments
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.premises import proven
@@ -20,43 +20,62 @@ class TracedOpOnStaticShape(Rule):
     code = "JF405"
     premises = ("runs-traced", "needs-static")
     name = "traced-op-on-static-shape"
-    summary = "`jnp` arithmetic on static shapes used where a Python int is required (fails under jit)"
+    summary = "`jnp` arithmetic on static shapes or values used where a Python int is required (fails under jit)"
     fixable = "sometimes"
     doc = """
     ## What it does
     Flags, in a staged function (`jax.jit` and friends), a `jax.numpy`/`lax`
-    computation on static shape values — `jnp.array(x.shape).prod()`,
-    `jnp.prod(x.shape)`, `jnp.prod(jnp.array(x.shape))`, `jnp.array(x.shape)[0]`
-    — whose result is used where a static Python int is required: a
-    `reshape`, the shape of `zeros`/`ones`/`full`/`empty`/`broadcast_to`
-    (`jnp` or NumPy), the bounds of `arange`/`range` and of a slice,
-    `linspace`'s `num`, the indices of `split`, `int()`/`float()`, the sizes
-    of `lax.dynamic_slice`/`lax.iota`, the `shape` of `jax.random` draws and
-    the count of `random.split(key, n)`. It follows a local variable to the
-    one assignment that reaches it (`depth = depth.astype(int)` reads the one
-    before), through arithmetic and array methods (`.astype`, `.sum`), and
-    reads a comprehension of shape values (`jnp.array([b.shape[0] for b in
-    bs])`) as static input. The message names what computes it on the host:
-    `math.prod`, Python's `sum`/`max`/`min`, `np.<name>` for other jnp
-    functions (`np.log2`, `np.cumsum`), Python arithmetic for the rest.
+    computation on static values — shapes (`jnp.array(x.shape).prod()`,
+    `jnp.prod(x.shape)`, `jnp.array(x.shape)[0]`), sizes and Python numbers
+    (`jnp.ceil(T / dt)` with `T` a static attribute or default), a static
+    argument's fields, literals (`jnp.arange(5)`) — whose result is used where
+    a static Python int is required: a `reshape`, the shape of
+    `zeros`/`ones`/`full`/`empty`/`broadcast_to` (`jnp` or NumPy), the bounds
+    of `arange`/`range` and of a slice, `linspace`'s `num`, the indices of
+    `split`, `int()`/`float()`, the sizes of `lax.dynamic_slice`/`lax.iota`,
+    the `shape` of `jax.random` draws, the count of `random.split(key, n)`,
+    and the index into a Python tuple, list, dict or NumPy array
+    (`strides[i]` with `for i in jnp.arange(5)`). It follows a local variable
+    to the one assignment (or the one `for` loop) that reaches it
+    (`depth = depth.astype(int)` reads the one before), through arithmetic and
+    array methods (`.astype`, `.sum`), and reads a comprehension of shape
+    values (`jnp.array([b.shape[0] for b in bs])`) as static input. The
+    message names what computes it on the host: `math.prod`, Python's
+    `sum`/`max`/`min`, `np.<name>` for other jnp functions (`np.log2`,
+    `np.cumsum`), Python arithmetic for the rest.
+
+    A value is static only on positive evidence (model/shape_arithmetic.py
+    `python_value`): a literal, a shape read (`x.shape`, `len(x)`), a
+    parameter the trace marks static and what is read from it, a name, a
+    parameter or an instance attribute that every assignment (every call of
+    the module, defaults included) gives such a value, and Python arithmetic,
+    builtins, `math` and NumPy of those. An attribute of unknown origin (a
+    Module's parameters) is not one.
+
+    One problem, one code: `int()`, `float()` and `range()` of such a value are
+    this rule's findings, not JF402's (that rule keeps the conversions of
+    values computed from traced data, and Python control flow).
 
     ## Premises
     `runs-traced(f)`, proven by the route that traces `f` (as for JF402), and
     `needs-static(value)`, proven by the sink: the argument that takes only a
     Python int. That the `jnp` result is a tracer needs no premise of its own:
-    under a trace every `jnp` result is one (omnistaging).
+    under a trace every `jnp` result is one (omnistaging), whatever its inputs.
 
     ## Why is this bad?
-    `x.shape` is a static tuple of ints, but `jnp` operations inside a traced
-    function return tracers, even on static inputs. A shape argument must be
-    concrete, so the call fails with a `TypeError`/`ConcretizationTypeError`
+    `x.shape` is a static tuple of ints (and `T / dt` of Python floats a
+    Python float), but `jnp` operations inside a traced function return
+    tracers, even on static inputs. A shape argument (or an index into a
+    Python sequence, or `int()`) must be concrete, so the call fails with a `TypeError`/`ConcretizationTypeError`
     while tracing (the notes' `x.reshape(jnp.array(x.shape).prod())`). Shape
     arithmetic belongs to the host: `math.prod`, `np.prod` or plain Python.
 
     ## Known problems
-    The same `jnp` shape arithmetic used as an array (`x.sum() /
+    The same `jnp` arithmetic used as an array (`x.sum() /
     jnp.prod(jnp.array(x.shape))`) works under `jit` and is not flagged. A
-    shape computed in another function and returned is not followed. Eager
+    shape computed in another function and returned is not followed, nor is
+    a value passed into another function (through `jnp.vectorize`, say)
+    before it reaches the sink. Eager
     code (no `jit`, or only `grad`/`vmap`) gets concrete arrays from `jnp`,
     which shape arguments accept, so it is not checked. As for JF402, the code
     must be traced on a route that runs (model/evidence.py): host code after a
@@ -117,7 +136,7 @@ class TracedOpOnStaticShape(Rule):
 
     def check(self, model: SemanticModel, settings) -> Iterator[Violation]:
         st = staging(model)
-        finder = ShapeArithmetic(model)
+        finder = shape_arithmetic(model)
         shown = evidence(model)
         reported: set[cst.CSTNode] = set()
         for fn in model.traced.reasons:
@@ -136,7 +155,7 @@ class TracedOpOnStaticShape(Rule):
                     yield Violation(
                         node,
                         message(
-                            f"`{code_of(model, node)}` computes with `jnp` on static shape values, so it is a tracer "
+                            f"`{code_of(model, node)}` computes with `jnp` on static values, so it is a tracer "
                             f"while `{fn.display_name}` is traced (",
                             *reason_parts(model.trace_reason(fn)),
                             f"), but {sink_name} on line ", LineOf(sink_node),
