@@ -28,8 +28,9 @@ from jaxfuse_lint.core.diagnostics import Applicability
 from jaxfuse_lint.codemods.plan import FixPlan, ImportSpec
 from jaxfuse_lint.model import Kind, SemanticModel
 from jaxfuse_lint.model.api import STATIC_ATTRIBUTES
-from jaxfuse_lint.model.scopes import Scope
+from jaxfuse_lint.model.scopes import Function, Scope
 from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.traced_premise import traced_premise
 
 CODE = "JF401"
 
@@ -152,10 +153,9 @@ def _value(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, convers
             raise NoFix(str(exc)) from exc
         text = format(repr(literal) if conversion in ("r", "a") else literal, spec or "")
         return _Text(text)
-    kind = staged_values(model).kind(expr, scope)
+    kind = _kind(model, expr, scope)
     if isinstance(expr, cst.Tuple) and not all(
-            isinstance(el, cst.Element) and staged_values(model).kind(el.value, scope) is Kind.TRACED
-            for el in expr.elements):
+            isinstance(el, cst.Element) and _kind(model, el.value, scope) is Kind.TRACED for el in expr.elements):
         # `{x, 3}`: jax.debug.print would make the 3 an array (`Array(3, dtype=int32, ...)`)
         raise NoFix("a tuple with values that are not arrays")
     if kind is Kind.TRACED and not isinstance(expr, (cst.Yield, cst.Await, cst.NamedExpr, cst.Lambda)):
@@ -163,6 +163,15 @@ def _value(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, convers
     if kind is Kind.STATIC and _is_shape_value(expr):
         return _Value(expr, conversion, spec, static=True)
     raise NoFix("a value jax.debug.print cannot take")
+
+
+def _kind(model: SemanticModel, expr: cst.BaseExpression, scope: Scope) -> Kind:
+    """Traced in staged code, or carrying a tangent under an eager `jax.grad` (a JVP tracer there)."""
+    kind = staged_values(model).kind(expr, scope)
+    if kind is not Kind.TRACED and isinstance(scope, Function) and \
+            traced_premise(model).differentiated(expr, scope) is not None:
+        return Kind.TRACED
+    return kind
 
 
 def _is_shape_value(expr: cst.BaseExpression) -> bool:

@@ -9,8 +9,8 @@ tracer is its own finding). The module's alias for `jax.numpy` is reused, or `im
 as jnp` is added.
 
 Safety: the original raised `TracerArrayConversionError` at trace time for every input, so where
-the function runs only under tracing (jitted itself, or called only from traced code) nothing
-that worked changes: safe. Where host code also calls it with NumPy arrays, it now returns a
+the function runs only under tracing (jitted itself, or called only from traced code, or decorated
+with `jax.grad` and given the differentiated argument) nothing that worked changes: safe. Where host code also calls it with NumPy arrays, it now returns a
 jax array computed in the default dtype (float32 without x64) where NumPy used float64: unsafe.
 A 64-bit `dtype=` (canonicalised by `jax.numpy` without x64) is unsafe too.
 """
@@ -41,20 +41,20 @@ def build_fix(violation, model: SemanticModel, settings) -> FixPlan | None:
         return None
     new_func = jnp.attr(data["jnp"])
     written = f"{jnp.name}.{data['jnp']}"
-    why = _unsafe(model, scope, data["call"])
+    why = _unsafe(model, scope, data["call"], data.get("always_raised", False))
     message = f"Replace with `{written}`"
     if why:
         message += f"; unsafe: {why}"
     return plan(not why, message, {data["func"]: new_func}, jnp.imports)
 
 
-def _unsafe(model: SemanticModel, fn: Function, call: cst.Call) -> str:
+def _unsafe(model: SemanticModel, fn: Function, call: cst.Call, always_raised: bool = False) -> str:
     dtype = keyword(call, "dtype")
     if dtype is not None:
         text = model.module.code_for_node(dtype)
         if any(w in text for w in _WIDE):
             return "a 64-bit `dtype=` becomes 32-bit in `jax.numpy` without x64"
-    if not _runs_only_traced(model, fn):
+    if not always_raised and not _runs_only_traced(model, fn):
         return (f"`{fn.display_name}` also runs on the host, where NumPy returned a float64 NumPy array and "
                 "`jax.numpy` returns a jax array in the default dtype")
     return ""

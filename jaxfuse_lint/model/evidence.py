@@ -34,9 +34,11 @@ import libcst as cst
 
 from jaxfuse_lint.model.api import TRANSFORMS
 from jaxfuse_lint.model.premises import Premise, assumed, proven
+from jaxfuse_lint.model.route_calls import SAME_SIGNATURE, decorator_func, route_calls, transform_calls
 from jaxfuse_lint.model.routes import ROUTES
 from jaxfuse_lint.model.runtime_facts import runs_traced_from_run
 from jaxfuse_lint.model.staged_values import staged_values
+from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.traced import keyword, positional, reason_parts
 from jaxfuse_lint.model.values import Kind
 
@@ -52,16 +54,9 @@ SHOWN, ASSUMED, CAUGHT, DEAD = "shown", "assumed", "caught", "dead"
 _UNKNOWN = object()  # _route_arguments: a route whose calls are not known
 _RANK = {SHOWN: 3, ASSUMED: 2, CAUGHT: 1, DEAD: 0}
 
-# Transforms whose result takes the arguments the function takes (a call of it can be checked
-# against the function's signature).
-SAME_SIGNATURE = frozenset({
-    "jax.jit", "jax.experimental.pjit.pjit", "jax.pmap", "jax.vmap", "jax.grad", "jax.value_and_grad",
-    "jax.jacfwd", "jax.jacrev", "jax.hessian", "jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
-    "jax.named_call", "jax.make_jaxpr", "jax.experimental.shard_map.shard_map", "jax.shard_map",
-    "equinox.filter_jit", "equinox.filter_vmap", "equinox.filter_pmap", "equinox.filter_grad",
-    "equinox.filter_value_and_grad", "equinox.filter_checkpoint",
-})
 _PARTIALS = frozenset(n for n, r in ROUTES.items() if r.kind == "partial")
+
+_PYTHON_SCALARS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex", "builtins.str"})
 
 # What catches the errors a trace raises on a Python conversion (ConcretizationTypeError and its
 # kin are TypeErrors).
@@ -122,7 +117,6 @@ class Evidence:
         self.model = model
         self._routes: dict[tuple[int, bool], Route] = {}
         self._active: set[tuple[int, bool]] = set()
-        self._calls: dict[int, list[tuple[cst.Call, "Scope", bool]]] | None = None
         self._refusing: dict[int, bool] = {}
         self._none: dict[tuple[int, str], bool] = {}
         self._flags: dict[tuple[int, str], set | None] = {}
@@ -220,7 +214,11 @@ class Evidence:
         self._active.add(key)
         cycles = self._cycles
         try:
-            result = _best(_citing(self.reason_route(fn, r, raises), r) for r in self.model.traced.reasons.get(fn, ()))
+            # The routes that stage fn first: the premise cites the route the hazard happens on (a jitted
+            # step calling `opt.update`, not the optax record that holds the function).
+            st = staging(self.model)
+            reasons = sorted(self.model.traced.reasons.get(fn, ()), key=lambda r: not st.reason_is_staged(r, True))
+            result = _best(_citing(self.reason_route(fn, r, raises), r) for r in reasons)
         finally:
             self._active.discard(key)
         if self._cycles == cycles or not self._active or result.status == SHOWN:
@@ -236,8 +234,12 @@ class Evidence:
             local = _SHOWN
             if r.node is not None and not self.runs_traced(r.node, r.caller, raises=raises):
                 return Route(DEAD)
+            if r.kind == "called" and isinstance(r.node, cst.Call) and self._dispatched_elsewhere(fn, r.node, r.caller):
+                return Route(DEAD)
             if r.kind == "called" and isinstance(r.node, cst.Call):
-                if r.partial is None and self.matches(fn, r.node, r.bound_method or _bound_call(fn, r.node)) is False:
+                hook = r.constructs and fn.name != "__init__"  # `__check_init__` takes no arguments of the call
+                if r.partial is None and not hook and \
+                        self.matches(fn, r.node, r.bound_method or _bound_call(fn, r.node)) is False:
                     local = Route(ASSUMED, f"assumes `{_code(self.model, r.node)}` in `{r.caller.display_name}` "
                                            f"runs `{fn.display_name}`, though it does not match its signature")
                 elif raises and self._caught(r.node):
@@ -249,6 +251,22 @@ class Evidence:
             return Route(ASSUMED, f"assumes another module runs `{fn.display_name}` ({r.description.splitlines()[0]}), "
                                   "though its calls there do not match its signature")
         return _SHOWN
+
+    def _dispatched_elsewhere(self, fn: "Function", call: cst.Call, caller: "Function") -> bool:
+        """An overload of a multiple-dispatch function (routes.DISPATCHERS) that this call cannot
+        select: it passes a tracer where the overload's annotation is a Python scalar type
+        (`def f(x: int)`): a tracer is no `int`, so the dispatcher runs another overload."""
+        if len(self.model.traced_analysis().overloads([fn])) < 2:
+            return False
+        values = staged_values(self.model)
+        scope = fn.parent or self.model.index.scope
+        for name, p in fn.param_nodes.items():
+            if p.annotation is None or self.model.qn(p.annotation.annotation, scope) not in _PYTHON_SCALARS:
+                continue
+            arg = self.model.argument_for(call, fn, name)
+            if arg is not None and values.kind(arg, caller) is Kind.TRACED:
+                return True
+        return False
 
     # -- does this code run under the trace? ----------------------------------------------------------
     def runs_traced(self, node: cst.CSTNode, fn: "Function", *, raises: bool = True) -> bool:
@@ -488,48 +506,7 @@ class Evidence:
         return _SHOWN
 
     def _uses(self, fn: "Function", r: "TraceReason") -> list[tuple[cst.Call, "Scope", bool]] | None:
-        """The calls that run fn through this transform route, each with whether it binds `self`;
-        None when they are not all known (the transformed callable escapes: passed, returned,
-        stored) or the transform changes the signature."""
-        m = self.model
-        if r.kind == "decorator":
-            if not isinstance(fn.node, cst.FunctionDef):
-                return None
-            if any(m.qn(_decorator_func(d.decorator), fn.parent or m.index.scope) not in SAME_SIGNATURE | _PARTIALS
-                   for d in fn.node.decorators):
-                return None
-            if fn.cls is None and self._escapes(fn):
-                return None
-            return [(c, s, b) for c, s, b in self._calls_of(fn) if not self._inside(c, fn)]
-        found = transform_calls(m, r.node)
-        return None if found is None else [(c, s, r.bound_method) for c, s in found]
-
-    def _escapes(self, fn: "Function") -> bool:
-        """Whether the module reads fn's name other than to call it (passes, returns, stores it)."""
-        m = self.model
-        for read in m.index.reads_named(fn.name):
-            parent = m.parent(read.name)
-            if isinstance(parent, cst.Call) and parent.func is read.name:
-                continue
-            fns = m.functions_at(read.name, read.scope)
-            if fns is None:
-                one = m.function_named(read.name.value, read.scope)
-                fns = [one] if one is not None else []
-            if fn in fns:
-                return True
-        return False
-
-    def _calls_of(self, fn: "Function") -> list[tuple[cst.Call, "Scope", bool]]:
-        if self._calls is None:
-            self._calls = {}
-            analysis = self.model.traced_analysis()
-            for site in self.model.index.calls:
-                for callee, bound in analysis.callables(site.call.func, site.scope, direct_only=True):
-                    self._calls.setdefault(id(callee), []).append((site.call, site.scope, bound))
-        return self._calls.get(id(fn), [])
-
-    def _inside(self, node: cst.CSTNode, fn: "Function") -> bool:
-        return any(a is fn.node for a in self.model.ancestors(node))
+        return route_calls(self.model, fn, r)
 
     def _direct(self, fn: "Function", r: "TraceReason") -> bool:
         """Whether the transform is given fn itself (its name, `self.m`, a lambda, `partial(f, ...)`,
@@ -629,42 +606,6 @@ class Evidence:
         return _binds(fn, int(count), keywords, fn.cls is not None)
 
 
-def transform_calls(model, call: cst.CSTNode) -> list[tuple[cst.Call, "Scope"]] | None:
-    """The calls that run what a transform call makes (`jax.jit(f)(x)`; `g = jax.jit(f)` then every
-    `g(...)`; through `jax.jit(jax.vmap(f))`): None when they are not all known (the result is
-    passed, returned or stored, or the transform changes the signature)."""
-    m = model
-    if not isinstance(call, cst.Call) or m.qn(call.func, m.scope_of(call)) not in SAME_SIGNATURE:
-        return None
-    outer = call
-    while True:  # `jax.jit(jax.vmap(f))`: the outermost transform is what is called
-        arg = m.parent(outer)
-        holder = m.parent(arg) if isinstance(arg, cst.Arg) else None
-        if isinstance(holder, cst.Call) and holder.func is not outer and positional(holder, 0) is outer and \
-                m.qn(holder.func, m.scope_of(holder)) in SAME_SIGNATURE:
-            outer = holder
-            continue
-        break
-    parent = m.parent(outer)
-    if isinstance(parent, cst.Call) and parent.func is outer:
-        return [(parent, m.scope_of(parent))]
-    if not (isinstance(parent, cst.Assign) and parent.value is outer and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)):
-        return None
-    name = parent.targets[0].target.value
-    out = []
-    for read in m.index.reads_named(name):
-        found = m.bindings_at(read.name, read.scope)
-        if found is None or not any(b.node is parent for b in found[1]):
-            continue
-        holder = m.parent(read.name)
-        if isinstance(holder, cst.Call) and holder.func is read.name:
-            out.append((holder, read.scope))
-        else:
-            return None  # passed, returned, stored: called where this module cannot see
-    return out
-
-
 def call_patterns(calls: list[tuple[cst.Call, "Scope"]]) -> list[str]:
     """The calls as argument patterns another module can check against a signature
     (core/external_map.py's `calls=` word)."""
@@ -713,27 +654,19 @@ def _binds(fn: "Function", positional_count: int, keywords: list[str], bound: bo
 
 def _static_method(fn: "Function") -> bool:
     return fn.cls is not None and isinstance(fn.node, cst.FunctionDef) and any(
-        _last_name(_decorator_func(d.decorator)) == "staticmethod" for d in fn.node.decorators)
+        _last_name(decorator_func(d.decorator)) == "staticmethod" for d in fn.node.decorators)
 
 
 def _bound_call(fn: "Function", call: cst.Call) -> bool:
     """`obj.method(x)` and `self.method(x)` bind the instance; `Cls.method(obj, x)` does not."""
     if fn.cls is None or not fn.params or fn.params[0] not in ("self", "cls"):
         return False
+    if fn.is_classmethod:
+        return True  # `Cls.make(x)` binds the class
     func = call.func
     if isinstance(func, cst.Attribute):
         return not (isinstance(func.value, cst.Name) and func.value.value == fn.cls.name)
     return True  # `model(x)`: `__call__` of an instance
-
-
-def _decorator_func(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`jax.jit` for `@jax.jit`, `@jax.jit(...)` and `@partial(jax.jit, ...)`."""
-    if isinstance(expr, cst.Call):
-        inner = positional(expr, 0)
-        if _last_name(expr.func) == "partial" and inner is not None:
-            return inner
-        return expr.func
-    return expr
 
 
 def _statements(node: cst.CSTNode) -> list[cst.CSTNode] | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from jaxfuse_lint.model.routes import LIFTED_CLASS_TRANSFORMS, MODULE_BASES
+from jaxfuse_lint.model.routes import LIFTED_CLASS_TRANSFORMS, MODULE_BASES, route
 from jaxfuse_lint.model.scopes import ClassInfo, Function, walk
 
 if TYPE_CHECKING:
@@ -129,9 +129,14 @@ class Instances:
             return None
         m = self.model
         if isinstance(expr, cst.Call):
-            return self.class_named(expr.func, scope)
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_CLASS_METHODS:
+                # `state._replace(count=n)`, `state.replace(...)`: a record of the same class
+                ci = self.instance_class(expr.func.value, scope, depth + 1)
+                if ci is not None and self.record_kind(ci) is not None:
+                    return ci
+            return self.constructed_class(expr, scope)
         if isinstance(expr, cst.Name):
-            found = m.lookup(expr.value, scope)
+            found = m.bindings_at(expr, scope)  # (the bindings that reach this read: `ylm = cls(data)` after a loop over `ylm`)
             if found is None:
                 return None
             owner, bindings = found
@@ -143,6 +148,8 @@ class Instances:
                     ci = self.instance_class(b.value, owner, depth + 1)
                     if ci is None and b.kind == "annassign" and isinstance(b.node, cst.AnnAssign):
                         ci = self.class_named(b.node.annotation.annotation, owner)
+                elif b.kind == "assign" and b.index is not None and b.value is not None:
+                    ci = self.item_class(b.value, b.index, owner, depth + 1)  # `params, state = carry`
                 elif b.kind == "for" and b.index is None:
                     ci = self.element_class(b.value, owner, depth + 1)
                 else:
@@ -172,8 +179,9 @@ class Instances:
             return self.class_named(param.annotation.annotation, owner.parent or owner)
         if isinstance(owner, Function) and depth < MAX_DEPTH - 1:
             # `def __init__(self, handler): self.handler = handler` with `RK(Handler())`: what the
-            # module's calls pass, when every one of them passes an instance of the same class.
-            passed = self.arguments_for(owner, name)
+            # module's calls pass, when every one of them passes an instance of the same class (or
+            # the initial carry of the lax loops that run fn).
+            passed = self.arguments_for(owner, name) or self.carried(owner, name)
             if passed:
                 classes = set()
                 for arg, where in passed:
@@ -182,6 +190,172 @@ class Instances:
                         return None
                 return classes.pop() if len(classes) == 1 else None
         return None
+
+    def constructed_class(self, call: cst.Call, scope: "Scope") -> ClassInfo | None:
+        """The module's class a call constructs: `C(...)` by name, or `cls(...)` in a classmethod."""
+        ci = self.class_named(call.func, scope)
+        if ci is not None:
+            return ci
+        func = call.func
+        s: "Scope | None" = scope
+        while s is not None and not isinstance(s, Function):
+            s = s.parent
+        if isinstance(func, cst.Name) and isinstance(s, Function) and s.is_classmethod and s.params \
+                and s.params[0] == func.value and self.model.lookup(func.value, scope) is not None \
+                and self.model.lookup(func.value, scope)[0] is s:
+            return s.cls
+        return None
+
+    def is_dataclass(self, ci: ClassInfo) -> bool:
+        """A class decorated with `@dataclasses.dataclass` (its generated `__init__` calls
+        `__post_init__`)."""
+        if not isinstance(ci.node, cst.ClassDef):
+            return False
+        scope = ci.parent or self.model.index.scope
+        return any(self.model.qn(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, scope)
+                   == "dataclasses.dataclass" for d in ci.node.decorators)
+
+    def item_class(self, expr: cst.BaseExpression | None, index: int, scope: "Scope", depth: int = 0) -> ClassInfo | None:
+        """The class of the index-th item of a tuple: a tuple display's element, through names bound
+        once, and through a parameter the module's calls (or a lax loop's initial carry) pass one."""
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        m = self.model
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            if any(isinstance(el, cst.StarredElement) for el in expr.elements) or index >= len(expr.elements):
+                return None
+            return self.instance_class(expr.elements[index].value, scope, depth + 1)
+        if not isinstance(expr, cst.Name):
+            return None
+        found = m.lookup(expr.value, scope)
+        if found is None or len(found[1]) != 1:
+            return None
+        owner, b = found[0], found[1][0]
+        if b.kind == "assign" and b.index is None:
+            return self.item_class(b.value, index, owner, depth + 1)
+        if b.kind != "param" or not isinstance(owner, Function):
+            return None
+        passed = self.arguments_for(owner, expr.value) or self.carried(owner, expr.value)
+        if not passed:
+            return None
+        classes = {self.item_class(arg, index, where, depth + 2) for arg, where in passed}
+        return classes.pop() if len(classes) == 1 and None not in classes else None
+
+    def carried(self, fn: Function, name: str) -> list[tuple[cst.BaseExpression, "Scope"]] | None:
+        """The initial carries of the module's lax loops that run fn with parameter `name` as their
+        carry (`while_loop(self._cond, self._body, (x, state))`: `_cond`'s first parameter after
+        `self`); None where there is none. Every iteration's carry has the structure of the initial
+        one (lax checks it), so the classes of its items are the initial one's."""
+        params = [p for p in fn.params if p not in fn.star_params]
+        out = []
+        for bound, param, init, scope in self._carries().get(id(fn), ()):
+            names = params[1:] if bound and params and params[0] in ("self", "cls") else params
+            if param < len(names) and names[param] == name:
+                out.append((init, scope))
+        return out or None
+
+    def _carries(self) -> dict[int, list]:
+        """id(function) -> (bound to an instance, the parameter receiving the carry, the initial
+        carry, its scope) for every lax loop of the module (resolved once)."""
+        found = self.__dict__.get("_carry_map")
+        if found is not None:
+            return found
+        m = self.model
+        found = self.__dict__["_carry_map"] = {}
+        for site in m.index.calls:
+            r = route(m.qn(site.call.func, site.scope))
+            if r is None or r.carry is None or any(a.star for a in site.call.args):
+                continue
+            pos, kw, param = r.carry
+            init = _argument(site.call, pos, kw)
+            if init is None:
+                continue
+            for slot_pos, slot_kw in r.slots:
+                given = _argument(site.call, slot_pos, slot_kw)
+                for fn, bound in self._functions_named(given, site.scope):
+                    found.setdefault(id(fn), []).append((bound, param, init, site.scope))
+        return found
+
+    def _functions_named(self, expr: cst.BaseExpression | None, scope: "Scope") -> list[tuple[Function, bool]]:
+        """The module's function an expression names (`body`), or a method bound to an instance
+        (`self.body`, `solver.body`), with whether it is bound."""
+        m = self.model
+        if isinstance(expr, cst.Name):
+            fn = m.function_named(expr.value, scope)
+            return [(fn, False)] if fn is not None else []
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value == "self":
+                fn = m.method_of(scope, expr.attr.value)
+                return [(fn, True)] if fn is not None else []
+            ci = self.instance_class(expr.value, scope, MAX_DEPTH - 1)
+            fn = self.method(ci, expr.attr.value) if ci is not None else None
+            return [(fn, True)] if fn is not None else []
+        return []
+
+    # -- records: pytree classes whose fields are the pytree's children --------------------------
+    def record_kind(self, ci: ClassInfo, depth: int = 0) -> str | None:
+        """"namedtuple" for a `typing.NamedTuple` class (every field is a child: a leaf of a traced
+        tuple is a tracer), "struct" for a flax struct dataclass / `PyTreeNode` (children unless
+        declared `pytree_node=False`); None for any other class."""
+        if depth > MAX_DEPTH or not isinstance(ci.node, cst.ClassDef):
+            return None
+        m = self.model
+        scope = ci.parent or m.index.scope
+        for d in ci.node.decorators:
+            target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if m.qn(target, scope) in _STRUCT_DECORATORS:
+                return "struct"
+        for base in self.bases(ci):
+            qn = m.qn(base, scope)
+            if qn in _NAMEDTUPLE_BASES:
+                return "namedtuple"
+            if qn in _STRUCT_BASES:
+                return "struct"
+            parent = self.class_named(base, scope)
+            if parent is not None and parent is not ci:
+                found = self.record_kind(parent, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def own_fields(self, ci: ClassInfo) -> list[str] | None:
+        """A record class's fields in the order its constructor takes them positionally; None where
+        a base class of the module may add fields before them."""
+        if not isinstance(ci.node, cst.ClassDef):
+            return None
+        scope = ci.parent or self.model.index.scope
+        if any(self.class_named(b, scope) is not None for b in self.bases(ci)):
+            return None
+        return [small.target.value for stmt in ci.node.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                for small in stmt.body if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)]
+
+    def data_field(self, ci: ClassInfo, attr: str, depth: int = 0) -> bool:
+        """Whether `attr` is a field of record class ci that is a pytree child (declared with an
+        annotation in the class body, and, in a struct, not `field(pytree_node=False)`)."""
+        kind = self.record_kind(ci)
+        if kind is None or depth > MAX_DEPTH or not isinstance(ci.node, cst.ClassDef):
+            return False
+        m = self.model
+        scope = ci.parent or m.index.scope
+        for stmt in ci.node.body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                        and small.target.value == attr:
+                    value = small.value
+                    if kind == "struct" and isinstance(value, cst.Call) and any(
+                            a.keyword is not None and a.keyword.value == "pytree_node"
+                            and not (isinstance(a.value, cst.Name) and a.value.value == "True") for a in value.args):
+                        return False
+                    return True
+        if ci.bindings.get(attr):
+            return False  # a method, a property or a class attribute of that name
+        for base in self.bases(ci):
+            parent = self.class_named(base, scope)
+            if parent is not None and parent is not ci and self.data_field(parent, attr, depth + 1):
+                return True
+        return False
 
     def arguments_for(self, fn: Function, name: str) -> list[tuple[cst.BaseExpression, "Scope"]] | None:
         """The expressions the module's calls of `fn` pass for its parameter `name` (calls by name,
@@ -263,6 +437,14 @@ class Instances:
             found = self.model.lookup(expr.value, scope)
             if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" and found[1][0].index is None:
                 return self.element_class(found[1][0].value, found[0], depth + 1)
+            if found is not None and len(found[1]) == 1 and found[1][0].kind == "param" \
+                    and isinstance(found[0], Function) and depth < MAX_DEPTH - 1:
+                # `def __init__(self, factors): self.factors = factors` with `Sum([A(), A()])`: the items
+                # of what every call of the module passes.
+                passed = self.arguments_for(found[0], expr.value)
+                if passed:
+                    classes = {self.element_class(arg, where, depth + 2) for arg, where in passed}
+                    return classes.pop() if len(classes) == 1 and None not in classes else None
         return None
 
     def _element_annotation(self, ann: cst.BaseExpression, scope: "Scope") -> ClassInfo | None:
@@ -306,6 +488,22 @@ class Instances:
                         out.setdefault(t.attr.value, []).append(value)
         self._attrs[key] = out
         return out
+
+
+def _argument(call: cst.Call, index: int | None, name: str | None) -> cst.BaseExpression | None:
+    """The argument a call passes at a position or by keyword (no `*args` before it)."""
+    positional = [a for a in call.args if a.keyword is None]
+    if index is not None and index < len(positional) and not any(a.star for a in positional[:index + 1]):
+        return positional[index].value
+    return next((a.value for a in call.args if name is not None and a.keyword is not None
+                 and a.keyword.value == name), None)
+
+
+# Methods of a record that return a record of the same class.
+_SAME_CLASS_METHODS = frozenset({"_replace", "replace"})
+_NAMEDTUPLE_BASES = frozenset({"typing.NamedTuple", "typing_extensions.NamedTuple"})
+_STRUCT_DECORATORS = frozenset({"flax.struct.dataclass", "chex.dataclass"})
+_STRUCT_BASES = frozenset({"flax.struct.PyTreeNode"})
 
 
 def instances(model: "ModelView") -> Instances:

@@ -54,15 +54,23 @@ class Route:
     entry_attributes: tuple[tuple[str, int], ...] = ()
     # wrappers of wrappers (`without_apply_rng`): offsets are added to the inner wrapper's
     relative: bool = False
+    # drivers that build a record of their functions (`optax.GradientTransformation(init, update)`):
+    # the attribute named like a slot's keyword (`opt.update`) runs the function in that slot
+    fields: bool = False
+    # loops: where the initial carry is passed (position, keyword) and which positional parameter of
+    # the function receives the carry (`while_loop(cond, body, init)`: parameter 0 of both). Every
+    # iteration's carry has the initial one's pytree structure (lax checks it), so its classes too.
+    carry: tuple[int, str, int] | None = None
 
 
 def _t(framework: str, *, stages=False, compiles=False, batches=False, filtered=False) -> Route:
     return Route("transform", framework, stages, compiles, batches, filtered)
 
 
-def _d(framework: str, *slots: Slot, stages=False, traced_params=None, loop=False, arity=()) -> Route:
+def _d(framework: str, *slots: Slot, stages=False, traced_params=None, loop=False, arity=(), fields=False,
+       carry=None) -> Route:
     return Route("driver", framework, stages, slots=slots or ((0, "f"),), traced_params=traced_params, loop=loop,
-                 arity=arity)
+                 arity=arity, fields=fields, carry=carry)
 
 
 # `Route.arity`: the function gets as many positional arguments as the call has operands.
@@ -112,9 +120,10 @@ ROUTES: dict[str, Route] = {
     # `jax.tree_util.Partial(f, ...)` is a pytree-friendly partial: f runs where it is called.
     "jax.tree_util.Partial": Route("partial", "jax"),
     "functools.partial": Route("partial", "python"),
-    "jax.lax.fori_loop": _d("jax", (2, "body_fun"), loop=True, arity=(2,)),
-    "jax.lax.while_loop": _d("jax", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
-    "jax.lax.scan": _d("jax", (0, "f"), loop=True, arity=(2,)),
+    "jax.lax.fori_loop": _d("jax", (2, "body_fun"), loop=True, arity=(2,), carry=(3, "init_val", 1)),
+    "jax.lax.while_loop": _d("jax", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1),
+                             carry=(2, "init_val", 0)),
+    "jax.lax.scan": _d("jax", (0, "f"), loop=True, arity=(2,), carry=(1, "init", 0)),
     "jax.lax.map": _d("jax", (0, "f"), loop=True, arity=(1,)),
     "jax.lax.cond": _d("jax", (1, "true_fun"), (2, "false_fun"), arity=(OPERANDS, OPERANDS)),
     "jax.lax.switch": _d("jax", (1, "branches"), arity=(OPERANDS,)),
@@ -137,8 +146,9 @@ ROUTES: dict[str, Route] = {
     "equinox.filter_custom_jvp": _t("equinox"),
     "equinox.filter_custom_vjp": _t("equinox"),
     "equinox.filter_closure_convert": _t("equinox"),
-    "equinox.internal.while_loop": _d("equinox", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
-    "equinox.internal.scan": _d("equinox", (0, "f"), loop=True, arity=(2,)),
+    "equinox.internal.while_loop": _d("equinox", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1),
+                                      carry=(2, "init_val", 0)),
+    "equinox.internal.scan": _d("equinox", (0, "f"), loop=True, arity=(2,), carry=(1, "init", 0)),
     # -- flax linen: lifted transforms take a function or a Module class ----------------------
     "flax.linen.jit": _t("flax.linen", **JIT),
     "flax.linen.vmap": _t("flax.linen", batches=True),
@@ -182,10 +192,11 @@ ROUTES: dict[str, Route] = {
     "haiku.grad": _t("haiku"),
     "haiku.value_and_grad": _t("haiku"),
     "haiku.named_call": _t("haiku"),
-    "haiku.scan": _d("haiku", (0, "f"), loop=True, arity=(2,)),
+    "haiku.scan": _d("haiku", (0, "f"), loop=True, arity=(2,), carry=(1, "init", 0)),
     "haiku.map": _d("haiku", (0, "f"), loop=True, arity=(1,)),
-    "haiku.fori_loop": _d("haiku", (2, "body_fun"), loop=True, arity=(2,)),
-    "haiku.while_loop": _d("haiku", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1)),
+    "haiku.fori_loop": _d("haiku", (2, "body_fun"), loop=True, arity=(2,), carry=(3, "init_val", 1)),
+    "haiku.while_loop": _d("haiku", (0, "cond_fun"), (1, "body_fun"), loop=True, arity=(1, 1),
+                           carry=(2, "init_val", 0)),
     "haiku.cond": _d("haiku", (1, "true_fun"), (2, "false_fun"), arity=(OPERANDS, OPERANDS)),
     "haiku.switch": _d("haiku", (1, "branches"), arity=(OPERANDS,)),
     # -- diffrax: vector fields run inside diffeqsolve, which is itself `filter_jit`ted ------
@@ -193,8 +204,9 @@ ROUTES: dict[str, Route] = {
     "diffrax.ControlTerm": _d("diffrax", (0, "vector_field"), stages=True, traced_params=(0, 1)),
     "diffrax.diffeqsolve": _d("diffrax", (0, "terms"), stages=True, traced_params=(0, 1)),
     # -- optax: init/update run wherever the optimizer is used (usually a jitted step) --------
-    "optax.GradientTransformation": _d("optax", (0, "init"), (1, "update"), traced_params=()),
-    "optax.GradientTransformationExtraArgs": _d("optax", (0, "init"), (1, "update"), traced_params=()),
+    "optax.GradientTransformation": _d("optax", (0, "init"), (1, "update"), traced_params=(), fields=True),
+    "optax.GradientTransformationExtraArgs": _d("optax", (0, "init"), (1, "update"), traced_params=(),
+                                                fields=True),
     "optax.stateless": _d("optax", (0, "f"), traced_params=()),
     "optax.inject_hyperparams": _d("optax", (0, "inner_factory"), traced_params=()),
     # -- blackjax: the log-density is traced inside every kernel step ------------------------
@@ -267,6 +279,14 @@ ARRAY_ANNOTATION_ROOTS = ("jaxtyping.",)  # `Float[Array, "n"]`, `Shaped[Array, 
 # Attribute names through which a framework hands a model's entry point around
 # (`TrainState.create(apply_fn=model.apply)`, then `state.apply_fn(...)` in the step).
 FORWARDED_ATTRIBUTES = frozenset({"apply_fn", "apply", "model_fn", "forward_fn", "loss_fn"})
+
+# Multiple dispatch: several defs (overloads) under one name, each decorated with the dispatcher;
+# a call of the name runs the overload its arguments' types select, so every overload is a
+# function the call may run (`@plum.dispatch def simplify(op: Rotate)`, `... (op: Scale)`).
+# `functools.singledispatch` registers its overloads with `@base.register` instead.
+DISPATCHERS = frozenset({"plum.dispatch", "multipledispatch.dispatch", "functools.singledispatch"})
+# Classes whose instances dispatch like the decorators above (`dispatch = plum.Dispatcher()`).
+DISPATCHER_CLASSES = frozenset({"plum.Dispatcher", "multipledispatch.Dispatcher"})
 
 
 def frameworks() -> tuple[str, ...]:

@@ -147,6 +147,15 @@ class Function(Scope):
         return isinstance(self.node, cst.Lambda)
 
     @property
+    def is_classmethod(self) -> bool:
+        """A `@classmethod` of a class: its first parameter is bound to the class whether it is called
+        on the class (`Cls.make(x)`) or on an instance."""
+        return self.cls is not None and isinstance(self.node, cst.FunctionDef) and any(
+            (isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod")
+            or (isinstance(d.decorator, cst.Attribute) and d.decorator.attr.value == "classmethod")
+            for d in self.node.decorators)
+
+    @property
     def display_name(self) -> str:
         if self.cls is not None:
             return f"{self.cls.name}.{self.name}"

@@ -34,7 +34,8 @@ _SINK_TABLE: dict[str, object] = {
     "zeros_like": ((None, "shape"),), "ones_like": ((None, "shape"),), "empty_like": ((None, "shape"),),
     "full_like": ((None, "shape"),),
     "arange": ALL, "linspace": ((2, "num"),), "logspace": ((2, "num"),), "geomspace": ((2, "num"),),
-    "eye": ((0, "N"), (1, "M"), (2, "k")), "identity": ((0, "n"),), "tri": ((0, "N"), (1, "M"), (2, "k")),
+    # (`eye`'s and `tri`'s diagonal offset `k` may be traced: jax 0.10.2 compiles `jnp.eye(3, k=n)`)
+    "eye": ((0, "N"), (1, "M")), "identity": ((0, "n"),), "tri": ((0, "N"), (1, "M")),
     "broadcast_to": ((1, "shape"),), "tile": ((1, "reps"),), "split": ((1, "indices_or_sections"),),
     "array_split": ((1, "indices_or_sections"),), "pad": ((1, "pad_width"),),
     "resize": ((1, "new_shape"),),
@@ -67,47 +68,53 @@ _SHAPE_FUNCTIONS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.size"
 def sink_arguments(model: "SemanticModel", fn: Function):
     """(description, node, argument expression) for every place in fn that needs static ints."""
     for node in own_nodes(fn):
-        if isinstance(node, cst.Call):
-            qn = model.qn(node.func, fn)
-            positions = None
-            label = None
-            if qn is not None and qn in SINKS:
-                positions, label = SINKS[qn], as_written(node, qn)
-            elif qn is not None and qn.startswith("jax.random."):
-                positions, label = _RANDOM_SHAPE, qn.replace("jax.random.", "random.")
-            elif qn is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in METHOD_SINKS:
-                positions, label = METHOD_SINKS[node.func.attr.value], f".{node.func.attr.value}"
-            if positions is None:
-                continue
-            label = f"`{label.replace('builtins.', '')}(...)`"
-            if positions == ALL:
-                for a in node.args:
-                    yield label, node, a.value
-                continue
-            seen: set[int] = set()
-            for index, kw in positions:
-                arg = None
-                if kw is not None:
-                    arg = keyword(node, kw)
-                if arg is None and index is not None:
-                    arg = positional(node, index)
-                if arg is not None and id(arg) not in seen:
-                    seen.add(id(arg))
-                    yield label, node, arg
-        elif isinstance(node, cst.Subscript):
-            indexes_python = None
-            for el in node.slice:
-                if isinstance(el.slice, cst.Slice):
-                    for bound in (el.slice.lower, el.slice.upper, el.slice.step):
-                        if bound is not None:
-                            yield "a slice bound", node, bound
-                elif isinstance(el.slice, cst.Index):
-                    if indexes_python is None:
-                        # A Python value (a tuple, list, dict, NumPy array) indexed: its index must be
-                        # a Python int (`__index__`), which a tracer refuses.
-                        indexes_python = shape_arithmetic(model).python_value(node.value, fn)
-                    if indexes_python:
-                        yield f"the index into `{code_of(model, node.value, 30)}`", node, el.slice.value
+        yield from node_sinks(model, node, fn)
+
+
+def node_sinks(model: "SemanticModel", node: cst.CSTNode, fn: Function):
+    """(description, node, argument expression) for each argument of this node that needs a static
+    int (a call's shape or size arguments, a slice's bounds)."""
+    if isinstance(node, cst.Call):
+        qn = model.qn(node.func, fn)
+        positions = None
+        label = None
+        if qn is not None and qn in SINKS:
+            positions, label = SINKS[qn], as_written(node, qn)
+        elif qn is not None and qn.startswith("jax.random."):
+            positions, label = _RANDOM_SHAPE, qn.replace("jax.random.", "random.")
+        elif qn is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in METHOD_SINKS:
+            positions, label = METHOD_SINKS[node.func.attr.value], f".{node.func.attr.value}"
+        if positions is None:
+            return
+        label = f"`{label.replace('builtins.', '')}(...)`"
+        if positions == ALL:
+            for a in node.args:
+                yield label, node, a.value
+            return
+        seen: set[int] = set()
+        for index, kw in positions:
+            arg = None
+            if kw is not None:
+                arg = keyword(node, kw)
+            if arg is None and index is not None:
+                arg = positional(node, index)
+            if arg is not None and id(arg) not in seen:
+                seen.add(id(arg))
+                yield label, node, arg
+    elif isinstance(node, cst.Subscript):
+        indexes_python = None
+        for el in node.slice:
+            if isinstance(el.slice, cst.Slice):
+                for bound in (el.slice.lower, el.slice.upper, el.slice.step):
+                    if bound is not None:
+                        yield "a slice bound", node, bound
+            elif isinstance(el.slice, cst.Index):
+                if indexes_python is None:
+                    # A Python value (a tuple, list, dict, NumPy array) indexed: its index must be
+                    # a Python int (`__index__`), which a tracer refuses.
+                    indexes_python = shape_arithmetic(model).python_value(node.value, fn)
+                if indexes_python:
+                    yield f"the index into `{code_of(model, node.value, 30)}`", node, el.slice.value
 
 
 class ShapeArithmetic:

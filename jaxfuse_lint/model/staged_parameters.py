@@ -13,6 +13,7 @@ from jaxfuse_lint.model.api import CONTROL_FLOW, JNP_STATIC_FUNCTIONS, TRANSFORM
 from jaxfuse_lint.model import routes
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS
+from jaxfuse_lint.model.route_calls import route_calls
 from jaxfuse_lint.model.staging import staging
 from jaxfuse_lint.model.staging_transforms import (BATCHING, DIFFERENTIATING, FILTERED, STAGING, _literal_options,
                                                    option_calls, options_understood)
@@ -86,6 +87,11 @@ class StagedParameters(ValueAnalysis):
             if t in STAGING or t in BATCHING:
                 if not options_understood(r, t):
                     return UNKNOWN
+                if (name in fn.params_with_default or self._keyword_only(fn, name)) \
+                        and not self._is_static_param(fn, name, r):
+                    passed = self._passed_by_calls(fn, name, r)
+                    if passed is not None:
+                        return passed
                 return super()._reason_param_kind(fn, name, r)
             if staging(self.model).reason_is_staged(r, batching=True):
                 if t in DIFFERENTIATING and r.kind == "transform":
@@ -142,6 +148,32 @@ class StagedParameters(ValueAnalysis):
                 return STATIC
             return TRACED
         return super()._reason_param_kind(fn, name, r)
+
+    def _passed_by_calls(self, fn: "Function", name: str, r) -> Kind | None:
+        """A parameter with a default (or keyword-only) of a function a staging transform compiles:
+        jit traces every argument a call passes, by position or by keyword alike
+        (`jax.jit(f)(x, temperature=0.7)`: a tracer), and none a call leaves out (the default is
+        used as it is, a Python value). TRACED where some call of the route passes it, STATIC where
+        the route's calls are all known and none does; None where they are not known."""
+        calls = route_calls(self.model, fn, r)
+        if not calls:
+            return None
+        shift = self._partial_positionals(fn, r)
+        if shift is None:
+            return None
+        params = [p for p in fn.params if p not in fn.star_params and not self._keyword_only(fn, p)]
+        passed = False
+        for call, _, bound in calls:
+            if any(a.star for a in call.args):
+                return None
+            names = params[1:] if (bound or fn.is_classmethod) and params and params[0] in ("self", "cls") \
+                else params
+            names = names[shift:]
+            count = sum(1 for a in call.args if a.keyword is None)
+            if any(a.keyword is not None and a.keyword.value == name for a in call.args) or (
+                    name in names and names.index(name) < count):
+                passed = True
+        return TRACED if passed else STATIC
 
     # -- lax's drivers: which parameters receive the driver's tracers ------------------------------
     def _control_flow_param_kind(self, fn: "Function", name: str, r) -> Kind:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from jaxfuse_lint.model.flow import PYTHON_TYPES
 from jaxfuse_lint.model.instances import instances
+from jaxfuse_lint.model.object_fields import ObjectFields
 from jaxfuse_lint.model.api import ARRAY_VIEW_ATTRIBUTES, JNP_STATIC_FUNCTIONS, STATIC_ATTRIBUTES, TRANSFORMS
 from jaxfuse_lint.model.omnistaging import STATIC_RESULT_FUNCTIONS, omnistaged_function
 from jaxfuse_lint.model.staged_parameters import StagedParameters
@@ -80,7 +81,7 @@ def _literal_truth(e: cst.BaseExpression) -> bool | None:
 TREE_LEAVES = frozenset({"jax.tree_util.tree_leaves", "jax.tree.leaves", "jax.tree_leaves"})
 
 
-class StagedValues(StagedParameters):
+class StagedValues(ObjectFields, StagedParameters):
     """TRACED here means: an abstract tracer derived from the arguments of a staged function.
 
     Stricter than the general analysis, to keep the rules that use it free of false
@@ -453,7 +454,11 @@ class StagedValues(StagedParameters):
             attr = e.attr.value
             if attr not in STATIC_ATTRIBUTES and attr not in ARRAY_VIEW_ATTRIBUTES and self.model.qn(e, scope) is None:
                 # A field of a traced pytree may be declared static (flax `pytree_node=False`,
-                # `eqx.field(static=True)`): only a static base is known to give a static field.
+                # `eqx.field(static=True)`): only a static base is known to give a static field,
+                # and a record whose class the code shows declares which fields are children.
+                field = self.field_kind(e, scope, depth)
+                if field is not None:
+                    return field
                 base = self.kind(e.value, scope, depth)
                 return STATIC if base is STATIC else UNKNOWN
         if isinstance(e, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):

@@ -20,7 +20,8 @@ from jaxfuse_lint.model.premises import LineOf, MessagePart
 from jaxfuse_lint.model.api import CONTROL_FLOW, TRANSFORMS, is_callback
 from jaxfuse_lint.model.instances import instances
 from jaxfuse_lint.model.scopes import Function as _Function
-from jaxfuse_lint.model.routes import FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES, WRAPPED_BODY_PHRASE, route
+from jaxfuse_lint.model.routes import (DISPATCHER_CLASSES, DISPATCHERS, FORWARDED_ATTRIBUTES, FRAMEWORK_BODIES, ROUTES,
+                                       WRAPPED_BODY_PHRASE, route)
 from jaxfuse_lint.model.view import ModelView
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ class TraceReason:
     # external: the calls another module runs it through, as argument patterns ("2", "1+cutoff",
     # "*" for unknown; core/external_map.py), judged against the signature (model/evidence.py)
     calls: tuple[str, ...] = ()
+    # called: the call constructs an instance (`Potential(a, b)`) and fn is its `__init__` or a hook
+    # the construction runs (`__post_init__`, equinox's `__check_init__`)
+    constructs: bool = False
 
     def describe(self, line_of) -> str:
         """A phrase for messages: 'passed to `jax.jit` on line 30'."""
@@ -95,6 +99,8 @@ class TraceReason:
             return f"the function traced by `{short}` on line {line}{via}"
         if self.kind == "entry":
             return f"{self.description} in traced `{self.transform}` on line {line}"
+        if self.kind == "called" and self.constructs:
+            return f"run by the construction on line {line} in traced `{self.transform}`"
         if self.kind == "called":
             return f"called from traced `{self.transform}` on line {line}"
         return f"passed as an argument in traced `{self.transform}` on line {line}"
@@ -186,6 +192,8 @@ def _unbound_call(fn: "Function", call: cst.Call) -> bool:
     """`Cls.method(obj, x)`: the instance is passed explicitly (every other call of a method,
     `obj.method(x)`, `obj(x)`, `self.layer(x)`, binds it)."""
     func = call.func
+    if fn.is_classmethod:
+        return False  # `Cls.make(x)`: the class is bound to `cls`
     return (fn.cls is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
             and func.value.value == fn.cls.name)
 
@@ -426,6 +434,11 @@ class TracedAnalysis:
                     else:
                         seed(callee, TraceReason("called", fn.display_name, call, caller=fn, bound_method=bound,
                                                  partial=self.partial_via.get((id(call.func), id(callee)))))
+                # `Potential(a, b)`: constructing an instance runs its `__init__` and the hooks the
+                # construction calls, with the new object as `self`.
+                for hook in self.constructed(call, fn):
+                    seed(hook, TraceReason("called", fn.display_name, call, caller=fn, bound_method=True,
+                                           constructs=True))
                 # A function handed to another call from traced code runs at trace time when
                 # the receiver calls it: JAX's higher-order functions (`tree_map`, `vectorize`)
                 # and builtins do; one of the module's functions does when it calls that parameter.
@@ -621,7 +634,7 @@ class TracedAnalysis:
                 fn = m.function_named(expr.value, scope)
                 fns = [fn] if fn is not None else []
             if fns:
-                for fn in fns:
+                for fn in self.overloads(fns):
                     yield fn, False
                 return
             # `kernel = functools.partial(body, ...)` or `kernel = body_a if c else body_b` (in
@@ -713,6 +726,90 @@ class TracedAnalysis:
             if fqn in TRANSFORMS:
                 yield from self.callables(positional(expr, 0), scope, depth=depth + 1)
 
+    def constructed(self, call: cst.Call, scope: "Scope") -> list["Function"]:
+        """The module's methods a construction `C(...)` (or `cls(...)` in a classmethod) runs: C's
+        `__init__`, `__post_init__` where C is a dataclass (an equinox Module, a flax struct, a
+        `@dataclass`), equinox's `__check_init__` (equinox runs it after `__init__`)."""
+        ci = self.instances.constructed_class(call, scope)
+        if ci is None:
+            return []
+        out = []
+        init = self.instances.method(ci, "__init__")
+        if init is not None:
+            out.append(init)
+        base = self.instances.framework_base(ci)
+        if base == "equinox.Module" or self.instances.record_kind(ci) == "struct" or self.instances.is_dataclass(ci):
+            post = self.instances.method(ci, "__post_init__")
+            if post is not None:
+                out.append(post)
+        if base == "equinox.Module":
+            check = self.instances.method(ci, "__check_init__")
+            if check is not None:
+                out.append(check)
+        return out
+
+    def overloads(self, fns: list["Function"]) -> list["Function"]:
+        """fns with the other overloads of a multiple-dispatch function among them: a call of the name
+        runs whichever overload the arguments' types select (routes.DISPATCHERS)."""
+        out = list(fns)
+        for fn in fns:
+            for other in self._overloads_of(fn):
+                if other not in out:
+                    out.append(other)
+        return out
+
+    def _overloads_of(self, fn: "Function") -> list["Function"]:
+        memo = self.__dict__.setdefault("_overloads", {})
+        found = memo.get(id(fn))
+        if found is not None:
+            return found
+        m = self.model
+        found = memo[id(fn)] = []
+        kind = self._dispatch_kind(fn)
+        if kind is None or fn.parent is None:
+            return found
+        base = kind if isinstance(kind, _Function) else fn
+        if kind == "dispatch":
+            # Overloads by name: the defs of this name in the same scope, each under a dispatcher.
+            for b in fn.parent.bindings.get(fn.name, []):
+                other = b.function
+                if other is not None and other is not fn and self._dispatch_kind(other) == "dispatch":
+                    found.append(other)
+        # `functools.singledispatch`: the base and every `@base.register`ed function.
+        if base is not fn:
+            found.append(base)
+        for other in m.index.functions:
+            if other is not fn and other not in found and self._dispatch_kind(other) is base:
+                found.append(other)
+        return found
+
+    def _dispatch_kind(self, fn: "Function") -> "str | Function | None":
+        """"dispatch" for an overload of a dispatcher decorator (`@plum.dispatch`, `@dispatch(int)`
+        with `dispatch = plum.Dispatcher()`), the base function of a `@base.register`ed overload
+        (`functools.singledispatch`), the function itself for such a base; None otherwise."""
+        m = self.model
+        if not isinstance(fn.node, cst.FunctionDef):
+            return None
+        scope = fn.parent or m.index.scope
+        for d in fn.node.decorators:
+            e = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            qn = m.qn(e, scope)
+            if qn == "functools.singledispatch":
+                return fn
+            if qn in DISPATCHERS:
+                return "dispatch"
+            if isinstance(e, cst.Name):
+                found = m.lookup(e.value, scope)
+                if found is not None and len(found[1]) == 1 and found[1][0].kind == "assign" \
+                        and isinstance(found[1][0].value, cst.Call) \
+                        and m.qn(found[1][0].value.func, found[0]) in DISPATCHER_CLASSES:
+                    return "dispatch"
+            if isinstance(e, cst.Attribute) and e.attr.value == "register" and isinstance(e.value, cst.Name):
+                base = m.function_named(e.value.value, scope)
+                if base is not None and base is not fn and self._dispatch_kind(base) is base:
+                    return base
+        return None
+
     def _returned_callables(self, call: cst.Call, scope: "Scope", index: int | None,
                             depth: int) -> Iterator[tuple["Function", bool]]:
         """The module's functions a call of one of its factories returns: a nested def or lambda
@@ -768,6 +865,12 @@ class TracedAnalysis:
                 yield from self._held_callables(ci, attr, depth)
                 return
             # `self.apply_fn(...)` set from a constructor argument: see below.
+        # `opt.update` where `opt = optax.GradientTransformation(init_fn, update_fn)`, or `opt = momo()`
+        # whose every return builds one: the function in the slot of that name.
+        fields = self._fields(expr.value, scope, attr, depth)
+        if fields:
+            yield from fields
+            return
         # `net.apply` where `net = hk.transform(forward)`: the wrapped function.
         wrapped, offset = self._wrapped(expr.value, scope, attr, depth)
         if wrapped:
@@ -842,6 +945,44 @@ class TracedAnalysis:
                 continue
             return [fn for fn, _ in self.callables(positional(value, 0), owner, depth=depth + 1)], offsets[attr] + adjust
         return [], None
+
+    def _fields(self, expr: cst.BaseExpression, scope: "Scope", attr: str, depth: int) -> list[tuple["Function", bool]]:
+        """The functions attribute `attr` of the record a driver with fields builds
+        (`optax.GradientTransformation(init_fn, update_fn).update` runs update_fn), through names
+        bound once and the module's factory functions every return of which builds such a record."""
+        m = self.model
+        value: cst.BaseExpression | None = expr
+        owner = scope
+        for _ in range(6):
+            if isinstance(value, cst.Name):
+                found = m.lookup(value.value, owner)
+                if found is None or len(found[1]) != 1 or found[1][0].kind not in ("assign", "annassign") \
+                        or found[1][0].index is not None or found[1][0].value is None:
+                    return []
+                owner, value = found[0], found[1][0].value
+                continue
+            break
+        if not isinstance(value, cst.Call) or depth > 8:
+            return []
+        r = route(m.qn(value.func, owner))
+        if r is not None and r.fields:
+            slot = next(((pos, kw) for pos, kw in r.slots if kw == attr), None)
+            if slot is None or any(a.star for a in value.args):
+                return []
+            arg = keyword(value, attr) or (positional(value, slot[0]) if slot[0] is not None else None)
+            return list(self.callables(arg, owner, depth=depth + 1))
+        if r is not None or not isinstance(value.func, cst.Name):
+            return []
+        factory = m.function_named(value.func.value, owner)
+        if factory is None or factory.is_lambda or not factory.returns:
+            return []
+        out: list[tuple["Function", bool]] = []
+        for ret in factory.returns:
+            found = self._fields(ret, factory, attr, depth + 1)
+            if not found:
+                return []  # a return that builds something else: not known
+            out.extend(f for f in found if f not in out)
+        return out
 
     def _forwarded_values(self, attr: str) -> list[cst.BaseExpression]:
         """Values the module hands on under the name `attr`: `create(apply_fn=model.apply)`,

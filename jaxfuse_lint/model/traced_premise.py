@@ -27,7 +27,7 @@ from jaxfuse_lint.model.source_text import code_of
 from jaxfuse_lint.model.staged_values import StagedValues, staged_values
 from jaxfuse_lint.model.staging_transforms import DIFFERENTIATING
 from jaxfuse_lint.model.traced import reason_parts
-from jaxfuse_lint.model.values import Kind
+from jaxfuse_lint.model.values import ABSENT, NO_KEY, Kind, literal_key
 
 if TYPE_CHECKING:
     from jaxfuse_lint.model.scopes import Scope
@@ -143,6 +143,20 @@ class TracedPremise:
         name = self._tangent_root(expr, fn, set(params), 0)
         return (name, params[name]) if name is not None else None
 
+    def differentiated_premise(self, expr: cst.CSTNode, fn: Function) -> "tuple[Premise, str, object] | None":
+        """PROVEN `traced(expr)` where fn runs under an eager differentiating transform and expr
+        carries the tangent of a differentiated argument (`differentiated`), with that argument's
+        name and route; None otherwise."""
+        found = self.differentiated(expr, fn)
+        if found is None:
+            return None
+        name, reason = found
+        via = f"`{name}` is" if isinstance(expr, cst.Name) and expr.value == name else f"computed from `{name}`,"
+        premise = proven("traced", f"`{code_of(self.model, expr, 40)}`", "differentiated-argument",
+                         f"{via} the differentiated argument of `{fn.display_name}` (", *reason_parts(reason),
+                         "): a tracer carrying its tangent")
+        return premise, name, reason
+
     def differentiated_params(self, fn: Function) -> dict:
         found = self._diff_params.get(id(fn))
         if found is None:
@@ -228,6 +242,10 @@ class TracedPremise:
                 continue
             if isinstance(node, (cst.Lambda, cst.FunctionDef)):
                 continue
+            stored = _keyed_sources(values, node, sc) if depth < MAX_ROOT_DEPTH else None
+            if stored is not None:
+                stack.extend((e, s, depth + 1) for e, s in reversed(stored))
+                continue
             stack.extend((c, sc, depth) for _, c in reversed(list(iter_children(node))))
         return None
 
@@ -262,6 +280,10 @@ class TracedPremise:
                 continue
             if isinstance(node, (cst.Lambda, cst.FunctionDef)):
                 continue
+            stored = _keyed_sources(values, node, sc) if depth < MAX_ROOT_DEPTH else None
+            if stored is not None:
+                stack.extend((e, s, depth + 1) for e, s in reversed(stored))  # `d["step"]`: what d holds there
+                continue
             stack.extend((c, sc, depth) for _, c in reversed(list(iter_children(node))))
         return out
 
@@ -292,6 +314,26 @@ def _cached(model: "StagingView", fn: Function) -> bool:
         if model.qn(target, scope) in CACHING:
             return True
     return False
+
+
+def _keyed_sources(values: StagedValues, node: cst.CSTNode, scope: "Scope") -> list | None:
+    """For `d["step"]` where the code shows what d holds under that key (not a traced pytree's item):
+    the values it may be (`ValueAnalysis.keyed_kind`); for `obj.attr` of an object the code builds,
+    and a call of a method returning `self.attr`, what it was built with (model/object_fields.py);
+    None otherwise."""
+    if isinstance(node, cst.Attribute):
+        return values.field_sources(node, scope) or None
+    if isinstance(node, cst.Call):
+        return values.returned_fields(node, scope)  # `param(t)` returning `self.value`: what it was built with
+    if not isinstance(node, cst.Subscript):
+        return None
+    key = literal_key(node)
+    if key is NO_KEY or values.kind(node.value, scope) is Kind.TRACED:
+        return None
+    found: list = []
+    if values.keyed_kind(node.value, key, scope, sources=found) in (None, ABSENT):
+        return None
+    return found
 
 
 def _param_of(fn: Function, call: cst.Call, arg: cst.Arg, bound: bool) -> str | None:

@@ -67,6 +67,72 @@ _STATIC_METHODS = frozenset({"item", "tolist", "__len__", "index", "count", "key
 _SHARED_WITH_SUB = frozenset({"strict", "_assumptions", "_partial_ways_memo", "_arity_memo", "_reads"})
 
 
+NO_KEY = object()  # a key the code does not spell as a literal
+ABSENT = object()  # keyed_kind: the dict the code shows has nothing under that key
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+
+
+def _literal(e: cst.BaseExpression | None):
+    """The value of a literal dict key (`"step"`, `3`, `(0, 0)`, `-1`, `True`), else `NO_KEY`."""
+    if isinstance(e, cst.SimpleString) and isinstance(e.evaluated_value, str):
+        return e.evaluated_value
+    if isinstance(e, cst.Integer):
+        return int(e.value, 0)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value, 0)
+    if isinstance(e, cst.Name) and e.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[e.value]
+    if isinstance(e, cst.Tuple):
+        items = tuple(_literal(el.value) for el in e.elements)
+        return NO_KEY if any(i is NO_KEY for i in items) or any(
+            isinstance(el, cst.StarredElement) for el in e.elements) else items
+    return NO_KEY
+
+
+def literal_key(e: cst.Subscript):
+    """The literal key of `d["step"]` / `d[0, 0]` (one index, no slice), else `NO_KEY`."""
+    if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+        return _literal(e.slice[0].slice.value)
+    if len(e.slice) > 1 and all(isinstance(el.slice, cst.Index) for el in e.slice):
+        items = tuple(_literal(el.slice.value) for el in e.slice)
+        return NO_KEY if any(i is NO_KEY for i in items) else items
+    return NO_KEY
+
+
+def _stores(model, fn, name: str) -> list | None:
+    """(key, value) of every `name[key] = value` (and `name[key] += value`) in fn's own code; None
+    where fn changes the dict otherwise (`name.update(...)`, `name.pop(...)`, `del name[k]`)."""
+    out = []
+    for read in fn.reads:
+        if read.name.value != name:
+            continue
+        parent = model.parent(read.name)
+        if isinstance(parent, cst.Attribute) and parent.value is read.name and parent.attr.value in _MUTATORS:
+            return None
+        if not isinstance(parent, cst.Subscript) or parent.value is not read.name:
+            continue
+        holder = model.parent(parent)
+        if isinstance(holder, cst.AssignTarget):
+            assign = model.parent(holder)
+            if isinstance(assign, cst.Assign):
+                out.append((literal_key(parent), assign.value))
+        elif isinstance(holder, cst.AugAssign) and holder.target is parent:
+            out.append((literal_key(parent), holder.value))
+        elif isinstance(holder, cst.Del) or isinstance(model.parent(holder), cst.Del):
+            return None  # `del name[k]`
+    return out
+
+
+def _every(kinds) -> Kind:
+    """TRACED (STATIC) where every kind is; UNKNOWN otherwise."""
+    kinds = [k for k in kinds if k is not ABSENT]
+    if kinds and all(k is TRACED for k in kinds):
+        return TRACED
+    if kinds and all(k is STATIC for k in kinds):
+        return STATIC
+    return UNKNOWN
+
+
 def combine(kinds) -> Kind:
     seen_unknown = False
     for k in kinds:
@@ -145,9 +211,41 @@ class ValueAnalysis:
         if r.kind == "called" and r.caller is not None and isinstance(r.node, cst.Call):
             arg = self.model.argument_for(r.node, fn, name)
             if arg is None:
+                unpacked = self._unpacked_kind(fn, name, r.node, r.caller)
+                if unpacked is not None:
+                    return unpacked
                 return STATIC if name in fn.params_with_default else UNKNOWN
             return self.kind(arg, r.caller)
         return UNKNOWN
+
+    def _unpacked_kind(self, fn: "Function", name: str, call: cst.Call, scope: "Scope") -> Kind | None:
+        """`f(data, **params)`: a parameter the call's explicit arguments leave unfilled may take a
+        value of the unpacked mapping (`*args`: an item of the sequence, for the parameters from its
+        position on). A traced dict, tuple or array holds tracers (jit traces every leaf of a pytree
+        argument), so that value is a tracer; None where nothing is unpacked there, UNKNOWN where
+        what is unpacked is not known to be traced."""
+        if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            return None
+        if name in fn.star_params or name not in fn.params or isinstance(fn.node, cst.Lambda) or any(
+                p.name.value == name for p in fn.node.params.posonly_params):
+            return None
+        params = [p for p in fn.params if p not in fn.star_params]
+        if fn.cls is not None and params and params[0] in ("self", "cls") and \
+                self.model.argument_for(call, fn, params[0]) is None:
+            params = params[1:]  # the call binds `self` (argument_for maps `Cls.method(obj, x)`)
+        kinds = []
+        before = 0  # explicit positional arguments before a `*seq`
+        for a in call.args:
+            if a.star == "**":
+                kinds.append(self.kind(a.value, scope))
+            elif a.star == "*":
+                if name in params and params.index(name) >= before:
+                    kinds.append(self.kind(a.value, scope))
+            elif a.keyword is None:
+                before += 1
+        if not kinds:
+            return None
+        return TRACED if TRACED in kinds else UNKNOWN
 
     def _is_static_param(self, fn: "Function", name: str, r) -> bool:
         if name in r.static_argnames:
@@ -228,6 +326,11 @@ class ValueAnalysis:
                 return base
             return UNKNOWN if base is not STATIC else STATIC
         if isinstance(e, cst.Subscript):
+            key = literal_key(e)
+            if key is not NO_KEY:
+                stored = self.keyed_kind(e.value, key, scope, depth)
+                if stored is not None and stored is not ABSENT:
+                    return stored
             base = self.kind(e.value, scope, depth)
             if base is TRACED:
                 return TRACED
@@ -254,6 +357,92 @@ class ValueAnalysis:
         if isinstance(e, cst.NamedExpr):
             return self.kind(e.value, scope, depth)
         return UNKNOWN
+
+    # -- what a dict holds under a key ----------------------------------------------------------
+    def keyed_kind(self, container: cst.BaseExpression, key, scope: "Scope", depth: int = 0,
+                   sources: list | None = None) -> "Kind | object | None":
+        """The kind of `container[key]` for a literal key where the code shows what the dict holds
+        there: a dict display (`{"step": n, **state}`), `dict(state, step=n)`, a dict comprehension,
+        a local name bound to one of them, and the function's stores into it (`d["step"] = n`). A
+        later entry overrides an earlier one; an unpacked mapping (`**state`) or a store under a key
+        the code does not spell may hold the key too. TRACED or STATIC where every value that may be
+        the one read is; UNKNOWN where they differ; ABSENT where the dict shown has nothing there;
+        None where the code does not show the dict (a parameter, a call's result: the general rule
+        decides, a traced pytree's items are tracers).
+        `sources` collects (expression, scope) of the values that may be the one read."""
+        from jaxfuse_lint.model.scopes import Function
+
+        if depth > self.MAX_DEPTH:
+            return None
+        depth += 1
+        m = self.model
+
+        def value(e: cst.BaseExpression, sc: "Scope") -> Kind:
+            if sources is not None:
+                sources.append((e, sc))
+            return self.kind(e, sc, depth)
+
+        if isinstance(container, cst.Dict):
+            kinds = []
+            for el in reversed(container.elements):
+                if isinstance(el, cst.StarredDictElement):
+                    kinds.append(self._item_kind(el.value, key, scope, depth, sources))
+                    continue  # (it may hold the key or not)
+                k = _literal(el.key)
+                if k is NO_KEY or k == key:
+                    kinds.append(value(el.value, scope))
+                    if k == key:
+                        return _every(kinds)
+            return _every(kinds) if any(k is not ABSENT for k in kinds) else ABSENT  # (no entry: a later store)
+        if isinstance(container, cst.DictComp):
+            return value(container.value, scope)
+        if isinstance(container, cst.Call) and m.qn(container.func, scope) == "builtins.dict":
+            kinds = []
+            for a in reversed(container.args):
+                if a.keyword is not None:
+                    if a.keyword.value == key:
+                        kinds.append(value(a.value, scope))
+                        return _every(kinds)
+                elif a.star == "**":
+                    kinds.append(self._item_kind(a.value, key, scope, depth, sources))
+                elif not a.star and isinstance(a.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Dict,
+                                                         cst.DictComp, cst.Call)):
+                    kinds.append(self._item_kind(a.value, key, scope, depth, sources))
+                else:
+                    return None  # `dict(pairs)`: the keys are not shown
+            return _every(kinds) if any(k is not ABSENT for k in kinds) else ABSENT
+        if not isinstance(container, cst.Name) or not isinstance(scope, Function):
+            return None
+        found = m.bindings_at(container, scope)
+        if found is None or not isinstance(found[0], Function) or not found[1]:
+            return None
+        owner, bindings = found
+        if any(b.kind not in ("assign", "annassign") or b.index is not None or b.value is None for b in bindings):
+            return None
+        stores = _stores(m, owner, container.value)
+        if stores is None:
+            return None  # `d.update(...)`, `del d[k]`: changed in ways not read here
+        kinds = []
+        for b in bindings:
+            k = self.keyed_kind(b.value, key, owner, depth, sources)
+            if k is None:
+                return None
+            if k is not ABSENT:
+                kinds.append(k)
+        kinds.extend(value(v, owner) for k, v in stores if k is NO_KEY or k == key)
+        return _every(kinds) if any(k is not ABSENT for k in kinds) else ABSENT
+
+    def _item_kind(self, mapping: cst.BaseExpression, key, scope: "Scope", depth: int,
+                   sources: list | None = None):
+        """What `mapping[key]` may be: shown by `keyed_kind`, else a tracer for a traced pytree (jit
+        traces every leaf), a Python value for a static one, unknown otherwise."""
+        shown = self.keyed_kind(mapping, key, scope, depth, sources)
+        if shown is not None:
+            return shown  # (ABSENT: the mapping shown has nothing there)
+        if sources is not None:
+            sources.append((mapping, scope))
+        k = self.kind(mapping, scope, depth)
+        return k if k in (TRACED, STATIC) else UNKNOWN
 
     def _call_kind(self, e: cst.Call, scope: "Scope", depth: int) -> Kind:
         m = self.model
@@ -291,6 +480,10 @@ class ValueAnalysis:
                 with_args = self._with_call_args(callee, e, scope, depth)
                 return with_args
         return UNKNOWN
+
+    def bind_receiver(self, sub: "ValueAnalysis", callee: "Function", call: cst.Call, scope: "Scope") -> None:
+        """Give `sub`, the analysis evaluating `call`'s result, the object the call binds to
+        callee's `self` (model/object_fields.py reads it; nothing here)."""
 
     def callee(self, call: cst.Call, scope: "Scope") -> "Function | None":
         """The one function of the module a call runs: `f(x)` by name, or a method reached through
@@ -340,6 +533,7 @@ class ValueAnalysis:
             # Memoised kinds inside the callee depend on these parameter kinds: evaluate fresh.
             sub = type(self)(m)
             sub.__dict__.update({k: v for k, v in self.__dict__.items() if k in _SHARED_WITH_SUB})
+            self.bind_receiver(sub, callee, call, scope)
             sub._param_memo = self._param_memo
             sub._active = self._active
             for r in (callee.returns if exprs is None else exprs):

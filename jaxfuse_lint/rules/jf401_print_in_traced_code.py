@@ -59,7 +59,18 @@ class PrintInTracedCode(Rule):
     lambda, and the values methods reached that way return. The functions
     jax's example libraries return (`opt_init, opt_update, get_params =
     optimizers.adam(...)`, stax's `init_fun, apply_fun`) compute with jax:
-    `get_params(opt_state)` of a traced state is a tracer.
+    `get_params(opt_state)` of a traced state is a tracer. What JF402 shows
+    traced counts here too: a field of a traced NamedTuple or flax struct
+    (`print(state.error)` in a `while_loop` condition whose carry is built
+    from such a record), a value an object was built with (`self.value`),
+    a value stored in a dict under a literal key.
+
+    Under an eager differentiating transform (`jax.grad(f)(x)`, not jitted)
+    `print` runs on every call, but a value computed from the differentiated
+    argument by differentiable operations is a JVP tracer there: `print`
+    shows `GradTracer(primal=..., ...)` (jax 0.10), not the number. Such a
+    print is flagged; a value with no tangent (another argument, a
+    comparison, a shape) prints as it is and is not.
 
     Code run under `with jax.disable_jit():` is not traced: a `print` in a
     jitted function every call of which runs there shows values and is not
@@ -71,9 +82,10 @@ class PrintInTracedCode(Rule):
     `runs-traced(f)`, proven by the route that traces `f` (assumed under
     `jax.disable_jit(flag)`), and `traced(value)` for one printed value: proven
     where the code shows the tracer (JF402's inferences: an argument a route
-    traces, a jax operation staged out under the trace), assumed where only a
-    framework's convention makes it one (preview), disproved where the value
-    is hashed by a `functools.cache`d function.
+    traces, a jax operation staged out under the trace, the argument an eager
+    `grad` differentiates), assumed where only a framework's convention makes
+    it one (preview), disproved where the value is hashed by a
+    `functools.cache`d function.
 
     ## Why is this bad?
     `print` is a Python side effect. It runs while the function is traced, and
@@ -88,11 +100,10 @@ class PrintInTracedCode(Rule):
     legitimate way to observe tracing and is not flagged.
 
     ## Known problems
-    A value the model cannot classify (an attribute of an argument, which may
-    be a static pytree field, or the result of an unknown call) is not
-    considered traced, so `print(state.step)` is not flagged. Functions only
-    transformed eagerly (`jax.grad` outside `jit`) run their `print` on every
-    call and are not checked.
+    A value the model cannot classify (an attribute of an argument whose
+    class the module does not show, which may be a static pytree field, or the
+    result of an unknown call) is not considered traced, so `print(state.step)`
+    of an unknown `state` is not flagged.
 
     ## Example
     ```python
@@ -157,7 +168,10 @@ class PrintInTracedCode(Rule):
             scope: Scope = site.scope
             if not isinstance(scope, Function) or not model.is_traced(scope):
                 continue
-            if model.qn(site.call.func, scope) != "builtins.print" or not st.is_staged(scope, batching=True):
+            if model.qn(site.call.func, scope) != "builtins.print":
+                continue
+            if not st.is_staged(scope, batching=True):
+                yield from _differentiated_print(model, site.call, scope)
                 continue
             traced = [v for v in printed_values(site.call) if staged_values(model).kind(v, scope) is Kind.TRACED]
             if not traced:
@@ -192,6 +206,36 @@ class PrintInTracedCode(Rule):
                 data={"call": site.call, "scope": scope, "traced": traced},
                 premises=(runs, value),
             )
+
+
+def _differentiated_print(model: SemanticModel, call: cst.Call, fn: Function) -> Iterator[Violation]:
+    """`print(loss)` in a function an eager `jax.grad` runs (not staged: it prints on every call):
+    a value carrying the differentiated argument's tangent is a JVP tracer there, and `print` shows
+    the tracer (`GradTracer(primal=..., typeof(tangent)=...)`, jax 0.10), not the number;
+    `jax.debug.print` shows the value."""
+    tp = traced_premise(model)
+    if not tp.differentiated_params(fn):
+        return
+    found = [(v, tp.differentiated_premise(v, fn)) for v in printed_values(call)]
+    found = [(v, p) for v, p in found if p is not None]
+    if not found:
+        return
+    runs = evidence(model).premise(fn, call, raises=False)
+    if runs is None:
+        return
+    value, (premise, name, reason) = found[0]
+    shown = ", ".join(f"`{model.module.code_for_node(v).strip()}`" for v, _ in found[:3])
+    yield Violation(
+        call,
+        message(
+            f"`print` shows {shown} as a tracer, not as a number: `{fn.display_name}` is differentiated (",
+            *reason_parts(reason),
+            f") and the value carries the tangent of `{name}`, so it is a JVP tracer "
+            "(`GradTracer(primal=..., ...)`); use `jax.debug.print`, which prints the value",
+        ),
+        data={"call": call, "scope": fn, "traced": [v for v, _ in found]},
+        premises=(runs, premise),
+    )
 
 
 def _debug_mode(model: SemanticModel, fn: Function) -> bool | str:

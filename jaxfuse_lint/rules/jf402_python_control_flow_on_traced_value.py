@@ -15,9 +15,9 @@ from jaxfuse_lint.model.staged_values import staged_values
 from jaxfuse_lint.model.staging import own_nodes, staging
 from jaxfuse_lint.model.staging_transforms import ACCEPTS_STATIC_ARGNAMES, ACCEPTS_STATIC_ARGNUMS
 from jaxfuse_lint.model.source_text import code_of
-from jaxfuse_lint.model.premises import proven
+from jaxfuse_lint.model.shape_arithmetic import node_sinks
 from jaxfuse_lint.model.traced_premise import traced_premise
-from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts
+from jaxfuse_lint.rules.base import LineOf, Rule, Violation, message, reason_parts, staged_reason
 from jaxfuse_lint.core.targets import Claim, tracing
 
 # What each construct needs from its operand, and what to write instead.
@@ -41,7 +41,13 @@ _ADVICE = {
     "range": ("`range(...)`", "use `lax.fori_loop(...)` (or `lax.scan`)"),
     "max": ("`max(...)`", "use `jnp.maximum(...)`"),
     "min": ("`min(...)`", "use `jnp.minimum(...)`"),
+    "item": ("`.item()`", "keep the value an array (return or use it as it is)"),
+    "shape": ("a size argument", "shapes must be static Python ints under a trace: derive it from static "
+                                    "values (`x.shape`, a static argument), or use a fixed maximum size and a mask"),
+    "tolist": ("`.tolist()`", "keep the value an array"),
 }
+# Array methods that return a Python value: on a tracer they raise a concretization error.
+_CONVERTING_METHODS = frozenset({"item", "tolist"})
 _CONVERSIONS = {"builtins.bool": "bool", "builtins.int": "int", "builtins.float": "float",
                 "builtins.complex": "complex", "builtins.range": "range", "builtins.max": "max",
                 "builtins.min": "min"}
@@ -65,9 +71,12 @@ class PythonControlFlowOnTracedValue(Rule):
     construct that needs a concrete Python value from a traced one: the test of
     `if`/`elif`/`while`/`assert`, a conditional expression or a comprehension's
     `if`, the operand of `not` and the left operand of `and`/`or`, and
-    `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` of a
-    traced value, and the first comparison of a chain (`0 < x < 1` is Python's
-    `(0 < x) and (x < 1)`). A value is traced when it is derived from an argument that is
+    `bool()`/`int()`/`float()`/`complex()`/`range()`/`max()`/`min()` and
+    `.item()`/`.tolist()` of a traced value, the first comparison of a chain
+    (`0 < x < 1` is Python's `(0 < x) and (x < 1)`), and a size argument
+    computed from a traced argument (`jnp.zeros((n,))`, `random.randint(key,
+    (n,), ...)`, `x.reshape(n, -1)`, `jnp.arange(n)`: shapes must be static;
+    `jnp` arithmetic on static shapes used there is JF405's). A value is traced when it is derived from an argument that is
     not static (not in `static_argnums`/`static_argnames`, not a lax loop's
     Python bound) through array operations, or computed by a jax array
     operation in staged code even from no argument at all (`jnp.arange(3)`,
@@ -89,6 +98,20 @@ class PythonControlFlowOnTracedValue(Rule):
     returns or raises); `isinstance(x, tuple | list | dict)` makes `if x:` a
     container's truthiness.
 
+    Values are followed through containers and objects the code shows: a
+    dict's entry under a literal key (a display, `dict(state, step=n)` — the
+    keywords override the base — a comprehension, stores `d["k"] = v`), a
+    traced dict unpacked into a call (`f(x, **params)` gives the parameters
+    it fills its leaves), an attribute of an object built from traced values
+    (`self.a1` is what the construction that built `self` was given for `a1`:
+    a dataclass-like field of an equinox Module, NamedTuple, flax struct or
+    `@dataclass`, or the parameter `__init__` stores; `self` is the receiver
+    of the route that runs the method), and a field of a traced record whose
+    class the module shows (every field of a `NamedTuple`, every field of a
+    flax struct not declared `pytree_node=False`: jit, and a lax loop's
+    carry, trace every leaf; the class is read through tuple unpacking and a
+    loop's initial carry), and `record._replace(k=v)`.
+
     Which arguments are traced follows JAX's own rules for the route:
     `static_argnums`/`static_argnames` (flax's `nn.remat`, `nn.checkpoint`
     and `nn.jit` count the Module, `self`, as argument 0); a lax driver passes
@@ -109,7 +132,21 @@ class PythonControlFlowOnTracedValue(Rule):
     `inputs.shape[-2]`, a config field, a default left out) decides over the
     convention. A parameter annotated `str` or `Literal["a", "b"]`, and a
     comparison with a string literal (`mode == "relu"`), are Python options:
-    JAX cannot trace a string.
+    JAX cannot trace a string. jit traces every argument a call passes, by
+    position or by keyword alike, and none it leaves to its default: where the
+    calls of a jitted function are all in the module, a defaulted or
+    keyword-only parameter is traced if one of them passes it, a Python value
+    if none does.
+
+    Routes are followed through calls the way Python runs them: a
+    `@classmethod` called on its class binds `cls`; every overload of a
+    multiple-dispatch function (`plum.dispatch`, a `Dispatcher()` instance,
+    `functools.singledispatch` with `@base.register`) is a function a call of
+    the name runs; a construction (`C(...)`, `cls(...)`) runs `__init__`,
+    a dataclass's `__post_init__` and an equinox Module's `__check_init__`;
+    `opt.update(...)` of an optax `GradientTransformation(init, update)` runs
+    the function in its `update` slot; the items of a list an object holds
+    (`[f(t) for f in self.factors]`) run their `__call__`.
 
     One problem, one code: `int()`, `float()` and `range()` of a `jnp`
     computation on static values only (`int(jnp.ceil(T / dt))` with `T` and
@@ -149,10 +186,11 @@ class PythonControlFlowOnTracedValue(Rule):
     `f` with `if x > 0` and `g` with `while i < n`, both under `jax.jit`).
 
     ## Known problems
-    Attributes of a traced argument (`state.step`, `cfg.flag`) may be static
-    pytree fields (flax `pytree_node=False`, `eqx.field(static=True)`), and
-    methods other than array methods (`model.is_training()`) may return
-    anything: neither is flagged. A bare `if params:` is flagged only when
+    Attributes of a traced argument whose class the module does not show
+    (`state.step`, `cfg.flag`) may be static pytree fields (flax
+    `pytree_node=False`, `eqx.field(static=True)`), and methods other than
+    array methods (`model.is_training()`) may return anything: neither is
+    flagged. A bare `if params:` is flagged only when
     `params` looks like an array — not annotated as a container or
     `Optional`, not used as a dict or list (`params["w"]`, `params.items()`,
     `"w" in params`), not passed a tuple or `None` by a caller, not an element
@@ -273,8 +311,14 @@ class _Checker:
 
     def function(self, fn: Function) -> Iterator[Violation]:
         flagged: set[cst.CSTNode] = set()
+        labels: dict[int, str] = {}
         for node in own_nodes(fn):
-            for context, expr, truthiness in self._contexts(node, fn):
+            contexts = list(self._contexts(node, fn))
+            if isinstance(node, cst.Call) and self.model.qn(node.func, fn) not in _CONVERSIONS:
+                for label, _, arg in node_sinks(self.model, node, fn):
+                    contexts.append(("shape", arg, False))  # `jnp.zeros((n,))`, `random.randint(k, (n,), ...)`
+                    labels[id(arg)] = label
+            for context, expr, truthiness in contexts:
                 probe = _first_pair_operands(expr) if context == "chain" else (expr,)
                 probe = next((p for p in probe if self.traced(p, fn)), None)
                 if probe is None:
@@ -285,6 +329,8 @@ class _Checker:
                     continue
                 # The code runs under a trace on a route that runs (model/evidence.py): not host code
                 # behind a tracer guard, not a dead `is None` branch, not a demonstration of the error.
+                if context == "shape" and not self.roots(probe, fn):
+                    continue  # `jnp.prod(x.shape)` as a shape: static shape arithmetic, JF405's
                 runs = self.evidence.premise(fn, expr, raises=True)
                 traced = self.premise.premise(probe, fn)
                 if runs is None or traced is None:
@@ -295,7 +341,7 @@ class _Checker:
                     # one problem, one code: JF405's (jnp on static values where a Python int is needed).
                     continue
                 flagged.add(expr)
-                yield self._violation(fn, context, expr).with_premises(runs, traced)
+                yield self._violation(fn, context, expr, labels.get(id(expr))).with_premises(runs, traced)
 
     def differentiated(self, fn: Function) -> Iterator[Violation]:
         """Under an eager `jax.grad` (values concrete, not staged), control flow and `int()` see the
@@ -311,17 +357,13 @@ class _Checker:
             if which not in ("float", "complex") or not args:
                 continue
             expr = args[0].value
-            found = self.premise.differentiated(expr, fn)
+            found = self.premise.differentiated_premise(expr, fn)
             if found is None:
                 continue
             runs = self.evidence.premise(fn, expr, raises=True)
             if runs is None:
                 continue
-            name, reason = found
-            via = f"`{name}` is" if isinstance(expr, cst.Name) and expr.value == name else f"computed from `{name}`,"
-            traced = proven("traced", f"`{code_of(self.model, expr, 40)}`", "differentiated-argument",
-                            f"{via} the differentiated argument of `{fn.display_name}` (", *reason_parts(reason),
-                            "): a tracer carrying its tangent")
+            traced, name, reason = found
             what = _ADVICE[which][0]
             depends = "is" if isinstance(expr, cst.Name) and expr.value == name else f"depends on `{name}`,"
             yield Violation(
@@ -357,6 +399,10 @@ class _Checker:
         elif isinstance(node, cst.Comparison) and len(node.comparisons) > 1 and _first_pair_operands(node):
             yield "chain", node, False  # `0 < x < 1` is `(0 < x) and (x < 1)`: bool() of the first
         elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONVERTING_METHODS \
+                    and not node.args and m.qn(node.func, fn) is None:
+                yield node.func.attr.value, node.func.value, False  # `x.item()`: a Python scalar of x
+                return
             which = _CONVERSIONS.get(m.qn(node.func, fn) or "")
             if which is None:
                 return
@@ -486,14 +532,20 @@ class _Checker:
         return False
 
     # -- the message ------------------------------------------------------------------------------
-    def _violation(self, fn: Function, context: str, expr: cst.CSTNode) -> Violation:
+    def _violation(self, fn: Function, context: str, expr: cst.CSTNode, label: str | None = None) -> Violation:
         what, advice = _ADVICE[context]
+        if label is not None:
+            what = f"{label}'s size argument"
         roots = self.roots(expr, fn)
-        reason = self.model.trace_reason(fn)
+        reason = staged_reason(self.model, fn, batching=True)
         if roots:
-            names = ", ".join(f"`{name}`" for _, name in roots[:3])
             owners = {o.display_name for o, _ in roots}
-            of = f" of `{owners.pop()}`" if len(owners) == 1 else ""
+            if len(owners) == 1:
+                names = ", ".join(f"`{name}`" for _, name in roots[:3])
+                of = f" of `{owners.pop()}`"
+            else:  # (an object built in one function, read in another's method)
+                names = ", ".join(f"`{name}` of `{o.display_name}`" for o, name in roots[:3])
+                of = ""
             depends = f"depends on traced argument{'s' if len(roots) > 1 else ''} {names}{of}"
         else:
             depends = "is a traced value"

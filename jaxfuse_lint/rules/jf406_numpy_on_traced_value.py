@@ -87,13 +87,19 @@ class NumpyOnTracedValue(Rule):
     `transpose`, `squeeze`, `round`...), which work on tracers; nor code that
     runs on the host (a host callback's body, `ensure_compile_time_eval`).
 
+    Under an eager differentiating transform (`jax.grad(f)(x)`, `@jax.grad`,
+    not jitted) the differentiated argument, and what differentiable
+    operations compute from it, is a JVP tracer even for concrete inputs:
+    NumPy's conversion of it raises too (jax#16404), and is flagged.
+
     ## Premises
     `runs-traced(f)`, proven by the route that traces `f`, and
     `traced(value)` for the converted argument (or the index), decided as
     for JF402: proven where the code shows the tracer (an argument a route
-    traces, a jax operation staged out under the trace), assumed where only
-    a framework's convention makes it one (preview), disproved where the
-    value is hashed by a `functools.cache`d function.
+    traces, a jax operation staged out under the trace, the argument an eager
+    `grad` differentiates), assumed where only a framework's convention makes
+    it one (preview), disproved where the value is hashed by a
+    `functools.cache`d function.
 
     ## Why is this bad?
     A tracer has no value while the function is traced; NumPy asks for one
@@ -105,9 +111,7 @@ class NumpyOnTracedValue(Rule):
     A value the model cannot classify (an attribute of an argument, which may
     be a static pytree field) is not considered traced. NumPy functions that
     hand the argument to its method (`np.all(x < 0)`) return a tracer rather
-    than raise: an `if` on that result is JF402's. Under an eager `jax.grad`
-    NumPy raises on the differentiated argument too; only staged code is
-    checked.
+    than raise: an `if` on that result is JF402's.
 
     ## Example
     ```python
@@ -127,11 +131,13 @@ class NumpyOnTracedValue(Rule):
     The NumPy function becomes its `jax.numpy` namesake (the module's alias
     for `jax.numpy` is reused, or `import jax.numpy as jnp` is added). Safe
     when the function runs only under tracing (it is jitted itself, or only
-    traced code calls it): the original raised for every input, so nothing
-    that worked changes. Unsafe when host code also calls the function with
-    NumPy arrays: there it now returns a jax array, computed in the default
-    dtype (float32 without x64) where NumPy used float64; also unsafe with a
-    64-bit `dtype=`, which `jax.numpy` canonicalises without x64. No fix where
+    traced code calls it, or `@jax.grad` decorates it and the argument
+    carries the differentiated one's tangent): the original raised for every
+    input, so nothing that worked changes. Unsafe when host code also calls
+    the function with NumPy arrays: there it now returns a jax array,
+    computed in the default dtype (float32 without x64) where NumPy used
+    float64; also unsafe with a 64-bit `dtype=`, which `jax.numpy`
+    canonicalises without x64. No fix where
     the result is needed as a Python value (an `if`, `int()`, a shape: the
     `jnp` result is a tracer there too — compute it from static values or
     move it out of the traced function), for a NumPy array indexed by a
@@ -172,7 +178,10 @@ class NumpyOnTracedValue(Rule):
             if not isinstance(scope, Function) or not model.is_traced(scope):
                 continue
             qn = model.qn(site.call.func, scope)
-            if qn not in CONVERTING or not st.is_staged(scope, batching=True):
+            if qn not in CONVERTING:
+                continue
+            if not st.is_staged(scope, batching=True):
+                yield from self._differentiated(model, site.call, scope, qn)
                 continue
             if host.runs_on_host(scope) or host.at_compile_time(site.call, scope):
                 continue
@@ -218,6 +227,46 @@ class NumpyOnTracedValue(Rule):
                 no_fix=no_fix, premises=(runs, value),
             )
         yield from self._indexing(model)
+
+    def _differentiated(self, model: SemanticModel, call: cst.Call, fn: Function, qn: str) -> Iterator[Violation]:
+        """`np.sin(x)` in a function an eager `jax.grad` runs: the differentiated argument (and what
+        is computed from it by differentiable operations) is a JVP tracer even for concrete inputs,
+        and NumPy's conversion of it raises `TracerArrayConversionError` (jax#16404)."""
+        tp = traced_premise(model)
+        if not tp.differentiated_params(fn) or model.host_code.runs_on_host(fn):
+            return
+        found = next((p for a in call.args
+                      if not a.star and (a.keyword is None or a.keyword.value not in _OPTIONS)
+                      and (p := tp.differentiated_premise(a.value, fn)) is not None), None)
+        if found is None:
+            return
+        runs = evidence(model).premise(fn, call, raises=True)
+        if runs is None:
+            return
+        premise, name, reason = found
+        jnp_name = qn[len("numpy."):]
+        written = code_of(model, call.func, 40)
+        parts: tuple = (
+            f"`{written}` converts its argument to a NumPy array, but it carries the tangent of `{name}`, the "
+            f"argument differentiated where `{fn.display_name}` is ", *reason_parts(reason),
+            ": under differentiation it is a tracer even for concrete inputs, and this raises "
+            "`TracerArrayConversionError`",
+        )
+        no_fix = None
+        if qn in NO_JNP:
+            parts += ("; use `jnp.asarray`",)
+            no_fix = "no jax.numpy namesake"
+        else:
+            parts += (f"; use `jnp.{jnp_name}`",)
+        # Every call runs under the transform where it decorates fn: the NumPy call always raised.
+        always = reason.kind == "decorator"
+        yield Violation(
+            call,
+            message(*parts),
+            data={"call": call, "func": call.func, "scope": fn, "qualified": qn, "jnp": jnp_name,
+                  "fixable": no_fix is None, "always_raised": always},
+            no_fix=no_fix, premises=(runs, premise),
+        )
 
     def _indexing(self, model: SemanticModel) -> Iterator[Violation]:
         """`TABLE[i]` with TABLE a NumPy array and i a tracer: NumPy converts the index
