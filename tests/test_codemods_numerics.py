@@ -225,6 +225,16 @@ DETECTION_VERIFY: dict[str, dict[str, object]] = {
     "JF101/calibrated_measured_preview.py": {"energy_4m": ["f32[64,2]"]},
     "JF101/calibrated_size_premises.py": {"stacked": ["f32[16,2]"], "outer": ["f32[16,2]"],
                                           "from_helper": ["f32[16,3]"]},
+    # Loop counts from callers, and compiling transforms reached through names and helpers (host calls:
+    # `pmap` over one device, `nnx.jit` on arrays).
+    "JF301/counts_from_callers.py": {"long_run": ["f32[3]", "py:5"], "open_ended": ["f32[3]", "py:4"]},
+    "JF301/own_cache.py": {
+        "fit": "takes an nnx Module and a list of batch dicts, which the specs cannot make: the hoisted "
+               "`nnx.jit(loss_fn)` is the same call on the same arguments",
+        "monitor": "takes a list of per-device chunks, which the specs cannot make: the hoisted `sharded(...)` "
+                   "maps the same lambda",
+    },
+    "JF302/compiling_helpers.py": {"centre": ["host", "f32[1,4]"], "measure": ["host", "f32[4]"]},
     # flax Modules without parameters: bound to empty variables and jitted (flax is a test dependency).
     "JF202/framework_body_compiled_only.py": {"Applied().bind({}).__call__": ["f32[4096]"]},
     "JF202/routes_and_library.py": {"kernel": ["f32[4096]"]},

@@ -50,7 +50,7 @@ def _rule_descriptor(info: RuleInfo, with_help: bool = True, level: str = "warni
         "id": info.code,
         "name": info.name,
         "shortDescription": {"text": info.summary},
-        "fullDescription": {"text": info.what_it_does},
+        "fullDescription": {"text": _first_paragraph(info.what_it_does)},
         "defaultConfiguration": {"level": level},
         "properties": {"fixable": info.fixable, "tags": ["jax", "performance"]},
     }
@@ -62,9 +62,22 @@ def _rule_descriptor(info: RuleInfo, with_help: bool = True, level: str = "warni
     return descriptor
 
 
-# The measured tables of a rule's page (its calibration, the GPU timings): long, and on the page `helpUri`
-# links; a viewer's help pane gets the rule's own sections.
-_TABLE_SECTIONS = re.compile(r"\n## (Calibration|Measured on a GPU|Backends)\b.*?(?=\n## |\Z)", re.S)
+# The measured tables of a rule's page (its calibration, the GPU timings) and its lists of test cases: long,
+# and on the page `helpUri` links; a viewer's help pane gets the rule's own sections.
+_TABLE_SECTIONS = re.compile(r"\n## (Calibration|Measured on a GPU|Backends|Test files|Flagged|Not flagged)\b.*?(?=\n## |\Z)",
+                             re.S)
+
+
+def _first_paragraph(text: str, limit: int = 400) -> str:
+    """A rule's description in a viewer's list: the first sentence of its "What it does" (the rest
+    is in `help` for the rules with results, and on the page `helpUri` links); at most `limit`
+    characters, cut at a word."""
+    text = " ".join(text.split())
+    end = text.find(". ")
+    first = text if end < 0 else text[:end + 1]
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _without_tables(markdown: str) -> str:
